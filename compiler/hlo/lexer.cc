@@ -1,0 +1,257 @@
+#include "compiler/hlo/lexer.h"
+
+#include <array>
+#include <cctype>
+#include <cstdio>
+
+namespace hlocache::hlo {
+namespace {
+
+enum CharClass : uint8_t {
+  kBad = 0,
+  kSpace = 1 << 0,
+  kIdentStart = 1 << 1,
+  kIdentChar = 1 << 2,  // Letters, digits, _ . $ (and '-' handled separately).
+  kDigit = 1 << 3,
+  kWordChar = 1 << 4,  // Letters, digits and '_' (digit-led patterns).
+  kPunct = 1 << 5,
+};
+
+constexpr std::array<uint8_t, 256> MakeClasses() {
+  std::array<uint8_t, 256> c{};
+  for (int ch : {' ', '\t', '\n', '\r', '\f', '\v'}) c[ch] = kSpace;
+  for (int ch = 'a'; ch <= 'z'; ++ch) c[ch] = kIdentStart | kIdentChar | kWordChar;
+  for (int ch = 'A'; ch <= 'Z'; ++ch) c[ch] = kIdentStart | kIdentChar | kWordChar;
+  for (int ch = '0'; ch <= '9'; ++ch) c[ch] = kIdentChar | kDigit | kWordChar;
+  c['_'] = kIdentStart | kIdentChar | kWordChar;
+  c['$'] = kIdentStart | kIdentChar;
+  c['.'] = kIdentChar | kPunct;
+  for (int ch : {'{', '}', '[', ']', '(', ')', ',', '=', ':', '-', '<', '>', '?', '*', '#', '+',
+                 '/', '!', '@', '^', '|', '~', ';', '&', '\''}) {
+    c[ch] |= kPunct;
+  }
+  return c;
+}
+constexpr std::array<uint8_t, 256> kClasses = MakeClasses();
+
+inline bool Is(unsigned char ch, uint8_t cls) { return (kClasses[ch] & cls) != 0; }
+
+class Lexer {
+ public:
+  Lexer(std::string_view src, std::string_view filename) : src_(src), filename_(filename) {}
+
+  Result<std::vector<Token>> Run() {
+    std::vector<Token> out;
+    out.reserve(src_.size() / 6 + 16);
+    const size_t n = src_.size();
+    size_t i = 0;
+    while (true) {
+      // Skip whitespace and comments.
+      while (i < n) {
+        unsigned char ch = src_[i];
+        if (Is(ch, kSpace)) {
+          ++i;
+        } else if (ch == '/' && i + 1 < n && src_[i + 1] == '/') {
+          while (i < n && src_[i] != '\n') ++i;
+        } else if (ch == '/' && i + 1 < n && src_[i + 1] == '*') {
+          size_t end = src_.find("*/", i + 2);
+          if (end == std::string_view::npos) return Fail(i, "unterminated /* comment");
+          i = end + 2;
+        } else {
+          break;
+        }
+      }
+      if (i >= n) break;
+      const size_t start = i;
+      const unsigned char ch = src_[i];
+      TokenKind kind;
+      if (Is(ch, kIdentStart) || ch == '%') {
+        if (ch == '%') {
+          ++i;
+          if (i >= n || !Is(src_[i], kIdentStart)) return Fail(start, "expected a name after '%'");
+        }
+        i = ScanIdentTail(i + 1);
+        kind = TokenKind::kIdent;
+      } else if (Is(ch, kDigit) || (ch == '-' && i + 1 < n && Is(src_[i + 1], kDigit)) ||
+                 (ch == '.' && i + 1 < n && Is(src_[i + 1], kDigit))) {
+        kind = ScanNumber(i);
+      } else if (ch == '-' && (Matches(i + 1, "inf") || Matches(i + 1, "nan"))) {
+        i += 4;
+        kind = TokenKind::kFloat;
+      } else if (ch == '"') {
+        ++i;
+        while (i < n && src_[i] != '"') {
+          if (src_[i] == '\\') ++i;
+          ++i;
+        }
+        if (i >= n) return Fail(start, "unterminated string");
+        ++i;
+        kind = TokenKind::kString;
+      } else if (ch == '-' && i + 1 < n && src_[i + 1] == '>') {
+        i += 2;
+        kind = TokenKind::kArrow;
+      } else if (ch == '<' && i + 1 < n && src_[i + 1] == '=') {
+        i += 2;
+        kind = TokenKind::kLessEq;
+      } else if (ch == '.' && Matches(i, "...")) {
+        i += 3;
+        kind = TokenKind::kEllipsis;
+      } else if (Is(ch, kPunct)) {
+        ++i;
+        kind = PunctKind(ch);
+      } else {
+        char buf[64];
+        if (ch >= 0x20 && ch < 0x7f) {
+          std::snprintf(buf, sizeof buf, "unexpected character '%c'", ch);
+        } else {
+          std::snprintf(buf, sizeof buf, "unexpected byte 0x%02x (not HLO text)", ch);
+        }
+        return Fail(start, buf);
+      }
+      out.push_back(Token{kind, static_cast<uint32_t>(start), static_cast<uint32_t>(i - start)});
+    }
+    out.push_back(Token{TokenKind::kEnd, static_cast<uint32_t>(n), 0});
+    return out;
+  }
+
+ private:
+  bool Matches(size_t i, std::string_view word) const {
+    return src_.substr(i, word.size()) == word;
+  }
+
+  // Identifier tail: [A-Za-z0-9_.$] and '-' unless it starts '->'.
+  size_t ScanIdentTail(size_t i) const {
+    const size_t n = src_.size();
+    while (i < n) {
+      unsigned char ch = src_[i];
+      if (Is(ch, kIdentChar)) {
+        ++i;
+      } else if (ch == '-' && !(i + 1 < n && src_[i + 1] == '>') &&
+                 !(i + 1 < n && src_[i + 1] == '-')) {
+        ++i;
+      } else {
+        break;
+      }
+    }
+    return i;
+  }
+
+  TokenKind ScanNumber(size_t& i) const {
+    const size_t n = src_.size();
+    const size_t start = i;
+    if (src_[i] == '-') ++i;
+    if (src_[i] == '0' && i + 1 < n && (src_[i + 1] == 'x' || src_[i + 1] == 'X') && i + 2 < n &&
+        std::isxdigit(static_cast<unsigned char>(src_[i + 2]))) {
+      i += 2;
+      while (i < n && std::isxdigit(static_cast<unsigned char>(src_[i]))) ++i;
+      return TokenKind::kInt;
+    }
+    bool is_float = false;
+    while (i < n && Is(src_[i], kDigit)) ++i;
+    if (i < n && src_[i] == '.' && !Matches(i, "...")) {
+      is_float = true;
+      ++i;
+      while (i < n && Is(src_[i], kDigit)) ++i;
+    }
+    if (i < n && (src_[i] == 'e' || src_[i] == 'E')) {
+      size_t j = i + 1;
+      if (j < n && (src_[j] == '+' || src_[j] == '-')) ++j;
+      if (j < n && Is(src_[j], kDigit)) {
+        is_float = true;
+        i = j;
+        while (i < n && Is(src_[i], kDigit)) ++i;
+      }
+    }
+    if (is_float) return TokenKind::kFloat;
+    if (i < n && Is(src_[i], kWordChar)) {
+      // Digit-led pattern: 3x3, 1_1x0_0, 0_-1, 01bf.
+      while (i < n) {
+        unsigned char ch = src_[i];
+        if (Is(ch, kWordChar)) {
+          ++i;
+        } else if (ch == '-' && i + 1 < n && Is(src_[i + 1], kDigit) &&
+                   (src_[i - 1] == '_' || src_[i - 1] == 'x')) {
+          ++i;
+        } else {
+          break;
+        }
+      }
+      (void)start;
+      return TokenKind::kWord;
+    }
+    return TokenKind::kInt;
+  }
+
+  static TokenKind PunctKind(unsigned char ch) {
+    switch (ch) {
+      case '{':
+        return TokenKind::kLBrace;
+      case '}':
+        return TokenKind::kRBrace;
+      case '[':
+        return TokenKind::kLBracket;
+      case ']':
+        return TokenKind::kRBracket;
+      case '(':
+        return TokenKind::kLParen;
+      case ')':
+        return TokenKind::kRParen;
+      case ',':
+        return TokenKind::kComma;
+      case '=':
+        return TokenKind::kEqual;
+      case ':':
+        return TokenKind::kColon;
+      default:
+        return TokenKind::kOther;
+    }
+  }
+
+  std::unexpected<Status> Fail(size_t offset, std::string_view message) const {
+    return std::unexpected(ErrorAt(filename_, src_, static_cast<uint32_t>(offset), message));
+  }
+
+  std::string_view src_;
+  std::string_view filename_;
+};
+
+}  // namespace
+
+SourcePosition PositionOf(std::string_view source, uint32_t offset) {
+  SourcePosition pos{1, 1};
+  if (offset > source.size()) offset = static_cast<uint32_t>(source.size());
+  size_t line_start = 0;
+  for (size_t i = 0; i < offset; ++i) {
+    if (source[i] == '\n') {
+      ++pos.line;
+      line_start = i + 1;
+    }
+  }
+  pos.column = static_cast<uint32_t>(offset - line_start + 1);
+  return pos;
+}
+
+Status ErrorAt(std::string_view filename, std::string_view source, uint32_t offset,
+               std::string_view message) {
+  SourcePosition pos = PositionOf(source, offset);
+  std::string text;
+  text.reserve(filename.size() + message.size() + 32);
+  text.append(filename.empty() ? "<input>" : filename);
+  text += ':';
+  text += std::to_string(pos.line);
+  text += ':';
+  text += std::to_string(pos.column);
+  text += ": error: ";
+  // Keep the error on one line whatever the message quotes.
+  for (char c : message) text += (c == '\n' || c == '\r') ? ' ' : c;
+  return InvalidArgument(std::move(text));
+}
+
+Result<std::vector<Token>> Lex(std::string_view source, std::string_view filename) {
+  if (source.size() > kMaxSourceBytes) {
+    return Error(InvalidArgument(std::string(filename) + ":1:1: error: file larger than 2 GiB"));
+  }
+  return Lexer(source, filename).Run();
+}
+
+}  // namespace hlocache::hlo

@@ -1,0 +1,36 @@
+// Lexer for the HLO text format (see schema/canonical-form.md and the HLO grammar reference).
+//
+// Lex() turns a whole source text into a token vector ending with one kEnd token. Comments
+// (`// ...` to end of line, `/* ... */`) and whitespace are skipped. Input that cannot be
+// tokenized (binary junk, an unterminated string or comment) is an error naming file:line:col.
+//
+// Thread safety: pure function.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "compiler/hlo/token.h"
+
+namespace hlocache::hlo {
+
+// Source positions are computed on demand (only error paths and diagnostics need them).
+struct SourcePosition {
+  uint32_t line = 0;    // 1-based.
+  uint32_t column = 0;  // 1-based, in bytes.
+};
+SourcePosition PositionOf(std::string_view source, uint32_t offset);
+
+// "FILE:LINE:COL: error: MESSAGE", the one format every HLO error uses.
+Status ErrorAt(std::string_view filename, std::string_view source, uint32_t offset,
+               std::string_view message);
+
+// Largest source accepted: offsets are 32-bit.
+inline constexpr size_t kMaxSourceBytes = (size_t{1} << 31) - 1;
+
+Result<std::vector<Token>> Lex(std::string_view source, std::string_view filename);
+
+}  // namespace hlocache::hlo

@@ -1,0 +1,88 @@
+#include "compiler/hlo/module.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include "compiler/hlo/lexer.h"
+
+namespace hlocache::hlo {
+
+const Attribute* Instruction::FindAttribute(std::string_view attr_name) const {
+  for (const Attribute& a : attributes) {
+    if (a.name == attr_name) return &a;
+  }
+  return nullptr;
+}
+
+Module::Module(std::unique_ptr<std::string> source, std::string filename)
+    : source_(std::move(source)), filename_(std::move(filename)) {}
+
+const Attribute* Module::FindAttribute(std::string_view attr_name) const {
+  for (const Attribute& a : attributes) {
+    if (a.name == attr_name) return &a;
+  }
+  return nullptr;
+}
+
+bool Module::IsScheduled() const {
+  const Attribute* a = FindAttribute("is_scheduled");
+  return a && a->value.end == a->value.begin + 1 && TokenText(a->value.begin) == "true";
+}
+
+bool Module::HasElidedConstants() const {
+  for (const Computation& c : computations) {
+    for (const Instruction& i : c.instructions) {
+      if (i.literal_elided) return true;
+    }
+  }
+  return false;
+}
+
+uint32_t Module::LineOf(uint32_t offset) const {
+  if (line_starts_.empty()) {
+    line_starts_.push_back(0);
+    std::string_view s = source();
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (s[i] == '\n') line_starts_.push_back(static_cast<uint32_t>(i + 1));
+    }
+  }
+  auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), offset);
+  return static_cast<uint32_t>(it - line_starts_.begin());
+}
+
+Result<std::vector<int64_t>> Module::IntList(const Attribute& attr) const {
+  std::vector<int64_t> out;
+  uint32_t i = attr.value.begin;
+  uint32_t end = attr.value.end;
+  if (i < end && tokens[i].kind == TokenKind::kLBrace) {
+    if (tokens[end - 1].kind != TokenKind::kRBrace) {
+      return Error(ErrorAt(filename_, source(), attr.offset, "expected {integers}"));
+    }
+    ++i;
+    --end;
+  }
+  for (; i < end; ++i) {
+    if (tokens[i].kind == TokenKind::kComma) continue;
+    std::string_view t = TokenText(i);
+    int64_t v = 0;
+    auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    if (tokens[i].kind != TokenKind::kInt || ec != std::errc() || p != t.data() + t.size()) {
+      return Error(ErrorAt(filename_, source(), tokens[i].offset,
+                           "expected an integer in '" + std::string(attr.name) + "'"));
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+Result<int64_t> Module::Int(const Attribute& attr) const {
+  auto list = IntList(attr);
+  if (!list) return Error(list.error());
+  if (list->size() != 1 || tokens[attr.value.begin].kind == TokenKind::kLBrace) {
+    return Error(ErrorAt(filename_, source(), attr.offset,
+                         "expected one integer in '" + std::string(attr.name) + "'"));
+  }
+  return (*list)[0];
+}
+
+}  // namespace hlocache::hlo

@@ -1,0 +1,98 @@
+// The HLO IR: a module of computations of instructions, as parsed from HLO text.
+//
+// Structure a compiler can walk: every instruction has its opcode, result shape, operands (indices
+// of instructions in the same computation), called computations (indices into the module) and
+// attributes. Attribute values are kept as token ranges of the source: exactly what was written,
+// to be interpreted by whoever needs them (the canonical printer normalizes them; a code
+// generator reads dimensions with the helpers below).
+//
+// Ownership: a Module owns its source text and tokens; every string_view in it points into that
+// text and lives as long as the Module. Modules are move-only.
+// Thread safety: immutable after parsing; concurrent const access is safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "compiler/hlo/opcode.h"
+#include "compiler/hlo/shape.h"
+#include "compiler/hlo/token.h"
+
+namespace hlocache::hlo {
+
+struct TokenRange {
+  uint32_t begin = 0;  // Index of the first token.
+  uint32_t end = 0;    // One past the last token.
+  bool empty() const { return begin == end; }
+};
+
+struct Attribute {
+  std::string_view name;
+  TokenRange value;
+  uint32_t offset = 0;  // Source offset of the attribute name (for diagnostics).
+};
+
+struct Instruction {
+  std::string_view name;  // Without '%'. Empty for nested anonymous operands.
+  OpcodeSpelling opcode{Opcode::kParameter};
+  Shape shape;
+  bool shape_written = false;         // False when the text left the shape to inference.
+  std::vector<int32_t> operands;      // Instruction indices in the same computation.
+  std::vector<Attribute> attributes;  // In written order; names unique.
+  std::vector<int32_t> callees;       // Computation indices, in written attribute order.
+  std::vector<int32_t> control_predecessors;  // Instruction indices, as written.
+  TokenRange literal;                 // constant(...): the literal's tokens.
+  bool literal_elided = false;        // The literal is `{...}`: values unknown.
+  int64_t parameter_number = -1;      // parameter(N).
+  uint32_t offset = 0;                // Source offset of the instruction's first token.
+
+  const Attribute* FindAttribute(std::string_view attr_name) const;
+};
+
+struct Computation {
+  std::string_view name;  // Without '%'.
+  std::vector<Instruction> instructions;  // Textual order.
+  int32_t root = -1;                      // Index of the root instruction.
+  std::vector<int32_t> parameters;        // Instruction index by parameter number.
+  TokenRange execution_thread;            // `execution_thread="..."` value, empty if absent.
+  uint32_t offset = 0;
+};
+
+class Module {
+ public:
+  Module(std::unique_ptr<std::string> source, std::string filename);
+  Module(Module&&) = default;
+  Module& operator=(Module&&) = default;
+
+  std::string_view name;
+  std::vector<Attribute> attributes;        // Header attributes, in written order.
+  std::vector<Computation> computations;    // Textual order.
+  int32_t entry = -1;                       // Index of the entry computation.
+  std::vector<Token> tokens;
+
+  std::string_view source() const { return *source_; }
+  const std::string& filename() const { return filename_; }
+  std::string_view TokenText(const Token& t) const { return source().substr(t.offset, t.length); }
+  std::string_view TokenText(uint32_t index) const { return TokenText(tokens[index]); }
+  const Attribute* FindAttribute(std::string_view attr_name) const;
+  bool IsScheduled() const;
+  bool HasElidedConstants() const;
+  uint32_t LineOf(uint32_t offset) const;  // 1-based source line of a byte offset.
+
+  // Reads an attribute value of the form {1,2,3} (or a single integer) as integers.
+  Result<std::vector<int64_t>> IntList(const Attribute& attr) const;
+  // Reads an attribute value that is a single integer.
+  Result<int64_t> Int(const Attribute& attr) const;
+
+ private:
+  std::unique_ptr<std::string> source_;
+  std::string filename_;
+  mutable std::vector<uint32_t> line_starts_;  // Built on first LineOf().
+};
+
+}  // namespace hlocache::hlo

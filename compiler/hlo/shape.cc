@@ -1,0 +1,125 @@
+#include "compiler/hlo/shape.h"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+namespace hlocache::hlo {
+namespace {
+
+struct TypeInfo {
+  std::string_view name;
+  int bits;
+};
+constexpr TypeInfo kTypes[] = {
+#define HLOCACHE_PT_INFO(e, s, bits) {s, bits},
+    HLOCACHE_PRIMITIVE_TYPE_LIST(HLOCACHE_PT_INFO)
+#undef HLOCACHE_PT_INFO
+};
+constexpr size_t kTypeCount = sizeof(kTypes) / sizeof(kTypes[0]);
+
+}  // namespace
+
+std::string_view PrimitiveTypeName(PrimitiveType type) {
+  auto i = static_cast<size_t>(type);
+  return i < kTypeCount ? kTypes[i].name : std::string_view("tuple");
+}
+
+std::optional<PrimitiveType> PrimitiveTypeFromName(std::string_view name) {
+  // Short, fixed list: a linear scan with a first-character filter is fast enough.
+  if (name.empty()) return std::nullopt;
+  for (size_t i = 0; i < kTypeCount; ++i) {
+    if (kTypes[i].name[0] == name[0] && kTypes[i].name == name) {
+      return static_cast<PrimitiveType>(i);
+    }
+  }
+  return std::nullopt;
+}
+
+int PrimitiveTypeBits(PrimitiveType type) {
+  auto i = static_cast<size_t>(type);
+  return i < kTypeCount ? kTypes[i].bits : 0;
+}
+
+bool IsSignedInt(PrimitiveType t) { return t >= PrimitiveType::kS1 && t <= PrimitiveType::kS64; }
+bool IsUnsignedInt(PrimitiveType t) { return t >= PrimitiveType::kU1 && t <= PrimitiveType::kU64; }
+bool IsComplex(PrimitiveType t) { return t == PrimitiveType::kC64 || t == PrimitiveType::kC128; }
+bool IsFloat(PrimitiveType t) {
+  return (t >= PrimitiveType::kF16 && t <= PrimitiveType::kF64) ||
+         (t >= PrimitiveType::kF8E5M2 && t <= PrimitiveType::kF6E2M3FN);
+}
+
+std::optional<int64_t> Shape::ElementCount() const {
+  if (!IsArray() || !dynamic.empty()) return std::nullopt;
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d < 0) return std::nullopt;
+    if (d != 0 && n > (int64_t{1} << 62) / d) return std::nullopt;
+    n *= d;
+  }
+  return n;
+}
+
+bool Shape::HasDefaultLayout() const {
+  if (!layout) return true;
+  if (!layout->details.empty()) return false;
+  const auto& m2m = layout->minor_to_major;
+  if (m2m.size() != dims.size()) return false;
+  for (size_t i = 0; i < m2m.size(); ++i) {
+    if (m2m[i] != static_cast<int64_t>(m2m.size() - 1 - i)) return false;
+  }
+  return true;
+}
+
+void AppendCanonicalShape(const Shape& shape, std::string& out) {
+  if (shape.is_buffer) {
+    out += "b(";
+    if (!shape.tuple_elements.empty()) AppendCanonicalShape(shape.tuple_elements[0], out);
+    out += ')';
+    return;
+  }
+  if (shape.IsTuple()) {
+    out += '(';
+    for (size_t i = 0; i < shape.tuple_elements.size(); ++i) {
+      if (i) out += ", ";
+      AppendCanonicalShape(shape.tuple_elements[i], out);
+    }
+    out += ')';
+    return;
+  }
+  out += PrimitiveTypeName(shape.type);
+  out += '[';
+  for (size_t i = 0; i < shape.dims.size(); ++i) {
+    if (i) out += ',';
+    if (shape.IsDynamicDim(i)) {
+      if (shape.dims[i] == Shape::kUnboundedDim) {
+        out += '?';
+        continue;
+      }
+      out += "<=";
+    }
+    out += std::to_string(shape.dims[i]);
+  }
+  out += ']';
+  if (!shape.HasDefaultLayout()) {
+    out += '{';
+    const auto& m2m = shape.layout->minor_to_major;
+    for (size_t i = 0; i < m2m.size(); ++i) {
+      if (i) out += ',';
+      out += std::to_string(m2m[i]);
+    }
+    if (!shape.layout->details.empty()) {
+      out += ':';
+      out += shape.layout->details;
+    }
+    out += '}';
+  }
+}
+
+std::string CanonicalShapeText(const Shape& shape) {
+  std::string out;
+  AppendCanonicalShape(shape, out);
+  return out;
+}
+
+}  // namespace hlocache::hlo

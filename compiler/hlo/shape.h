@@ -1,0 +1,106 @@
+// Element types, layouts and shapes of HLO values.
+//
+// A Shape is an array (element type, dimensions, optional layout) or a tuple of shapes. Layouts are
+// kept as written: `layout` is empty when the text printed none, which by the format's rules means
+// the default (major-to-minor) layout. HasDefaultLayout() says whether a shape's layout, written or
+// not, is the default one; the canonical printer relies on it to make `f32[2,3]` and
+// `f32[2,3]{1,0}` the same.
+//
+// Thread safety: plain values.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hlocache::hlo {
+
+#define HLOCACHE_PRIMITIVE_TYPE_LIST(X) \
+  X(kPred, "pred", 1)                   \
+  X(kS1, "s1", 1)                       \
+  X(kS2, "s2", 2)                       \
+  X(kS4, "s4", 4)                       \
+  X(kS8, "s8", 8)                       \
+  X(kS16, "s16", 16)                    \
+  X(kS32, "s32", 32)                    \
+  X(kS64, "s64", 64)                    \
+  X(kU1, "u1", 1)                       \
+  X(kU2, "u2", 2)                       \
+  X(kU4, "u4", 4)                       \
+  X(kU8, "u8", 8)                       \
+  X(kU16, "u16", 16)                    \
+  X(kU32, "u32", 32)                    \
+  X(kU64, "u64", 64)                    \
+  X(kF16, "f16", 16)                    \
+  X(kBF16, "bf16", 16)                  \
+  X(kF32, "f32", 32)                    \
+  X(kF64, "f64", 64)                    \
+  X(kC64, "c64", 64)                    \
+  X(kC128, "c128", 128)                 \
+  X(kF8E5M2, "f8e5m2", 8)               \
+  X(kF8E4M3, "f8e4m3", 8)               \
+  X(kF8E4M3FN, "f8e4m3fn", 8)           \
+  X(kF8E4M3B11FNUZ, "f8e4m3b11fnuz", 8) \
+  X(kF8E5M2FNUZ, "f8e5m2fnuz", 8)       \
+  X(kF8E4M3FNUZ, "f8e4m3fnuz", 8)       \
+  X(kF8E3M4, "f8e3m4", 8)               \
+  X(kF8E8M0FNU, "f8e8m0fnu", 8)         \
+  X(kF4E2M1FN, "f4e2m1fn", 4)           \
+  X(kF6E3M2FN, "f6e3m2fn", 6)           \
+  X(kF6E2M3FN, "f6e2m3fn", 6)           \
+  X(kToken, "token", 0)                 \
+  X(kOpaque, "opaque", 0)
+
+enum class PrimitiveType : uint8_t {
+#define HLOCACHE_PT_ENUM(e, s, bits) e,
+  HLOCACHE_PRIMITIVE_TYPE_LIST(HLOCACHE_PT_ENUM)
+#undef HLOCACHE_PT_ENUM
+      kTuple,
+};
+
+std::string_view PrimitiveTypeName(PrimitiveType type);
+std::optional<PrimitiveType> PrimitiveTypeFromName(std::string_view name);
+int PrimitiveTypeBits(PrimitiveType type);  // 0 for token, opaque and tuple.
+
+bool IsSignedInt(PrimitiveType t);
+bool IsUnsignedInt(PrimitiveType t);
+bool IsFloat(PrimitiveType t);  // Real floating point, f4 .. f64.
+bool IsComplex(PrimitiveType t);
+
+struct Layout {
+  std::vector<int64_t> minor_to_major;
+  // Normalized text of everything after ':' (tiles, memory space, element size, ...), without
+  // spaces; empty when the layout has no ':' part.
+  std::string details;
+};
+
+struct Shape {
+  PrimitiveType type = PrimitiveType::kTuple;
+  // Array dimensions. For a bounded dynamic dimension (`<=N`) the bound, for an unbounded one
+  // (`?`) kUnboundedDim.
+  std::vector<int64_t> dims;
+  std::vector<bool> dynamic;  // Empty when every dimension is static; else one flag per dim.
+  std::optional<Layout> layout;
+  std::vector<Shape> tuple_elements;  // For tuples only.
+  bool is_buffer = false;             // `b(...)`: a buffer of the one element shape.
+
+  static constexpr int64_t kUnboundedDim = -1;
+
+  bool IsTuple() const { return type == PrimitiveType::kTuple && !is_buffer; }
+  bool IsArray() const { return type != PrimitiveType::kTuple; }
+  int64_t rank() const { return static_cast<int64_t>(dims.size()); }
+  bool IsDynamicDim(size_t i) const { return i < dynamic.size() && dynamic[i]; }
+  // Product of dims; nullopt when dynamic or on overflow past 2^62.
+  std::optional<int64_t> ElementCount() const;
+  // True when no layout was written, or the written one is {rank-1, ..., 0} with no details.
+  bool HasDefaultLayout() const;
+};
+
+// Appends the shape's canonical text: default layouts omitted, no spaces. Tuples as
+// "(a, b)" with one space after commas, as XLA prints them.
+void AppendCanonicalShape(const Shape& shape, std::string& out);
+std::string CanonicalShapeText(const Shape& shape);
+
+}  // namespace hlocache::hlo

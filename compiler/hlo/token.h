@@ -1,0 +1,46 @@
+// Tokens of the HLO text format.
+//
+// A Token is a (kind, offset, length) view into the module's source text; the text itself is owned
+// by whoever owns the source (hlo::Module). Comments and whitespace never become tokens.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace hlocache::hlo {
+
+enum class TokenKind : uint8_t {
+  kEnd,       // End of input (one per token stream, zero length).
+  kIdent,     // Names, keywords, opcodes, types, dim labels: [%]?[A-Za-z_$][A-Za-z0-9_.$-]*.
+  kInt,       // -?[0-9]+ (decimal) or 0x[0-9a-f]+.
+  kFloat,     // Decimal float with '.' or exponent, and -inf / -nan.
+  kWord,      // Digit-led patterns that are not numbers: 3x3, 1_1x0_0, 01bf.
+  kString,    // "..." with C escapes; the token includes the quotes.
+  kLBrace,    // {
+  kRBrace,    // }
+  kLBracket,  // [
+  kRBracket,  // ]
+  kLParen,    // (
+  kRParen,    // )
+  kComma,     // ,
+  kEqual,     // =
+  kColon,     // :
+  kArrow,     // ->
+  kLessEq,    // <=
+  kEllipsis,  // ... (elided constant)
+  kOther,     // Any other single punctuation character the grammar uses: ? * # < > + / ! @ ^ | ~ ;
+};
+
+struct Token {
+  TokenKind kind;
+  uint32_t offset;  // Byte offset into the source.
+  uint32_t length;  // Byte length in the source.
+};
+
+// True for tokens that must be separated by a space when printed next to each other.
+inline bool IsWordLike(TokenKind k) {
+  return k == TokenKind::kIdent || k == TokenKind::kInt || k == TokenKind::kFloat ||
+         k == TokenKind::kWord || k == TokenKind::kString;
+}
+
+}  // namespace hlocache::hlo
