@@ -63,6 +63,11 @@ struct Computation {
   uint32_t offset = 0;
 };
 
+struct ProgramShape {
+  std::vector<Shape> parameters;
+  Shape result;
+};
+
 class Module {
  public:
   Module(std::unique_ptr<std::string> source, std::string filename);
@@ -73,6 +78,7 @@ class Module {
   std::vector<Attribute> attributes;        // Header attributes, in written order.
   std::vector<Computation> computations;    // Textual order.
   int32_t entry = -1;                       // Index of the entry computation.
+  std::optional<ProgramShape> entry_computation_layout;  // From the header, when written.
   std::vector<Token> tokens;
 
   std::string_view source() const { return *source_; }

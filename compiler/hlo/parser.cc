@@ -166,6 +166,36 @@ class Parser {
     }
     attr.value.end = pos_;
     m_.attributes.push_back(attr);
+    if (attr.name == "entry_computation_layout") return ParseEntryLayout(attr);
+    return true;
+  }
+
+  // entry_computation_layout={(shape, ...)->shape}
+  bool ParseEntryLayout(const Attribute& attr) {
+    const uint32_t after = pos_;
+    pos_ = attr.value.begin;
+    ProgramShape program;
+    if (!Expect(TokenKind::kLBrace, "'{' in entry_computation_layout") ||
+        !Expect(TokenKind::kLParen, "'(' in entry_computation_layout")) {
+      return false;
+    }
+    while (Kind() != TokenKind::kRParen) {
+      program.parameters.emplace_back();
+      if (!ParseShape(program.parameters.back(), 0)) return false;
+      if (Kind() == TokenKind::kComma) {
+        Advance();
+      } else if (Kind() != TokenKind::kRParen) {
+        return FailHere("expected ',' or ')' in entry_computation_layout");
+      }
+    }
+    Advance();
+    if (!Expect(TokenKind::kArrow, "'->' in entry_computation_layout") ||
+        !ParseShape(program.result, 0) ||
+        !Expect(TokenKind::kRBrace, "'}' closing entry_computation_layout")) {
+      return false;
+    }
+    if (pos_ != after) return FailHere("unexpected tokens in entry_computation_layout");
+    m_.entry_computation_layout = std::move(program);
     return true;
   }
 
@@ -339,7 +369,7 @@ class Parser {
     if (Kind() != TokenKind::kIdent) return FailHere("expected an opcode");
     auto spelling = ParseOpcodeSpelling(Text());
     if (!spelling) {
-      return FailHere("unknown opcode '" + std::string(Text()) + "'");
+      return Fail(Peek().offset, "unknown opcode '" + std::string(Text()) + "'");
     }
     inst.opcode = *spelling;
     Advance();
@@ -388,7 +418,7 @@ class Parser {
     std::string_view name = StripPercent(Text());
     auto it = names_.find(name);
     if (it == names_.end()) {
-      return Fail(Peek().offset, "undefined operand '" + std::string(name) +
+      return Fail(Peek().offset, "undefined operand '" + std::string(Text()) +
                                      "' (operands must be defined before use)");
     }
     operand = it->second;

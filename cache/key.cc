@@ -1,0 +1,105 @@
+#include "cache/key.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+
+namespace hlocache::cache {
+namespace {
+
+constexpr std::string_view kDomainTag = "hlocache-key-v1";
+
+void AppendLengthPrefixed(std::string& buf, std::string_view part) {
+  const uint64_t n = part.size();
+  for (int i = 0; i < 8; ++i) buf += static_cast<char>((n >> (8 * i)) & 0xff);
+  buf.append(part);
+}
+
+void UpdateLengthPrefixed(XXH3_state_t* state, std::string_view part) {
+  unsigned char len[8];
+  const uint64_t n = part.size();
+  for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>((n >> (8 * i)) & 0xff);
+  XXH3_128bits_update(state, len, sizeof len);
+  XXH3_128bits_update(state, part.data(), part.size());
+}
+
+Hash128 FromXxh(XXH128_hash_t h) { return Hash128{h.high64, h.low64}; }
+
+bool IsNameChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+         c == '_' || c == '-' || c == '+' || c == '/';
+}
+
+Status ValidateName(std::string_view what, std::string_view name) {
+  if (name.empty() || name.size() > 128 || !std::all_of(name.begin(), name.end(), IsNameChar)) {
+    return InvalidArgument(std::string(what) + " '" + std::string(name.substr(0, 128)) +
+                           "' must be 1 to 128 characters of [A-Za-z0-9._+/-]");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string Hash128::Hex() const {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out(32, '0');
+  for (int i = 0; i < 16; ++i) {
+    out[15 - i] = kDigits[(high >> (4 * i)) & 0xf];
+    out[31 - i] = kDigits[(low >> (4 * i)) & 0xf];
+  }
+  return out;
+}
+
+Hash128 HashBytes(std::string_view bytes) {
+  return FromXxh(XXH3_128bits(bytes.data(), bytes.size()));
+}
+
+Key ComposeKey(const KeyInput& input) {
+  std::vector<std::pair<std::string, std::string>> options = input.options;
+  std::sort(options.begin(), options.end());
+  std::string options_bytes;
+  AppendLengthPrefixed(options_bytes, std::to_string(options.size()));
+  for (const auto& [k, v] : options) {
+    AppendLengthPrefixed(options_bytes, k);
+    AppendLengthPrefixed(options_bytes, v);
+  }
+
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_128bits_reset(state);
+  UpdateLengthPrefixed(state, kDomainTag);
+  UpdateLengthPrefixed(state, input.canonical_module);
+  UpdateLengthPrefixed(state, input.target);
+  UpdateLengthPrefixed(state, input.compiler_id);
+  UpdateLengthPrefixed(state, options_bytes);
+  Hash128 whole = FromXxh(XXH3_128bits_digest(state));
+  XXH3_freeState(state);
+
+  Key key;
+  key.text = std::string(kKeyPrefix) + whole.Hex();
+  key.graph = HashBytes(input.canonical_module);
+  key.target = HashBytes(input.target);
+  key.compiler_id = HashBytes(input.compiler_id);
+  key.options = HashBytes(options_bytes);
+  return key;
+}
+
+bool IsWellFormedKey(std::string_view key) {
+  if (key.size() != kKeyLength || !key.starts_with(kKeyPrefix)) return false;
+  return std::all_of(key.begin() + 3, key.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+Status ValidateTarget(std::string_view target) { return ValidateName("target", target); }
+Status ValidateCompilerId(std::string_view compiler_id) {
+  return ValidateName("compiler id", compiler_id);
+}
+Status ValidateOption(std::string_view key, std::string_view value) {
+  if (Status s = ValidateName("option name", key); !s.ok()) return s;
+  if (value.find('\n') != std::string_view::npos || value.size() > 4096) {
+    return InvalidArgument("option '" + std::string(key) +
+                           "' value must be one line of at most 4096 bytes");
+  }
+  return Status::Ok();
+}
+
+}  // namespace hlocache::cache

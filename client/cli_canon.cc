@@ -1,0 +1,19 @@
+#include <ostream>
+
+#include "client/commands.h"
+
+namespace hlocache::client {
+
+int RunCanon(const std::string& file, const KeySettings& settings, std::ostream& out,
+             std::ostream& err) {
+  auto keyed = KeyFile(file, settings);
+  if (!keyed) {
+    err << keyed.error().message() << "\n";
+    return 1;
+  }
+  out << keyed->canonical.text;
+  out.flush();
+  return 0;
+}
+
+}  // namespace hlocache::client

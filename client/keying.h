@@ -1,0 +1,40 @@
+// From HLO text to a cache key: parse, canonicalize, compose. Shared by the CLI, and later the
+// client library and the server.
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cache/key.h"
+#include "common/status.h"
+#include "compiler/hlo/canonical.h"
+#include "compiler/hlo/module.h"
+
+namespace hlocache::client {
+
+struct KeySettings {
+  std::string target;       // Empty: the host's best CPU target.
+  std::string compiler_id;  // Empty: compiler::DefaultCompilerId().
+  std::vector<std::pair<std::string, std::string>> options;
+  bool allow_elided_constants = false;
+};
+
+struct KeyedModule {
+  hlo::CanonicalModule canonical;
+  cache::Key key;
+  std::string target;       // As used, defaults resolved.
+  std::string compiler_id;  // As used, defaults resolved.
+};
+
+// Validates settings (target, compiler id, options) without touching any module.
+Status ValidateKeySettings(const KeySettings& settings);
+
+Result<KeyedModule> KeyModule(const hlo::Module& module, const KeySettings& settings);
+
+// Parses the file ("-" for stdin), then keys it.
+Result<KeyedModule> KeyFile(const std::string& path, const KeySettings& settings);
+
+}  // namespace hlocache::client

@@ -1,0 +1,92 @@
+// The `hlocache` command. Flags are parsed with CLI11; each subcommand is a function in
+// client/commands.h. Exit status: 0 success, 1 explained failure, 2 bad usage.
+#include <CLI/CLI.hpp>
+#include <exception>
+#include <iostream>
+
+#include "client/commands.h"
+
+namespace {
+
+void AddKeyFlags(CLI::App* cmd, hlocache::client::KeySettings& settings,
+                 std::vector<std::string>& options) {
+  cmd->add_option("--target", settings.target,
+                  "where the executable runs: cpu-x86-64-v2|v3|v4, cuda-sm_80|sm_90, or any "
+                  "other target name (default: this host's best cpu level)");
+  cmd->add_option("--compiler-id", settings.compiler_id,
+                  "toolchain and code generator that build it (default: this build's)");
+  cmd->add_option("--option", options, "compile option k=v that changes the executable")
+      ->type_name("K=V");
+  cmd->add_flag("--allow-elided-constants", settings.allow_elided_constants,
+                "key modules whose constants are elided as {...} (unsafe: their values are "
+                "not part of the key)");
+}
+
+bool SplitOptions(const std::vector<std::string>& raw, hlocache::client::KeySettings& settings) {
+  for (const std::string& kv : raw) {
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      std::cerr << "hlocache: --option expects K=V, got '" << kv << "'\n";
+      return false;
+    }
+    settings.options.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  return true;
+}
+
+int Main(int argc, char** argv) {
+  using namespace hlocache::client;
+  CLI::App app{"hlocache: a persistent compilation cache for HLO modules"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "hlocache 0.1.0");
+
+  KeySettings settings;
+  std::vector<std::string> raw_options;
+  std::vector<std::string> files;
+  std::string file_a, file_b;
+
+  CLI::App* key = app.add_subcommand("key", "print 'KEY  FILE' for each HLO file ('-' = stdin)");
+  AddKeyFlags(key, settings, raw_options);
+  key->add_option("files", files, "HLO text files")->required();
+
+  CLI::App* canon = app.add_subcommand("canon", "print the canonical text a key is computed from");
+  AddKeyFlags(canon, settings, raw_options);
+  canon->add_option("file", file_a, "HLO text file ('-' = stdin)")->required();
+
+  CLI::App* why =
+      app.add_subcommand("why", "explain why two HLO files get different keys (exit 0: same)");
+  AddKeyFlags(why, settings, raw_options);
+  why->add_option("a", file_a, "first HLO file")->required();
+  why->add_option("b", file_b, "second HLO file")->required();
+
+  CLI::App* serve = app.add_subcommand("serve", "run the artifact server");
+  serve->allow_extras();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  if (!SplitOptions(raw_options, settings)) return 2;
+
+  if (*key) return RunKey(files, settings, std::cout, std::cerr);
+  if (*canon) return RunCanon(file_a, settings, std::cout, std::cerr);
+  if (*why) return RunWhy(file_a, file_b, settings, std::cout, std::cerr);
+  if (*serve) {
+    std::cerr << "hlocache serve: the artifact server is not built yet\n";
+    return 1;
+  }
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "hlocache: internal error: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,650 @@
+#include "compiler/hlo/canonical.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <charconv>
+#include <unordered_map>
+
+#include "compiler/hlo/attributes.h"
+#include "compiler/hlo/lexer.h"
+#include "compiler/hlo/literal_text.h"
+
+namespace hlocache::hlo {
+namespace {
+
+// What an instruction's canonical line is made of: fixed text, and references whose spelling
+// depends on canonical positions (known only after ordering) and whose hash depends on the
+// structure they point at.
+enum class PieceKind : uint8_t {
+  kText,      // arena_[a, b)
+  kOperands,  // The operand list.
+  kCallees,   // Callees of attribute a (bare name, or {list} when b != 0).
+  kControl,   // control-predecessors={...}.
+  kChannel,   // A channel id, renumbered by first appearance; a = its number.
+};
+
+struct Piece {
+  PieceKind kind;
+  uint32_t a = 0;
+  uint32_t b = 0;
+};
+
+struct InstInfo {
+  uint32_t piece_begin = 0;
+  uint32_t piece_end = 0;
+  uint64_t hash = 0;
+  std::vector<int32_t> callees;  // In canonical (sorted attribute) order.
+};
+
+struct CompInfo {
+  std::vector<InstInfo> insts;
+  std::vector<int32_t> order;        // Instruction indices in canonical order.
+  std::vector<int32_t> position;     // Instruction index -> canonical position.
+  uint64_t hash = 0;
+};
+
+bool IsDefaultHeaderValue(const Module& m, const Attribute& a) {
+  auto single = [&](std::string_view v) {
+    return a.value.end == a.value.begin + 1 && m.TokenText(a.value.begin) == v;
+  };
+  if (a.name == "replica_count" || a.name == "num_partitions") return single("1");
+  if (a.name == "is_scheduled" || a.name == "alias_passthrough_params") return single("false");
+  if (a.name.starts_with("allow_spmd_sharding_propagation")) {
+    for (uint32_t i = a.value.begin; i < a.value.end; ++i) {
+      TokenKind k = m.tokens[i].kind;
+      if (k == TokenKind::kIdent && m.TokenText(i) != "false") return false;
+      if (k != TokenKind::kIdent && k != TokenKind::kComma && k != TokenKind::kLBrace &&
+          k != TokenKind::kRBrace) {
+        return false;
+      }
+    }
+    return true;
+  }
+  return false;
+}
+
+class Canonicalizer {
+ public:
+  Canonicalizer(const Module& m, const CanonicalOptions& options) : m_(m), options_(options) {}
+
+  Result<CanonicalModule> Run() {
+    if (m_.computations.empty() || m_.entry < 0) {
+      return Error(InvalidArgument(m_.filename() + ": error: module has no computations"));
+    }
+    if (!options_.allow_elided_constants) {
+      if (Status s = CheckNoElidedConstants(); !s.ok()) return Error(std::move(s));
+    }
+    comps_.resize(m_.computations.size());
+    // Callees are defined before their callers, so textual order is bottom-up.
+    for (size_t c = 0; c < m_.computations.size(); ++c) BuildComputation(static_cast<int32_t>(c));
+    OrderComputations();
+    Print();
+    return std::move(out_);
+  }
+
+ private:
+  Status CheckNoElidedConstants() const {
+    for (const Computation& c : m_.computations) {
+      for (const Instruction& i : c.instructions) {
+        if (i.literal_elided) {
+          return FailedPrecondition(
+              ErrorAt(m_.filename(), m_.source(), i.offset,
+                      "constant has elided values ({...}); modules that differ only in those "
+                      "values would share one key, so keying it is unsafe (allow it explicitly "
+                      "with --allow-elided-constants)")
+                  .message());
+        }
+      }
+    }
+    return Status::Ok();
+  }
+
+  // ---- token rendering ----
+  void AppendTokenRaw(uint32_t i, std::string& out) {
+    const Token& t = m_.tokens[i];
+    if (!out.empty() && IsWordLike(t.kind) && IsWordLike(last_kind_)) out += ' ';
+    std::string_view text = m_.TokenText(t);
+    if (t.kind == TokenKind::kIdent && text[0] == '%') text.remove_prefix(1);
+    out += text;
+    last_kind_ = t.kind;
+  }
+
+  void AppendTokenNormalized(uint32_t i, std::string& out) {
+    const Token& t = m_.tokens[i];
+    if (t.kind != TokenKind::kInt && t.kind != TokenKind::kFloat) {
+      AppendTokenRaw(i, out);
+      return;
+    }
+    if (IsWordLike(last_kind_)) out += ' ';
+    AppendCanonicalNumber(m_.TokenText(t), t.kind, out);
+    last_kind_ = t.kind;
+  }
+
+  uint32_t SkipGroupFrom(uint32_t i, uint32_t end) const {
+    int depth = 0;
+    for (; i < end; ++i) {
+      TokenKind k = m_.tokens[i].kind;
+      if (k == TokenKind::kLBrace || k == TokenKind::kLParen || k == TokenKind::kLBracket) ++depth;
+      if (k == TokenKind::kRBrace || k == TokenKind::kRParen || k == TokenKind::kRBracket) {
+        if (--depth == 0) return i + 1;
+      }
+    }
+    return end;
+  }
+
+  // Attribute values: numbers respelled, '%' dropped, nested metadata={...} (sharding metadata)
+  // dropped, whitespace reduced to what separates words.
+  void AppendValue(uint32_t begin, uint32_t end, bool verbatim, std::string& out) {
+    last_kind_ = TokenKind::kEnd;
+    for (uint32_t i = begin; i < end; ++i) {
+      const Token& t = m_.tokens[i];
+      if (!verbatim && t.kind == TokenKind::kIdent && i + 2 < end &&
+          m_.tokens[i + 1].kind == TokenKind::kEqual && m_.TokenText(t) == "metadata" &&
+          m_.tokens[i + 2].kind == TokenKind::kLBrace) {
+        i = SkipGroupFrom(i + 2, end);
+        if (i < end && m_.tokens[i].kind == TokenKind::kComma) {
+          // Drop the separator that followed the metadata.
+        } else {
+          --i;
+          if (!out.empty() && (out.back() == ',' || out.back() == ' ')) out.pop_back();
+        }
+        continue;
+      }
+      if (verbatim) {
+        AppendTokenRaw(i, out);
+      } else {
+        AppendTokenNormalized(i, out);
+      }
+    }
+  }
+
+  // frontend_attributes={k="v", ...}: a map, so entries are sorted.
+  void AppendSortedMap(const Attribute& a, std::string& out) {
+    uint32_t begin = a.value.begin;
+    uint32_t end = a.value.end;
+    if (end - begin < 2 || m_.tokens[begin].kind != TokenKind::kLBrace ||
+        m_.tokens[end - 1].kind != TokenKind::kRBrace) {
+      AppendValue(begin, end, /*verbatim=*/true, out);
+      return;
+    }
+    std::vector<std::string> entries;
+    uint32_t i = begin + 1;
+    while (i < end - 1) {
+      uint32_t j = i;
+      while (j < end - 1 && m_.tokens[j].kind != TokenKind::kComma) {
+        TokenKind k = m_.tokens[j].kind;
+        if (k == TokenKind::kLBrace || k == TokenKind::kLParen || k == TokenKind::kLBracket) {
+          j = SkipGroupFrom(j, end - 1);
+        } else {
+          ++j;
+        }
+      }
+      std::string entry;
+      AppendValue(i, j, /*verbatim=*/true, entry);
+      entries.push_back(std::move(entry));
+      i = j + 1;
+    }
+    std::sort(entries.begin(), entries.end());
+    out += '{';
+    for (size_t k = 0; k < entries.size(); ++k) {
+      if (k) out += ',';
+      out += entries[k];
+    }
+    out += '}';
+  }
+
+  void AppendLiteral(const Instruction& inst, std::string& out) {
+    const PrimitiveType type = inst.shape.IsArray() ? inst.shape.type : PrimitiveType::kTuple;
+    bool after_word = false;
+    for (uint32_t i = inst.literal.begin; i < inst.literal.end; ++i) {
+      const Token& t = m_.tokens[i];
+      if (IsWordLike(t.kind)) {
+        if (after_word) out += ' ';
+        after_word = true;
+        if (type == PrimitiveType::kTuple) {
+          AppendCanonicalNumber(m_.TokenText(t), t.kind, out);
+        } else {
+          AppendCanonicalElement(m_.TokenText(t), t.kind, type, out);
+        }
+      } else {
+        after_word = false;
+        out += m_.TokenText(t);
+      }
+    }
+  }
+
+  // ---- per-computation structure ----
+  void AddText(std::string_view text) {
+    if (text.empty()) return;
+    if (pieces_.size() > current_piece_begin_ && pieces_.back().kind == PieceKind::kText &&
+        pieces_.back().b == arena_.size()) {
+      arena_ += text;
+      pieces_.back().b = static_cast<uint32_t>(arena_.size());
+      return;
+    }
+    auto begin = static_cast<uint32_t>(arena_.size());
+    arena_ += text;
+    pieces_.push_back({PieceKind::kText, begin, static_cast<uint32_t>(arena_.size())});
+  }
+
+  void BuildInstruction(const Instruction& inst, InstInfo& info) {
+    info.piece_begin = static_cast<uint32_t>(pieces_.size());
+    current_piece_begin_ = info.piece_begin;
+    scratch_.clear();
+    if (inst.shape_written) {
+      AppendCanonicalShape(inst.shape, scratch_);
+      scratch_ += ' ';
+    }
+    scratch_ += OpcodeName(inst.opcode.opcode);
+    switch (inst.opcode.phase) {
+      case AsyncPhase::kNone:
+        break;
+      case AsyncPhase::kStart:
+        scratch_ += "-start";
+        break;
+      case AsyncPhase::kUpdate:
+        scratch_ += "-update";
+        break;
+      case AsyncPhase::kDone:
+        scratch_ += "-done";
+        break;
+    }
+    scratch_ += '(';
+    const bool plain = inst.opcode.phase == AsyncPhase::kNone;
+    if (plain && inst.opcode.opcode == Opcode::kConstant) {
+      AppendLiteral(inst, scratch_);
+      scratch_ += ')';
+      AddText(scratch_);
+    } else if (plain && inst.opcode.opcode == Opcode::kParameter) {
+      scratch_ += std::to_string(inst.parameter_number);
+      scratch_ += ')';
+      AddText(scratch_);
+    } else {
+      AddText(scratch_);
+      pieces_.push_back({PieceKind::kOperands});
+      AddText(")");
+    }
+    // Attributes in name order; debug-only ones dropped.
+    sorted_attrs_.clear();
+    for (uint32_t k = 0; k < inst.attributes.size(); ++k) {
+      if (!IsDebugOnlyAttribute(inst.attributes[k].name)) sorted_attrs_.push_back(k);
+    }
+    std::sort(sorted_attrs_.begin(), sorted_attrs_.end(), [&](uint32_t x, uint32_t y) {
+      return inst.attributes[x].name < inst.attributes[y].name;
+    });
+    // Callee positions: inst.callees holds them in written attribute order.
+    callee_start_.assign(inst.attributes.size() + 1, 0);
+    {
+      uint32_t n = 0;
+      for (uint32_t k = 0; k < inst.attributes.size(); ++k) {
+        callee_start_[k] = n;
+        if (IsCalleeAttribute(inst.attributes[k].name)) n += CountNames(inst.attributes[k]);
+      }
+      callee_start_[inst.attributes.size()] = n;
+    }
+    for (uint32_t k : sorted_attrs_) {
+      const Attribute& a = inst.attributes[k];
+      scratch_.clear();
+      scratch_ += ", ";
+      scratch_ += a.name;
+      scratch_ += '=';
+      if (IsCalleeAttribute(a.name)) {
+        AddText(scratch_);
+        const bool braced = m_.tokens[a.value.begin].kind == TokenKind::kLBrace;
+        pieces_.push_back({PieceKind::kCallees, k, braced ? 1u : 0u});
+        for (uint32_t n = callee_start_[k]; n < callee_start_[k + 1]; ++n) {
+          info.callees.push_back(inst.callees[n]);
+        }
+      } else if (a.name == "control-predecessors") {
+        AddText(scratch_);
+        pieces_.push_back({PieceKind::kControl});
+      } else if (a.name == "channel_id") {
+        AddText(scratch_);
+        int64_t channel = 0;
+        std::string_view t = m_.TokenText(a.value.begin);
+        if (a.value.end == a.value.begin + 1 &&
+            std::from_chars(t.data(), t.data() + t.size(), channel).ec == std::errc()) {
+          pieces_.push_back({PieceKind::kChannel, ChannelSlot(channel)});
+        } else {
+          scratch_.clear();
+          AppendValue(a.value.begin, a.value.end, false, scratch_);
+          AddText(scratch_);
+        }
+      } else if (a.name == "frontend_attributes") {
+        AppendSortedMap(a, scratch_);
+        AddText(scratch_);
+      } else {
+        AppendValue(a.value.begin, a.value.end, /*verbatim=*/a.name == "backend_config",
+                    scratch_);
+        AddText(scratch_);
+      }
+    }
+    info.piece_end = static_cast<uint32_t>(pieces_.size());
+  }
+
+  uint32_t CountNames(const Attribute& a) const {
+    uint32_t n = 0;
+    for (uint32_t i = a.value.begin; i < a.value.end; ++i) {
+      if (m_.tokens[i].kind == TokenKind::kIdent) ++n;
+    }
+    return n;
+  }
+
+  // Channel ids are renamed by first appearance in the printed text; `slot` indexes the written
+  // values so that printing can assign the canonical numbers.
+  uint32_t ChannelSlot(int64_t channel) {
+    auto [it, inserted] = channel_slots_.emplace(channel, static_cast<uint32_t>(channels_.size()));
+    if (inserted) channels_.push_back(channel);
+    return it->second;
+  }
+
+  uint64_t HashInstruction(const Instruction& inst, const InstInfo& info, const CompInfo& ci) {
+    sig_.clear();
+    for (uint32_t p = info.piece_begin; p < info.piece_end; ++p) {
+      const Piece& piece = pieces_[p];
+      switch (piece.kind) {
+        case PieceKind::kText:
+          sig_.append(arena_, piece.a, piece.b - piece.a);
+          break;
+        case PieceKind::kOperands:
+          sig_ += '\x01';
+          for (int32_t op : inst.operands) AppendHash(ci.insts[op].hash);
+          break;
+        case PieceKind::kCallees:
+          sig_ += '\x02';
+          break;  // Callee hashes are appended below, in canonical order.
+        case PieceKind::kControl: {
+          sig_ += '\x03';
+          std::vector<uint64_t> hashes;
+          for (int32_t pred : inst.control_predecessors) hashes.push_back(ci.insts[pred].hash);
+          std::sort(hashes.begin(), hashes.end());
+          for (uint64_t h : hashes) AppendHash(h);
+          break;
+        }
+        case PieceKind::kChannel:
+          sig_ += '\x04';
+          break;
+      }
+    }
+    for (int32_t c : info.callees) AppendHash(comps_[c].hash);
+    return XXH3_64bits(sig_.data(), sig_.size());
+  }
+
+  void AppendHash(uint64_t h) { sig_.append(reinterpret_cast<const char*>(&h), sizeof h); }
+
+  void BuildComputation(int32_t c) {
+    const Computation& comp = m_.computations[c];
+    CompInfo& ci = comps_[c];
+    const size_t n = comp.instructions.size();
+    ci.insts.resize(n);
+    // Operands are defined before use, so textual order is topological.
+    for (size_t i = 0; i < n; ++i) {
+      BuildInstruction(comp.instructions[i], ci.insts[i]);
+      ci.insts[i].hash = HashInstruction(comp.instructions[i], ci.insts[i], ci);
+    }
+    if (m_.IsScheduled()) {
+      ci.order.resize(n);
+      for (size_t i = 0; i < n; ++i) ci.order[i] = static_cast<int32_t>(i);
+    } else {
+      OrderInstructions(comp, ci);
+    }
+    ci.position.assign(n, -1);
+    for (size_t k = 0; k < n; ++k) ci.position[ci.order[k]] = static_cast<int32_t>(k);
+    // The computation's hash covers its printed body: root, then the rest in canonical order.
+    sig_.clear();
+    AppendHash(ci.insts[comp.root].hash);
+    for (int32_t i : ci.order) AppendHash(ci.insts[i].hash);
+    if (!comp.execution_thread.empty()) sig_ += m_.TokenText(comp.execution_thread.begin);
+    ci.hash = XXH3_64bits(sig_.data(), sig_.size());
+  }
+
+  // Post-order from the root (operands in order, then control predecessors by hash), then from
+  // each remaining user-less instruction in hash order.
+  void OrderInstructions(const Computation& comp, CompInfo& ci) {
+    const size_t n = comp.instructions.size();
+    std::vector<uint8_t> has_user(n, 0);
+    for (const Instruction& inst : comp.instructions) {
+      for (int32_t op : inst.operands) has_user[op] = 1;
+      for (int32_t p : inst.control_predecessors) has_user[p] = 1;
+    }
+    std::vector<uint8_t> visited(n, 0);
+    ci.order.clear();
+    ci.order.reserve(n);
+    auto by_hash = [&](int32_t x, int32_t y) {
+      return ci.insts[x].hash != ci.insts[y].hash ? ci.insts[x].hash < ci.insts[y].hash : x < y;
+    };
+    struct Frame {
+      int32_t inst;
+      uint32_t next;
+    };
+    std::vector<Frame> stack;
+    std::vector<int32_t> preds;
+    auto child = [&](int32_t i, uint32_t k) -> int32_t {
+      const Instruction& inst = comp.instructions[i];
+      if (k < inst.operands.size()) return inst.operands[k];
+      k -= static_cast<uint32_t>(inst.operands.size());
+      if (k < inst.control_predecessors.size()) {
+        preds = inst.control_predecessors;
+        std::sort(preds.begin(), preds.end(), by_hash);
+        return preds[k];
+      }
+      return -1;
+    };
+    auto walk = [&](int32_t start) {
+      if (visited[start]) return;
+      visited[start] = 1;
+      stack.push_back({start, 0});
+      while (!stack.empty()) {
+        Frame& f = stack.back();
+        int32_t next = child(f.inst, f.next++);
+        if (next < 0) {
+          ci.order.push_back(f.inst);
+          stack.pop_back();
+        } else if (!visited[next]) {
+          visited[next] = 1;
+          stack.push_back({next, 0});
+        }
+      }
+    };
+    walk(comp.root);
+    std::vector<int32_t> sinks;
+    for (size_t i = 0; i < n; ++i) {
+      if (!has_user[i] && !visited[i]) sinks.push_back(static_cast<int32_t>(i));
+    }
+    std::sort(sinks.begin(), sinks.end(), by_hash);
+    for (int32_t s : sinks) walk(s);
+  }
+
+  // Post-order of the call graph from the entry, callees in the order instructions name them.
+  void OrderComputations() {
+    comp_id_.assign(m_.computations.size(), -1);
+    std::vector<uint8_t> seen(m_.computations.size(), 0);
+    struct Frame {
+      int32_t comp;
+      size_t k;  // Position in the computation's canonical order.
+      size_t j;  // Callee index within that instruction.
+    };
+    std::vector<Frame> stack{{m_.entry, 0, 0}};
+    seen[m_.entry] = 1;
+    while (!stack.empty()) {
+      const int32_t c = stack.back().comp;
+      const CompInfo& ci = comps_[c];
+      int32_t push = -1;
+      while (stack.back().k < ci.order.size()) {
+        Frame& f = stack.back();
+        const auto& callees = ci.insts[ci.order[f.k]].callees;
+        if (f.j < callees.size()) {
+          int32_t callee = callees[f.j++];
+          if (!seen[callee]) {
+            seen[callee] = 1;
+            push = callee;
+            break;
+          }
+        } else {
+          ++f.k;
+          f.j = 0;
+        }
+      }
+      if (push >= 0) {
+        stack.push_back({push, 0, 0});
+        continue;
+      }
+      comp_id_[c] = static_cast<int32_t>(print_order_.size());
+      print_order_.push_back(c);
+      stack.pop_back();
+    }
+  }
+
+  // ---- printing ----
+  void EndLine(uint32_t source_line) {
+    out_.text += '\n';
+    out_.source_lines.push_back(source_line);
+  }
+
+  void AppendCompName(int32_t c) {
+    out_.text += 'c';
+    out_.text += std::to_string(comp_id_[c]);
+  }
+
+  void AppendInstName(const CompInfo& ci, int32_t i) {
+    out_.text += 'i';
+    out_.text += std::to_string(ci.position[i]);
+  }
+
+  void PrintHeader() {
+    out_.text += "HloModule m";
+    std::vector<const Attribute*> attrs;
+    for (const Attribute& a : m_.attributes) {
+      if (a.name == "origin_recovery_table" || IsDefaultHeaderValue(m_, a)) continue;
+      attrs.push_back(&a);
+    }
+    std::sort(attrs.begin(), attrs.end(),
+              [](const Attribute* x, const Attribute* y) { return x->name < y->name; });
+    for (const Attribute* a : attrs) {
+      out_.text += ", ";
+      out_.text += a->name;
+      out_.text += '=';
+      if (a->name == "entry_computation_layout" && m_.entry_computation_layout) {
+        const ProgramShape& p = *m_.entry_computation_layout;
+        out_.text += "{(";
+        for (size_t k = 0; k < p.parameters.size(); ++k) {
+          if (k) out_.text += ", ";
+          AppendCanonicalShape(p.parameters[k], out_.text);
+        }
+        out_.text += ")->";
+        AppendCanonicalShape(p.result, out_.text);
+        out_.text += '}';
+      } else if (a->name == "frontend_attributes") {
+        AppendSortedMap(*a, out_.text);
+      } else {
+        AppendValue(a->value.begin, a->value.end, false, out_.text);
+      }
+    }
+    EndLine(0);
+  }
+
+  void PrintInstruction(const Computation& comp, const CompInfo& ci, int32_t i) {
+    const Instruction& inst = comp.instructions[i];
+    const InstInfo& info = ci.insts[i];
+    out_.text += "  ";
+    if (i == comp.root) out_.text += "ROOT ";
+    AppendInstName(ci, i);
+    out_.text += " = ";
+    uint32_t callee_next = 0;
+    for (uint32_t p = info.piece_begin; p < info.piece_end; ++p) {
+      const Piece& piece = pieces_[p];
+      switch (piece.kind) {
+        case PieceKind::kText:
+          out_.text.append(arena_, piece.a, piece.b - piece.a);
+          break;
+        case PieceKind::kOperands:
+          for (size_t k = 0; k < inst.operands.size(); ++k) {
+            if (k) out_.text += ", ";
+            AppendInstName(ci, inst.operands[k]);
+          }
+          break;
+        case PieceKind::kCallees: {
+          const uint32_t count = CountNames(inst.attributes[piece.a]);
+          if (piece.b) out_.text += '{';
+          for (uint32_t k = 0; k < count; ++k) {
+            if (k) out_.text += ',';
+            AppendCompName(info.callees[callee_next++]);
+          }
+          if (piece.b) out_.text += '}';
+          break;
+        }
+        case PieceKind::kControl: {
+          std::vector<int32_t> positions;
+          for (int32_t pred : inst.control_predecessors) positions.push_back(ci.position[pred]);
+          std::sort(positions.begin(), positions.end());
+          out_.text += '{';
+          for (size_t k = 0; k < positions.size(); ++k) {
+            if (k) out_.text += ',';
+            out_.text += 'i';
+            out_.text += std::to_string(positions[k]);
+          }
+          out_.text += '}';
+          break;
+        }
+        case PieceKind::kChannel: {
+          auto [it, inserted] =
+              channel_numbers_.emplace(piece.a, static_cast<int64_t>(channel_numbers_.size() + 1));
+          out_.text += std::to_string(it->second);
+          break;
+        }
+      }
+    }
+    EndLine(m_.LineOf(inst.offset));
+  }
+
+  void Print() {
+    out_.text.reserve(m_.source().size() / 2);
+    PrintHeader();
+    for (int32_t c : print_order_) {
+      const Computation& comp = m_.computations[c];
+      const CompInfo& ci = comps_[c];
+      EndLine(0);
+      if (c == m_.entry) out_.text += "ENTRY ";
+      AppendCompName(c);
+      out_.text += " {";
+      EndLine(m_.LineOf(comp.offset));
+      for (int32_t i : ci.order) PrintInstruction(comp, ci, i);
+      out_.text += '}';
+      if (!comp.execution_thread.empty()) {
+        std::string_view thread = m_.TokenText(comp.execution_thread.begin);
+        if (thread != "\"main\"") {
+          out_.text += ", execution_thread=";
+          out_.text += thread;
+        }
+      }
+      EndLine(0);
+    }
+  }
+
+  const Module& m_;
+  const CanonicalOptions& options_;
+  std::vector<CompInfo> comps_;
+  std::vector<Piece> pieces_;
+  std::string arena_;
+  std::string scratch_;
+  std::string sig_;
+  std::vector<uint32_t> sorted_attrs_;
+  std::vector<uint32_t> callee_start_;
+  std::unordered_map<int64_t, uint32_t> channel_slots_;
+  std::vector<int64_t> channels_;
+  std::unordered_map<uint32_t, int64_t> channel_numbers_;
+  std::vector<int32_t> comp_id_;
+  std::vector<int32_t> print_order_;
+  TokenKind last_kind_ = TokenKind::kEnd;
+  size_t current_piece_begin_ = 0;  // Pieces of the instruction being built start here.
+  CanonicalModule out_;
+};
+
+}  // namespace
+
+Result<CanonicalModule> Canonicalize(const Module& module, const CanonicalOptions& options) {
+  return Canonicalizer(module, options).Run();
+}
+
+}  // namespace hlocache::hlo

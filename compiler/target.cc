@@ -1,0 +1,26 @@
+#include "compiler/target.h"
+
+namespace hlocache::compiler {
+
+std::string HostCpuTarget() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("x86-64-v4")) return "cpu-x86-64-v4";
+  if (__builtin_cpu_supports("x86-64-v3")) return "cpu-x86-64-v3";
+#endif
+  return "cpu-x86-64-v2";
+}
+
+std::string DefaultCompilerId() {
+#if defined(__clang__)
+  std::string toolchain = "clang-" + std::to_string(__clang_major__) + "." +
+                          std::to_string(__clang_minor__) + "." +
+                          std::to_string(__clang_patchlevel__);
+#else
+  std::string toolchain = "gcc-" + std::to_string(__GNUC__) + "." + std::to_string(__GNUC_MINOR__) +
+                          "." + std::to_string(__GNUC_PATCHLEVEL__);
+#endif
+  return toolchain + "/hlocache-codegen-1/O2";
+}
+
+}  // namespace hlocache::compiler

@@ -1,0 +1,18 @@
+// Targets (where an executable runs) and the compiler id (what builds it).
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <string>
+
+namespace hlocache::compiler {
+
+// The best `cpu-x86-64-vN` level this host runs (v2 at least on x86-64).
+std::string HostCpuTarget();
+
+// Names the toolchain, code generator version and optimization level whose output a key stands
+// for: "gcc-12.2.0/hlocache-codegen-1/O2". A new code generator version bumps the number, so keys
+// of old executables stop matching.
+std::string DefaultCompilerId();
+
+}  // namespace hlocache::compiler
