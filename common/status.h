@@ -7,10 +7,12 @@
 // Thread safety: values; no shared state.
 #pragma once
 
-#include <expected>
+#include <concepts>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
+#include <variant>
 
 namespace hlocache {
 
@@ -61,12 +63,39 @@ inline Status Internal(std::string message) {
   return Status(StatusCode::kInternal, std::move(message));
 }
 
-// Result<T>: a T, or the Status that explains why there is none. Construct the error side with
-// `return std::unexpected(status);` or the Error() helper below.
-template <typename T>
-using Result = std::expected<T, Status>;
+// The error side of a Result, as returned by Error(status).
+struct ErrorValue {
+  Status status;
+};
+inline ErrorValue Error(Status status) { return ErrorValue{std::move(status)}; }
 
-inline std::unexpected<Status> Error(Status status) { return std::unexpected(std::move(status)); }
+// Result<T>: a T, or the non-OK Status that explains why there is none. A small std::expected
+// (which clang 14 cannot use with libstdc++ 12): build the error side with `return Error(s);`.
+template <typename T>
+class [[nodiscard]] Result {
+ public:
+  template <typename U = T>
+    requires std::constructible_from<T, U&&> &&
+             (!std::same_as<std::remove_cvref_t<U>, ErrorValue>) &&
+             (!std::same_as<std::remove_cvref_t<U>, Result>)
+  Result(U&& value) : v_(std::in_place_index<0>, std::forward<U>(value)) {}  // NOLINT
+  Result(ErrorValue error) : v_(std::in_place_index<1>, std::move(error.status)) {}  // NOLINT
+
+  bool has_value() const { return v_.index() == 0; }
+  explicit operator bool() const { return has_value(); }
+  T& operator*() & { return std::get<0>(v_); }
+  const T& operator*() const& { return std::get<0>(v_); }
+  T&& operator*() && { return std::get<0>(std::move(v_)); }
+  T* operator->() { return &std::get<0>(v_); }
+  const T* operator->() const { return &std::get<0>(v_); }
+  T& value() & { return std::get<0>(v_); }
+  const T& value() const& { return std::get<0>(v_); }
+  // The error; only valid when !has_value().
+  const Status& error() const { return std::get<1>(v_); }
+
+ private:
+  std::variant<T, Status> v_;
+};
 
 }  // namespace hlocache
 
@@ -75,6 +104,6 @@ inline std::unexpected<Status> Error(Status status) { return std::unexpected(std
   do {                                                   \
     ::hlocache::Status hlocache_status_ = (expr);        \
     if (!hlocache_status_.ok()) {                        \
-      return ::std::unexpected(std::move(hlocache_status_)); \
+      return ::hlocache::Error(std::move(hlocache_status_)); \
     }                                                    \
   } while (false)

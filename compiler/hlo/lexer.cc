@@ -207,8 +207,8 @@ class Lexer {
     }
   }
 
-  std::unexpected<Status> Fail(size_t offset, std::string_view message) const {
-    return std::unexpected(ErrorAt(filename_, src_, static_cast<uint32_t>(offset), message));
+  ErrorValue Fail(size_t offset, std::string_view message) const {
+    return Error(ErrorAt(filename_, src_, static_cast<uint32_t>(offset), message));
   }
 
   std::string_view src_;

@@ -1,6 +1,7 @@
 #include "compiler/hlo/literal_text.h"
 
 #include <bit>
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -34,6 +35,19 @@ float RoundToBf16(float f) {
   bits += 0x7fff + lsb;
   bits &= 0xffff0000u;
   return std::bit_cast<float>(bits);
+}
+
+// Round-to-nearest-even from double to IEEE binary16, returned as the double it denotes. Done in
+// double arithmetic: dividing by a power of two is exact, so nearbyint() rounds exactly once.
+double RoundToF16(double v) {
+  if (std::isnan(v) || std::isinf(v)) return v;
+  const double a = std::fabs(v);
+  if (a >= 65520.0) return std::copysign(INFINITY, v);  // Past the last rounding boundary.
+  int exp = 0;
+  std::frexp(a, &exp);                      // a = m * 2^exp, m in [0.5, 1).
+  const int step_exp = std::max(exp - 11, -24);  // 10 fraction bits; subnormals step 2^-24.
+  const double step = std::ldexp(1.0, step_exp);
+  return std::copysign(std::nearbyint(a / step) * step, v);
 }
 
 void AppendFloat(double v, std::string& out) {
@@ -118,7 +132,7 @@ void AppendCanonicalElement(std::string_view text, TokenKind kind, PrimitiveType
         AppendFloat32(RoundToBf16(static_cast<float>(*v)), out);
         return;
       case PrimitiveType::kF16:
-        AppendFloat32(static_cast<float>(static_cast<_Float16>(*v)), out);
+        AppendFloat32(static_cast<float>(RoundToF16(*v)), out);
         return;
       default:
         // f64, c128, and the f8/f6/f4 types (their exact rounding is left to the compiler; the

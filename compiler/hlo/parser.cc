@@ -367,6 +367,9 @@ class Parser {
       inst.shape_written = true;
     }
     if (Kind() != TokenKind::kIdent) return FailHere("expected an opcode");
+    if (Kind(1) == TokenKind::kLBracket) {
+      return Fail(Peek().offset, "unknown element type '" + std::string(Text()) + "'");
+    }
     auto spelling = ParseOpcodeSpelling(Text());
     if (!spelling) {
       return Fail(Peek().offset, "unknown opcode '" + std::string(Text()) + "'");

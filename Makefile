@@ -1,0 +1,62 @@
+# hlocache: two commands do all the set-up on a fresh Debian machine.
+#   make serve   install what is missing, build, run the server on ./var/hlocache
+#   make test    install what is missing, build, run every test (then again under ASan/UBSan,
+#                with a bounded fuzzing run)
+SHELL := /bin/bash
+BUILD ?= build
+SAN_BUILD ?= build-asan
+FUZZ_SECONDS ?= 60
+SERVE_DIR ?= var/hlocache
+LISTEN ?= 127.0.0.1:7070
+
+APT_PACKAGES := cmake ninja-build g++ clang libclang-rt-14-dev pkg-config ccache \
+  libleveldb-dev libsqlite3-dev libxxhash-dev libcpp-httplib-dev libcli11-dev \
+  nlohmann-json3-dev libzstd-dev libgtest-dev libgmock-dev
+
+.PHONY: all deps build test unit sanitize serve bench format clean
+
+all: build
+
+deps:
+	@missing=""; \
+	for p in $(APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+build: deps
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake --build $(BUILD)
+
+unit: build
+	ctest --test-dir $(BUILD) --output-on-failure -j2
+
+# The same suite under AddressSanitizer + UndefinedBehaviorSanitizer (clang), plus the libFuzzer
+# target for a bounded time.
+sanitize: deps
+	CC=clang CXX=clang++ cmake -S . -B $(SAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DHLOCACHE_SANITIZE=ON -DHLOCACHE_FUZZ=ON -DHLOCACHE_BENCH=OFF \
+	  -DHLOCACHE_FUZZ_SECONDS=$(FUZZ_SECONDS)
+	cmake --build $(SAN_BUILD)
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --test-dir $(SAN_BUILD) --output-on-failure -j2
+
+test: unit sanitize
+
+serve: build
+	mkdir -p $(SERVE_DIR)
+	./$(BUILD)/hlocache serve --dir $(SERVE_DIR) --listen $(LISTEN)
+
+bench: build
+	./$(BUILD)/bench/key_bench
+
+format:
+	clang-format -i $$(git ls-files '*.cc' '*.h')
+
+clean:
+	rm -rf $(BUILD) $(SAN_BUILD)

@@ -1,0 +1,98 @@
+// Key throughput on the largest corpus modules: parse only, parse + canonicalize + key, and raw
+// XXH3-128 over the same bytes (the floor any key costs), side by side. One thread.
+//
+// Usage: key_bench [CORPUS_DIR] [MIN_SECONDS_PER_CELL]
+#include <xxhash.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "client/keying.h"
+#include "compiler/hlo/parser.h"
+
+#ifndef HLOCACHE_CORPUS_DIR
+#define HLOCACHE_CORPUS_DIR "../shared/corpus"
+#endif
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+// Runs `fn` until `min_seconds` have passed (at least 3 times); returns the best MB/s.
+template <typename Fn>
+double BestMBps(size_t bytes, double min_seconds, Fn fn) {
+  double best = 0;
+  auto start = Clock::now();
+  int runs = 0;
+  while (runs < 3 || std::chrono::duration<double>(Clock::now() - start).count() < min_seconds) {
+    auto t0 = Clock::now();
+    fn();
+    double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    best = std::max(best, static_cast<double>(bytes) / 1e6 / s);
+    ++runs;
+  }
+  return best;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string corpus = argc > 1 ? argv[1] : HLOCACHE_CORPUS_DIR;
+  double min_seconds = argc > 2 ? std::atof(argv[2]) : 2.0;
+  std::vector<std::pair<uintmax_t, fs::path>> files;
+  for (const char* sub : {"hlo", "torch_xla"}) {
+    fs::path dir = fs::path(corpus) / sub;
+    if (!fs::is_directory(dir)) continue;
+    for (const auto& e : fs::directory_iterator(dir)) {
+      if (e.path().extension() == ".hlo") files.emplace_back(fs::file_size(e.path()), e.path());
+    }
+  }
+  if (files.size() < 3) {
+    std::fprintf(stderr, "key_bench: corpus not found at %s\n", corpus.c_str());
+    return 1;
+  }
+  std::sort(files.rbegin(), files.rend());
+  files.resize(3);
+
+  std::printf("| module | MB | parse MB/s | canonical key MB/s | raw XXH3-128 MB/s |\n");
+  std::printf("|---|---:|---:|---:|---:|\n");
+  for (const auto& [size, path] : files) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const std::string text = ss.str();
+    hlocache::client::KeySettings settings;
+    settings.target = "cpu-x86-64-v3";
+    settings.allow_elided_constants = true;
+    bool ok = true;
+    double parse = BestMBps(text.size(), min_seconds, [&] {
+      auto m = hlocache::hlo::ParseModule(text, path.string());
+      ok &= m.has_value();
+    });
+    double key = BestMBps(text.size(), min_seconds, [&] {
+      auto m = hlocache::hlo::ParseModule(text, path.string());
+      ok &= m.has_value();
+      if (m) ok &= hlocache::client::KeyModule(*m, settings).has_value();
+    });
+    volatile uint64_t sink = 0;
+    double raw = BestMBps(text.size(), min_seconds, [&] {
+      sink = sink + XXH3_128bits(text.data(), text.size()).low64;
+    });
+    if (!ok) {
+      std::fprintf(stderr, "key_bench: %s failed to key\n", path.c_str());
+      return 1;
+    }
+    std::string name = path.filename().string();
+    if (name.size() > 60) name = name.substr(name.size() - 60);
+    std::printf("| %s | %.2f | %.0f | %.0f | %.0f |\n", name.c_str(), text.size() / 1e6, parse, key,
+                raw);
+  }
+  return 0;
+}

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Runs the parser fuzzer for a bounded time, seeded with small corpus modules.
+# Usage: run_fuzz.sh FUZZER CORPUS_DIR SECONDS
+set -euo pipefail
+FUZZER=$1
+CORPUS=$2
+SECONDS_TO_RUN=$3
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+mkdir -p "$WORK/seeds" "$WORK/new"
+# Small modules make better seeds; large ones slow every iteration.
+find "$CORPUS/hlo" "$CORPUS/torch_xla" "$CORPUS/invalid" -name '*.hlo' -size -8k \
+  -exec cp {} "$WORK/seeds/" \;
+cd "$WORK"
+"$FUZZER" -max_total_time="$SECONDS_TO_RUN" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
+  -print_final_stats=1 new seeds

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Drives the real `hlocache` binary: key, canon and why, their output formats and exit codes.
+# Usage: cli_test.sh HLOCACHE_BINARY CORPUS_DIR
+set -uo pipefail
+BIN=$1
+CORPUS=$2
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+passed=0
+failed=0
+
+pass() { passed=$((passed + 1)); }
+fail() { failed=$((failed + 1)); echo "FAIL: $*"; }
+# expect_rc WANT DESCRIPTION -- command...
+expect_rc() {
+  local want=$1 what=$2
+  shift 3
+  "$@" >"$WORK/out" 2>"$WORK/err"
+  local rc=$?
+  if [[ $rc -eq $want ]]; then pass; else fail "$what: exit $rc, want $want; stderr: $(head -c 300 "$WORK/err")"; fi
+}
+expect_grep() {
+  local pattern=$1 file=$2 what=$3
+  if grep -Eq -- "$pattern" "$file"; then pass; else fail "$what: /$pattern/ not in $(head -c 300 "$file")"; fi
+}
+
+SMALL="$CORPUS/torch_xla/mlp__single_mlp.hlo"
+OTHER="$CORPUS/torch_xla/misc__linear.hlo"
+ELIDED=$(grep -l 'constant({...})' "$CORPUS"/hlo/*.hlo | head -1)
+
+# key: sha256sum-style lines, exit 0.
+expect_rc 0 "key two files" -- "$BIN" key --target cpu-x86-64-v3 "$SMALL" "$OTHER"
+cp "$WORK/out" "$WORK/keys"
+[[ $(wc -l <"$WORK/keys") -eq 2 ]] && pass || fail "key prints one line per file"
+expect_grep "^v1-[0-9a-f]{32}  $SMALL\$" "$WORK/keys" "key line format"
+KEY_SMALL=$(head -1 "$WORK/keys" | cut -d' ' -f1)
+
+# stdin gives the same key.
+"$BIN" key --target cpu-x86-64-v3 - <"$SMALL" >"$WORK/out" 2>&1
+[[ "$(cut -d' ' -f1 "$WORK/out")" == "$KEY_SMALL" ]] && pass || fail "stdin key differs"
+expect_grep '^v1-[0-9a-f]{32}  -$' "$WORK/out" "stdin key names '-'"
+
+# A rename of every name plus stripped metadata: same key (what PyTorch/XLA does across runs).
+sed -E 's/SyncTensorsGraph\.[0-9]+/SyncTensorsGraph.999/g; s/\.([0-9]+)\b/_r\1/g; s/, metadata=\{[^}]*\}//g' \
+  "$SMALL" >"$WORK/renamed.hlo"
+KEY_RENAMED=$("$BIN" key --target cpu-x86-64-v3 "$WORK/renamed.hlo" | cut -d' ' -f1)
+[[ "$KEY_RENAMED" == "$KEY_SMALL" ]] && pass || fail "renamed module keys differently"
+expect_rc 0 "why on the same program" -- "$BIN" why "$SMALL" "$WORK/renamed.hlo"
+expect_grep "same key" "$WORK/out" "why says same"
+
+# Target, compiler id and options are part of the key.
+K_V4=$("$BIN" key --target cpu-x86-64-v4 "$SMALL" | cut -d' ' -f1)
+[[ "$K_V4" != "$KEY_SMALL" ]] && pass || fail "target not in key"
+K_OPT=$("$BIN" key --target cpu-x86-64-v3 --option fast-math=1 "$SMALL" | cut -d' ' -f1)
+[[ "$K_OPT" != "$KEY_SMALL" ]] && pass || fail "option not in key"
+K_CID=$("$BIN" key --target cpu-x86-64-v3 --compiler-id other-1 "$SMALL" | cut -d' ' -f1)
+[[ "$K_CID" != "$KEY_SMALL" ]] && pass || fail "compiler id not in key"
+
+# why names the part and the first differing lines with their source lines.
+sed '0,/ multiply(/s// divide(/' "$SMALL" >"$WORK/changed.hlo"
+expect_rc 1 "why on different programs" -- "$BIN" why "$SMALL" "$WORK/changed.hlo"
+expect_grep "keys differ in: graph" "$WORK/out" "why names the graph part"
+expect_grep "B canonical: .*divide\(" "$WORK/out" "why shows B's canonical line"
+expect_grep "B source: +$WORK/changed.hlo:[0-9]+: .*divide\(" "$WORK/out" "why shows B's source line"
+expect_grep "A source: +$SMALL:[0-9]+: .*multiply\(" "$WORK/out" "why shows A's source line"
+
+# canon is idempotent and keys the same.
+expect_rc 0 "canon" -- "$BIN" canon "$SMALL"
+cp "$WORK/out" "$WORK/c1.hlo"
+"$BIN" canon "$WORK/c1.hlo" >"$WORK/c2.hlo" 2>&1
+cmp -s "$WORK/c1.hlo" "$WORK/c2.hlo" && pass || fail "canon is not idempotent"
+K_CANON=$("$BIN" key --target cpu-x86-64-v3 "$WORK/c1.hlo" | cut -d' ' -f1)
+[[ "$K_CANON" == "$KEY_SMALL" ]] && pass || fail "canonical text keys differently"
+
+# Elided constants need consent.
+expect_rc 1 "elided constants refused" -- "$BIN" key "$ELIDED"
+expect_grep "^$ELIDED:[0-9]+:[0-9]+: error: constant has elided values" "$WORK/err" "elided error"
+expect_rc 0 "elided constants allowed" -- "$BIN" key --allow-elided-constants "$ELIDED"
+
+# Errors: one line, FILE:LINE:COL, exit 1, other files still keyed.
+expect_rc 1 "invalid module" -- "$BIN" key "$CORPUS/invalid/undefined_operand.hlo" "$SMALL"
+expect_grep "undefined_operand.hlo:4:174: error: undefined operand" "$WORK/err" "undefined operand located"
+[[ $(wc -l <"$WORK/err") -eq 1 ]] && pass || fail "error is not one line"
+expect_grep "^v1-.*  $SMALL\$" "$WORK/out" "good file still keyed"
+head -c 4096 "$BIN" >"$WORK/junk.hlo"
+expect_rc 1 "binary junk" -- "$BIN" key "$WORK/junk.hlo"
+expect_grep "junk.hlo:1:[0-9]+: error: " "$WORK/err" "junk located"
+head -c 3000 "$SMALL" >"$WORK/truncated.hlo"
+expect_rc 1 "truncated file" -- "$BIN" key "$WORK/truncated.hlo"
+expect_grep "truncated.hlo:[0-9]+:[0-9]+: error: " "$WORK/err" "truncated located"
+expect_rc 1 "missing file" -- "$BIN" key "$WORK/nope.hlo"
+expect_grep "nope.hlo: No such file" "$WORK/err" "missing file named"
+: >"$WORK/empty.hlo"
+expect_rc 1 "empty file" -- "$BIN" key "$WORK/empty.hlo"
+
+# Bad usage exits 2.
+expect_rc 2 "no arguments" -- "$BIN"
+expect_rc 2 "key without files" -- "$BIN" key
+expect_rc 2 "unknown flag" -- "$BIN" key --frobnicate "$SMALL"
+expect_rc 2 "bad option syntax" -- "$BIN" key --option novalue "$SMALL"
+expect_rc 1 "bad target name" -- "$BIN" key --target 'cpu x86' "$SMALL"
+expect_rc 0 "help" -- "$BIN" --help
+
+echo "cli: $passed passed, $failed failed"
+[[ $failed -eq 0 ]]

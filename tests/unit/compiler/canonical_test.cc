@@ -1,0 +1,205 @@
+#include "compiler/hlo/canonical.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "compiler/hlo/parser.h"
+#include "tests/unit/status_matchers.h"
+
+namespace hlocache::hlo {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string Canon(const std::string& text, bool allow_elided = false) {
+  auto m = ParseModule(text, "t.hlo");
+  EXPECT_THAT(m, IsOk()) << text;
+  if (!m) return "<parse error>";
+  auto c = Canonicalize(*m, {.allow_elided_constants = allow_elided});
+  EXPECT_THAT(c, IsOk());
+  return c ? c->text : "<canonicalize error>";
+}
+
+constexpr char kBase[] = R"(HloModule SyncTensorsGraph.316, replica_count=1
+
+%add.1 (x.2: f32[], y.3: f32[]) -> f32[] {
+  %x.2 = f32[] parameter(0)
+  %y.3 = f32[] parameter(1)
+  ROOT %add.4 = f32[] add(f32[] %x.2, f32[] %y.3)
+}
+
+ENTRY %main.10 (p0.1: f32[2,3], p1.2: f32[2,3]) -> f32[2] {
+  %p0.1 = f32[2,3]{1,0} parameter(0), metadata={op_type="x" source_file="/home/a/x.py" source_line=3}
+  %p1.2 = f32[2,3]{1,0} parameter(1)
+  %c.5 = f32[] constant(0.5)
+  %b.6 = f32[2,3] broadcast(%c.5), dimensions={}
+  %m.7 = f32[2,3] multiply(%p0.1, %b.6)
+  %s.8 = f32[2,3] subtract(%m.7, %p1.2), sharding={replicated}
+  %z.9 = f32[] constant(0)
+  ROOT %r.10 = f32[2] reduce(%s.8, %z.9), dimensions={1}, to_apply=%add.1
+}
+)";
+
+// The same program: other names, no metadata, other spelling of numbers, other comment and
+// whitespace, default layouts dropped, independent instructions in another order, attribute
+// order changed, operand shapes omitted, no program shapes, default header values dropped, an
+// unreachable computation added.
+constexpr char kSameProgram[] = R"(HloModule other_name.405
+
+unused {
+  q = s32[] parameter(0)
+  ROOT n = s32[] negate(q)
+}
+
+sum {
+  lhs = f32[] parameter(0)
+  rhs = f32[] parameter(1)
+  ROOT out = f32[] add(lhs, rhs)
+}
+
+ENTRY entry /* a comment */ {
+  zero = f32[] constant(0.0e0)   // reordered
+  arg1 = f32[2,3] parameter(1)
+  half = f32[] constant(5e-1)
+  arg0 = f32[2,3] parameter(0), metadata={op_name="y" source_file="/other/host.py"}
+  bcast = f32[2,3]{1,0} broadcast(half), dimensions={}
+  prod = f32[2,3] multiply(arg0, bcast)
+  diff = f32[2,3]{1,0} subtract(prod, arg1), sharding={replicated metadata={op_name="z"}}
+  ROOT red = f32[2]{0} reduce(diff, zero), to_apply=sum, dimensions={1}
+}
+)";
+
+TEST(CanonicalTest, SameProgramSameText) { EXPECT_EQ(Canon(kBase), Canon(kSameProgram)); }
+
+TEST(CanonicalTest, TextIsReadableValidHloAndIdempotent) {
+  std::string once = Canon(kBase);
+  EXPECT_THAT(once, HasSubstr("ROOT i"));
+  EXPECT_THAT(once, HasSubstr("reduce("));
+  EXPECT_EQ(Canon(once), once);
+}
+
+void ExpectDiffers(const std::string& from, const std::string& to) {
+  std::string changed = kBase;
+  size_t at = changed.find(from);
+  ASSERT_NE(at, std::string::npos) << from;
+  changed.replace(at, from.size(), to);
+  EXPECT_NE(Canon(kBase), Canon(changed)) << from << " -> " << to;
+}
+
+TEST(CanonicalTest, SensitiveToWhatTheProgramComputes) {
+  ExpectDiffers("constant(0.5)", "constant(0.25)");             // A constant.
+  ExpectDiffers("f32[2,3]{1,0} parameter(1)", "f32[2,4] parameter(1)");  // A dimension.
+  ExpectDiffers("subtract(%m.7, %p1.2)", "subtract(%p1.2, %m.7)");  // Operand order.
+  ExpectDiffers("multiply(", "add(");                           // Opcode.
+  ExpectDiffers("dimensions={1}", "dimensions={0}");            // An attribute.
+  ExpectDiffers("sharding={replicated}", "sharding={maximal device=0}");  // Sharding.
+  ExpectDiffers("f32[2,3]{1,0} parameter(1)", "f32[2,3]{0,1} parameter(1)");  // Layout.
+  ExpectDiffers("f32[2,3]{1,0} parameter(1)", "bf16[2,3] parameter(1)");  // Element type.
+  ExpectDiffers("ROOT %add.4 = f32[] add", "ROOT %add.4 = f32[] maximum");  // Called body.
+  ExpectDiffers("HloModule SyncTensorsGraph.316, replica_count=1",
+                "HloModule SyncTensorsGraph.316, replica_count=2");  // Header values.
+  ExpectDiffers("parameter(0), metadata", "parameter(0), frontend_attributes={a=\"1\"}, metadata");
+  ExpectDiffers("sharding={replicated}", "backend_config=\"x\"");
+}
+
+TEST(CanonicalTest, ComparisonDirectionAndRootChoiceMatter) {
+  const std::string lt = "ENTRY e {\n a = f32[] parameter(0)\n b = f32[] parameter(1)\n"
+                         " ROOT c = pred[] compare(a, b), direction=LT\n}\n";
+  std::string gt = lt;
+  gt.replace(gt.find("LT"), 2, "GT");
+  EXPECT_NE(Canon(lt), Canon(gt));
+  const std::string root_a = "ENTRY e {\n ROOT a = f32[] parameter(0)\n b = f32[] negate(a)\n}\n";
+  const std::string root_b = "ENTRY e {\n a = f32[] parameter(0)\n ROOT b = f32[] negate(a)\n}\n";
+  EXPECT_NE(Canon(root_a), Canon(root_b));
+}
+
+TEST(CanonicalTest, ParameterNumbersMatter) {
+  const std::string a = "ENTRY e {\n x = f32[] parameter(0)\n y = f32[] parameter(1)\n"
+                        " ROOT s = f32[] subtract(x, y)\n}\n";
+  std::string b = a;
+  b.replace(b.find("parameter(0)"), 12, "parameter(2)");
+  b.replace(b.find("parameter(1)"), 12, "parameter(0)");
+  b.replace(b.find("parameter(2)"), 12, "parameter(1)");
+  EXPECT_NE(Canon(a), Canon(b));
+}
+
+TEST(CanonicalTest, NumbersAreRespelledPerElementType) {
+  auto lit = [](const std::string& type, const std::string& value) {
+    std::string c = Canon("ENTRY e {\n ROOT c = " + type + " constant(" + value + ")\n}\n");
+    size_t open = c.find("constant(");
+    return c.substr(open + 9, c.find(')', open) - open - 9);
+  };
+  EXPECT_EQ(lit("f32[]", "1"), lit("f32[]", "1.0"));
+  EXPECT_EQ(lit("f32[]", "1e0"), "1");
+  EXPECT_EQ(lit("f32[]", "0.1"), lit("f32[]", "0.100000001"));  // Same f32 value.
+  EXPECT_NE(lit("f64[]", "0.1"), lit("f64[]", "0.100000001"));  // Different f64 values.
+  EXPECT_EQ(lit("bf16[]", "1.00390625"), "1");                  // Rounds to even in bf16.
+  EXPECT_EQ(lit("f16[]", "65519"), "65504");
+  EXPECT_EQ(lit("f16[]", "65520"), "inf");
+  EXPECT_EQ(lit("f32[]", "-0"), "-0");
+  EXPECT_EQ(lit("f32[]", "-nan"), "-nan");
+  EXPECT_EQ(lit("s32[]", "007"), "7");
+  EXPECT_EQ(lit("pred[]", "1"), "true");
+  EXPECT_EQ(lit("u64[]", "18446744073709551615"), "18446744073709551615");
+  EXPECT_EQ(lit("f32[2,2]", "{ { 1.0, 2 }, {3e0, 4} }"), "{{1,2},{3,4}}");
+}
+
+TEST(CanonicalTest, ChannelIdsAreRenumberedButPairingKept) {
+  auto module = [](int a, int b, int c, int d) {
+    return "ENTRY e {\n t = token[] after-all()\n"
+           " s1 = (f32[], u32[], token[]) send(f32[] constant(1), t), channel_id=" +
+           std::to_string(a) + "\n sd1 = token[] send-done(s1), channel_id=" + std::to_string(b) +
+           "\n s2 = (f32[], u32[], token[]) send(f32[] constant(2), t), channel_id=" +
+           std::to_string(c) + "\n ROOT sd2 = token[] send-done(s2), channel_id=" +
+           std::to_string(d) + "\n}\n";
+  };
+  EXPECT_EQ(Canon(module(1, 1, 2, 2)), Canon(module(7, 7, 3, 3)));
+  EXPECT_NE(Canon(module(1, 1, 2, 2)), Canon(module(1, 2, 2, 1)));
+}
+
+TEST(CanonicalTest, ControlPredecessorsMatterButNotTheirListOrder) {
+  const std::string base = "ENTRY e {\n a = f32[] parameter(0)\n b = f32[] negate(a)\n"
+                           " c = f32[] exponential(a)\n ROOT d = f32[] add(a, a)";
+  EXPECT_NE(Canon(base + "\n}\n"), Canon(base + ", control-predecessors={b}\n}\n"));
+  EXPECT_EQ(Canon(base + ", control-predecessors={b,c}\n}\n"),
+            Canon(base + ", control-predecessors={c,b}\n}\n"));
+}
+
+TEST(CanonicalTest, ScheduledModulesKeepTextualOrder) {
+  const std::string xy = " x = f32[] parameter(0)\n y = f32[] parameter(1)\n";
+  const std::string yx = " y = f32[] parameter(1)\n x = f32[] parameter(0)\n";
+  auto module = [](const std::string& header, const std::string& params) {
+    return header + "\nENTRY e {\n" + params + " ROOT t = (f32[], f32[]) tuple(x, y)\n}\n";
+  };
+  const std::string scheduled = "HloModule m, is_scheduled=true";
+  EXPECT_NE(Canon(module(scheduled, xy)), Canon(module(scheduled, yx)));
+  EXPECT_EQ(Canon(module("HloModule m", xy)), Canon(module("HloModule m", yx)));
+}
+
+TEST(CanonicalTest, ElidedConstantsNeedExplicitConsent) {
+  auto m = ParseModule("ENTRY e {\n ROOT c = f32[1000] constant({...})\n}\n", "w.hlo");
+  ASSERT_THAT(m, IsOk());
+  EXPECT_THAT(Canonicalize(*m), StatusIs(StatusCode::kFailedPrecondition,
+                                         HasSubstr("w.hlo:2:2: error: constant has elided")));
+  EXPECT_THAT(Canonicalize(*m, {.allow_elided_constants = true}), IsOk());
+}
+
+TEST(CanonicalTest, SourceLinesMapBack) {
+  auto m = ParseModule(kBase, "t.hlo");
+  ASSERT_THAT(m, IsOk());
+  auto c = Canonicalize(*m);
+  ASSERT_THAT(c, IsOk());
+  // Find the canonical multiply line; its source is line 14 of kBase.
+  size_t line = 0, pos = 0;
+  while (true) {
+    size_t end = c->text.find('\n', pos);
+    if (c->text.substr(pos, end - pos).find("multiply") != std::string::npos) break;
+    pos = end + 1;
+    ++line;
+  }
+  EXPECT_EQ(c->source_lines.at(line), 14u);
+}
+
+}  // namespace
+}  // namespace hlocache::hlo

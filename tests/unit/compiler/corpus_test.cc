@@ -1,0 +1,92 @@
+// Walks the whole shared corpus: every module parses and keys; the invalid ones are rejected
+// with a located error.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "client/keying.h"
+#include "compiler/hlo/parser.h"
+#include "tests/unit/status_matchers.h"
+
+#ifndef HLOCACHE_CORPUS_DIR
+#define HLOCACHE_CORPUS_DIR "../shared/corpus"
+#endif
+
+namespace hlocache {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+std::vector<std::string> Files(const std::string& sub) {
+  std::vector<std::string> out;
+  fs::path dir = fs::path(HLOCACHE_CORPUS_DIR) / sub;
+  if (!fs::is_directory(dir)) return out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() == ".hlo") out.push_back(e.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(CorpusTest, EveryModuleParsesAndKeys) {
+  std::vector<std::string> files = Files("hlo");
+  std::vector<std::string> torch = Files("torch_xla");
+  files.insert(files.end(), torch.begin(), torch.end());
+  ASSERT_GE(files.size(), 400u) << "corpus not found at " << HLOCACHE_CORPUS_DIR;
+  int elided = 0;
+  std::map<std::string, std::string> keys;
+  for (const std::string& f : files) {
+    auto module = hlo::ParseModuleFile(f);
+    ASSERT_THAT(module, IsOk()) << f;
+    client::KeySettings strict;
+    strict.target = "cpu-x86-64-v3";
+    auto keyed = client::KeyModule(*module, strict);
+    if (module->HasElidedConstants()) {
+      // Refused without consent, keyed with it.
+      EXPECT_THAT(keyed, StatusIs(StatusCode::kFailedPrecondition, HasSubstr("elided"))) << f;
+      ++elided;
+      strict.allow_elided_constants = true;
+      keyed = client::KeyModule(*module, strict);
+    }
+    ASSERT_THAT(keyed, IsOk()) << f;
+    EXPECT_TRUE(cache::IsWellFormedKey(keyed->key.text)) << keyed->key.text;
+    keys[f] = keyed->key.text;
+  }
+  std::printf("keyed %zu corpus modules (%d with elided constants)\n", files.size(), elided);
+  // Keying is deterministic: a second pass gives the same keys.
+  for (size_t i = 0; i < files.size(); i += 7) {
+    client::KeySettings s;
+    s.target = "cpu-x86-64-v3";
+    s.allow_elided_constants = true;
+    auto again = client::KeyFile(files[i], s);
+    ASSERT_THAT(again, IsOk());
+    EXPECT_EQ(again->key.text, keys[files[i]]) << files[i];
+  }
+}
+
+TEST(CorpusTest, InvalidModulesAreRejectedWithALocation) {
+  std::vector<std::string> files = Files("invalid");
+  ASSERT_FALSE(files.empty());
+  for (const std::string& f : files) {
+    auto module = hlo::ParseModuleFile(f);
+    ASSERT_FALSE(module.has_value()) << f;
+    // FILE:LINE:COL: error: ...
+    EXPECT_THAT(module.error().message(), ::testing::MatchesRegex(".*\\.hlo:[0-9]+:[0-9]+: error: .*"));
+  }
+}
+
+TEST(CorpusTest, UndefinedOperandCaseNamesTheOperand) {
+  auto module = hlo::ParseModuleFile(std::string(HLOCACHE_CORPUS_DIR) +
+                                     "/invalid/undefined_operand.hlo");
+  ASSERT_FALSE(module.has_value());
+  EXPECT_THAT(module.error().message(),
+              HasSubstr("undefined_operand.hlo:4:174: error: undefined operand '%all-reduce.307'"));
+}
+
+}  // namespace
+}  // namespace hlocache

@@ -1,0 +1,69 @@
+#include "compiler/hlo/lexer.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/unit/status_matchers.h"
+
+namespace hlocache::hlo {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::vector<std::pair<TokenKind, std::string>> Tokens(std::string_view src) {
+  auto toks = Lex(src, "t.hlo");
+  EXPECT_THAT(toks, IsOk());
+  std::vector<std::pair<TokenKind, std::string>> out;
+  if (!toks) return out;
+  for (const Token& t : *toks) {
+    if (t.kind != TokenKind::kEnd) {
+      out.emplace_back(t.kind, std::string(src.substr(t.offset, t.length)));
+    }
+  }
+  return out;
+}
+
+TEST(LexerTest, NamesKeepDashesAndDotsButStopBeforeArrow) {
+  auto t = Tokens("%get-tuple-element.5 b01f_01io->b01f");
+  ASSERT_EQ(t.size(), 4u);
+  EXPECT_EQ(t[0], std::make_pair(TokenKind::kIdent, std::string("%get-tuple-element.5")));
+  EXPECT_EQ(t[1].second, "b01f_01io");
+  EXPECT_EQ(t[2].first, TokenKind::kArrow);
+  EXPECT_EQ(t[3].second, "b01f");
+}
+
+TEST(LexerTest, NumbersAndDigitPatterns) {
+  auto t = Tokens("1 -2 1.5 1e-3 -inf nan 3x3 1_1x0_0 -1_-1 0x1F 01bf");
+  std::vector<TokenKind> kinds;
+  for (auto& [k, s] : t) kinds.push_back(k);
+  EXPECT_EQ(kinds, (std::vector<TokenKind>{TokenKind::kInt, TokenKind::kInt, TokenKind::kFloat,
+                                           TokenKind::kFloat, TokenKind::kFloat, TokenKind::kIdent,
+                                           TokenKind::kWord, TokenKind::kWord, TokenKind::kWord,
+                                           TokenKind::kInt, TokenKind::kWord}));
+}
+
+TEST(LexerTest, CommentsAndWhitespaceVanish) {
+  auto t = Tokens("a /* index=5 */ b // to the end\n c");
+  ASSERT_EQ(t.size(), 3u);
+  EXPECT_EQ(t[2].second, "c");
+}
+
+TEST(LexerTest, StringsKeepEscapes) {
+  auto t = Tokens(R"(x="a\"b" y)");
+  ASSERT_EQ(t.size(), 4u);
+  EXPECT_EQ(t[2], std::make_pair(TokenKind::kString, std::string(R"("a\"b")")));
+}
+
+TEST(LexerTest, BadInputNamesLineAndColumn) {
+  EXPECT_THAT(Lex("a\n  \x01", "f.hlo"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("f.hlo:2:3: error: unexpected byte 0x01")));
+  EXPECT_THAT(Lex("a \"open", "f.hlo"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("f.hlo:1:3: error: unterminated string")));
+  EXPECT_THAT(Lex("/* never closed", "f.hlo"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("1:1: error: unterminated /*")));
+}
+
+}  // namespace
+}  // namespace hlocache::hlo

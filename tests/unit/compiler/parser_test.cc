@@ -1,0 +1,194 @@
+#include "compiler/hlo/parser.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/unit/status_matchers.h"
+
+namespace hlocache::hlo {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kModule[] = R"(HloModule m.1, entry_computation_layout={(f32[4]{0})->f32[]}
+
+%sum (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %add = f32[] add(f32[] %a, f32[] %b)
+}
+
+ENTRY %main.3 (p: f32[4]) -> f32[] {
+  %p = f32[4]{0} parameter(0), metadata={op_name="x" source_file="/a/b.py" source_line=1}
+  %zero = f32[] constant(0)
+  ROOT %r = f32[] reduce(%p, %zero), dimensions={0}, to_apply=%sum
+}
+)";
+
+TEST(ParserTest, BuildsAWalkableModule) {
+  auto m = ParseModule(kModule, "m.hlo");
+  ASSERT_THAT(m, IsOk());
+  EXPECT_EQ(m->name, "m.1");
+  ASSERT_EQ(m->computations.size(), 2u);
+  EXPECT_EQ(m->entry, 1);
+  const Computation& entry = m->computations[1];
+  EXPECT_EQ(entry.name, "main.3");
+  ASSERT_EQ(entry.instructions.size(), 3u);
+  const Instruction& reduce = entry.instructions[entry.root];
+  EXPECT_EQ(reduce.opcode.opcode, Opcode::kReduce);
+  EXPECT_EQ(reduce.operands, (std::vector<int32_t>{0, 1}));
+  EXPECT_EQ(reduce.callees, (std::vector<int32_t>{0}));
+  ASSERT_NE(reduce.FindAttribute("dimensions"), nullptr);
+  EXPECT_EQ(*m->IntList(*reduce.FindAttribute("dimensions")), (std::vector<int64_t>{0}));
+  EXPECT_EQ(entry.parameters, (std::vector<int32_t>{0}));
+  EXPECT_EQ(entry.instructions[0].shape.dims, (std::vector<int64_t>{4}));
+  ASSERT_TRUE(m->entry_computation_layout.has_value());
+  EXPECT_EQ(m->entry_computation_layout->parameters.size(), 1u);
+}
+
+TEST(ParserTest, AcceptsShortParsableStyleAndNestedOperands) {
+  auto m = ParseModule(R"(ENTRY e {
+  x = f32[2] parameter(0)
+  y = (f32[2], s32[]) tuple(x, s32[] constant(3))
+  ROOT g = f32[2] get-tuple-element(y), index=0
+})",
+                       "s.hlo");
+  ASSERT_THAT(m, IsOk());
+  // The nested constant became an instruction of its own, before its user.
+  EXPECT_EQ(m->computations[0].instructions.size(), 4u);
+  EXPECT_EQ(m->computations[0].instructions[1].opcode.opcode, Opcode::kConstant);
+}
+
+TEST(ParserTest, ShapesLayoutsTuplesAndDynamicDims) {
+  auto m = ParseModule(R"(ENTRY e {
+  a = f32[8,128]{1,0:T(8,128)} parameter(0)
+  b = s32[<=4,?] parameter(1)
+  ROOT t = (f32[8,128]{0,1}, (pred[], token[])) tuple(a, a)
+})",
+                       "s.hlo");
+  ASSERT_THAT(m, IsOk());
+  const auto& insts = m->computations[0].instructions;
+  ASSERT_TRUE(insts[0].shape.layout.has_value());
+  EXPECT_EQ(insts[0].shape.layout->details, "T(8,128)");
+  EXPECT_FALSE(insts[0].shape.HasDefaultLayout());
+  EXPECT_TRUE(insts[1].shape.IsDynamicDim(0));
+  EXPECT_EQ(insts[1].shape.dims[1], Shape::kUnboundedDim);
+  EXPECT_TRUE(insts[2].shape.IsTuple());
+  EXPECT_EQ(CanonicalShapeText(insts[2].shape), "(f32[8,128]{0,1}, (pred[], token[]))");
+}
+
+TEST(ParserTest, AsyncSugarAndScheduledModules) {
+  auto m = ParseModule(R"(HloModule m, is_scheduled=true
+ENTRY e {
+  a = f32[2] parameter(0)
+  s = ((f32[2]), f32[2], u32[]) custom-call-start(a), custom_call_target="foo"
+  ROOT d = f32[2] custom-call-done(s)
+})",
+                       "a.hlo");
+  ASSERT_THAT(m, IsOk());
+  EXPECT_TRUE(m->IsScheduled());
+  EXPECT_EQ(m->computations[0].instructions[1].opcode.opcode, Opcode::kCustomCall);
+  EXPECT_EQ(m->computations[0].instructions[1].opcode.phase, AsyncPhase::kStart);
+}
+
+TEST(ParserTest, StackFrameTablesAreSkipped) {
+  auto m = ParseModule(R"(HloModule m
+FileNames
+1 "/a/b.py"
+FunctionNames
+1 "f"
+FileLocations
+1 {file_name_id=1 function_name_id=1 line=3 end_line=3 column=1 end_column=2}
+StackFrames
+1 {file_location_id=1 parent_frame_id=1}
+
+ENTRY e {
+  ROOT a = f32[] parameter(0), metadata={op_name="x" stack_frame_id=1}
+})",
+                       "t.hlo");
+  EXPECT_THAT(m, IsOk());
+}
+
+struct BadCase {
+  const char* name;
+  const char* text;
+  const char* error;  // Expected substring, including line:col.
+};
+
+class ParserErrorTest : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(ParserErrorTest, ExplainsWhereAndWhat) {
+  const BadCase& c = GetParam();
+  auto m = ParseModule(c.text, "bad.hlo");
+  ASSERT_FALSE(m.has_value()) << c.name;
+  EXPECT_THAT(m.error().message(), HasSubstr(c.error)) << c.name;
+  EXPECT_EQ(m.error().message().find('\n'), std::string::npos) << "one line: " << c.name;
+  EXPECT_EQ(m.error().message().rfind("bad.hlo:", 0), 0u) << c.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Malformed, ParserErrorTest,
+    ::testing::Values(
+        BadCase{"undefined_operand", "ENTRY e {\n  ROOT a = f32[] negate(x)\n}",
+                "bad.hlo:2:25: error: undefined operand 'x'"},
+        BadCase{"duplicate_name",
+                "ENTRY e {\n  a = f32[] parameter(0)\n  a = f32[] negate(a)\n}",
+                "bad.hlo:3:3: error: duplicate instruction name 'a'"},
+        BadCase{"unknown_opcode", "ENTRY e {\n  ROOT a = f32[] frobnicate()\n}",
+                "bad.hlo:2:18: error: unknown opcode 'frobnicate'"},
+        BadCase{"unknown_attribute",
+                "ENTRY e {\n  ROOT a = f32[] parameter(0), colour=red\n}",
+                "bad.hlo:2:32: error: unknown attribute 'colour'"},
+        BadCase{"duplicate_attribute",
+                "ENTRY e {\n  a = f32[2] parameter(0)\n  ROOT b = f32[2] reverse(a), "
+                "dimensions={0}, dimensions={0}\n}",
+                "error: duplicate attribute 'dimensions'"},
+        BadCase{"unbalanced_braces",
+                "ENTRY e {\n  a = f32[2] parameter(0)\n  ROOT b = f32[2] reverse(a), "
+                "dimensions={0)\n}",
+                "bad.hlo:3:44: error: unbalanced brackets"},
+        BadCase{"bad_shape", "ENTRY e {\n  ROOT a = f33[2] parameter(0)\n}",
+                "bad.hlo:2:12: error: unknown element type 'f33'"},
+        BadCase{"bad_dims", "ENTRY e {\n  ROOT a = f32[2,x] parameter(0)\n}",
+                "bad.hlo:2:18: error: expected an integer"},
+        BadCase{"bad_layout", "ENTRY e {\n  ROOT a = f32[2,3]{0} parameter(0)\n}",
+                "bad.hlo:2:20: error: layout has 1 dimensions but the shape has 2"},
+        BadCase{"truncated", "ENTRY e {\n  a = f32[] parameter(0)\n  ROOT b = f32[] negate(a",
+                "bad.hlo:3:26: error: expected ',' or ')' in the operand list, got end of file"},
+        BadCase{"unclosed_computation", "ENTRY e {\n  ROOT a = f32[] parameter(0)\n",
+                "bad.hlo:1:9: error: unexpected end of file: computation 'e' is never closed"},
+        BadCase{"binary_junk", "ENTRY e {\n  ROOT a = f32[] parameter(0)\xff\xfe\n}",
+                "bad.hlo:2:30: error: unexpected byte 0xff"},
+        BadCase{"empty", "", "bad.hlo:1:1: error: expected a computation, got end of file"},
+        BadCase{"wrong_literal_size", "ENTRY e {\n  ROOT c = f32[3] constant({1, 2})\n}",
+                "error: dimension 0 has 2 elements, expected 3"},
+        BadCase{"undefined_callee",
+                "ENTRY e {\n  a = f32[2] parameter(0)\n  ROOT c = f32[2] map(a), to_apply=f\n}",
+                "bad.hlo:3:36: error: undefined computation 'f'"},
+        BadCase{"two_roots",
+                "ENTRY e {\n  ROOT a = f32[] parameter(0)\n  ROOT b = f32[] negate(a)\n}",
+                "bad.hlo:3:3: error: more than one ROOT"},
+        BadCase{"duplicate_parameter",
+                "ENTRY e {\n  a = f32[] parameter(0)\n  ROOT b = f32[] parameter(0)\n}",
+                "error: duplicate parameter number 0"},
+        BadCase{"unknown_module_attribute", "HloModule m, speed=fast\nENTRY e {\n  ROOT a = "
+                                            "f32[] parameter(0)\n}",
+                "bad.hlo:1:14: error: unknown module attribute 'speed'"},
+        BadCase{"deep_nesting",
+                "ENTRY e {\n  ROOT a = f32[] parameter(0), backend_config="
+                "{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{"
+                "{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{"
+                "{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{"
+                "}\n}",
+                "error: value nested too deeply"}),
+    [](const ::testing::TestParamInfo<BadCase>& p) { return std::string(p.param.name); });
+
+TEST(ParserTest, FirstModuleOfASplitFile) {
+  auto m = ParseModule("ENTRY a {\n  ROOT x = f32[] parameter(0)\n}\n// -----\nENTRY a {\n"
+                       "  ROOT x = s32[] parameter(0)\n}\n",
+                       "split.hlo");
+  ASSERT_THAT(m, IsOk());
+  EXPECT_EQ(m->computations.size(), 1u);
+}
+
+}  // namespace
+}  // namespace hlocache::hlo
