@@ -51,8 +51,10 @@ void ShowLine(std::ostream& out, std::string_view label, const std::string& path
 
 }  // namespace
 
-int RunWhy(const std::string& a, const std::string& b, const KeySettings& settings,
+int RunWhy(const std::string& a, const std::string& b, const KeySettings& key_settings,
            std::ostream& out, std::ostream& err) {
+  KeySettings settings = key_settings;
+  settings.record_source_lines = true;
   auto ka = KeyFile(a, settings);
   if (!ka) {
     err << ka.error().message() << "\n";

@@ -22,6 +22,7 @@ Result<KeyedModule> KeyModule(const hlo::Module& module, const KeySettings& sett
   if (Status s = ValidateKeySettings(settings); !s.ok()) return Error(std::move(s));
   hlo::CanonicalOptions options;
   options.allow_elided_constants = settings.allow_elided_constants;
+  options.record_source_lines = settings.record_source_lines;
   auto canonical = hlo::Canonicalize(module, options);
   if (!canonical) return Error(canonical.error());
   KeyedModule out;

@@ -20,6 +20,7 @@ struct KeySettings {
   std::string compiler_id;  // Empty: compiler::DefaultCompilerId().
   std::vector<std::pair<std::string, std::string>> options;
   bool allow_elided_constants = false;
+  bool record_source_lines = false;  // For diagnostics (`why`).
 };
 
 struct KeyedModule {

@@ -497,9 +497,12 @@ class Canonicalizer {
   }
 
   // ---- printing ----
-  void EndLine(uint32_t source_line) {
+  void EndLine(uint32_t source_offset_plus_one) {
     out_.text += '\n';
-    out_.source_lines.push_back(source_line);
+    if (options_.record_source_lines) {
+      out_.source_lines.push_back(
+          source_offset_plus_one ? m_.LineOf(source_offset_plus_one - 1) : 0);
+    }
   }
 
   void AppendCompName(int32_t c) {
@@ -595,7 +598,7 @@ class Canonicalizer {
         }
       }
     }
-    EndLine(m_.LineOf(inst.offset));
+    EndLine(inst.offset + 1);
   }
 
   void Print() {
@@ -608,7 +611,7 @@ class Canonicalizer {
       if (c == m_.entry) out_.text += "ENTRY ";
       AppendCompName(c);
       out_.text += " {";
-      EndLine(m_.LineOf(comp.offset));
+      EndLine(comp.offset + 1);
       for (int32_t i : ci.order) PrintInstruction(comp, ci, i);
       out_.text += '}';
       if (!comp.execution_thread.empty()) {

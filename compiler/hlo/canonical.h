@@ -34,12 +34,15 @@ struct CanonicalOptions {
   // Elided constants (`{...}`) hide values: two modules with different weights would share a key.
   // Canonicalize refuses them unless this is set.
   bool allow_elided_constants = false;
+  // Fill CanonicalModule::source_lines (costs a pass over the source; only diagnostics need it).
+  bool record_source_lines = false;
 };
 
 struct CanonicalModule {
   std::string text;
   // For each line of `text` (0-based index), the 1-based line of the source instruction it was
-  // printed from; 0 for lines that come from no single instruction (header, braces).
+  // printed from; 0 for lines that come from no single instruction (header, braces). Empty unless
+  // CanonicalOptions::record_source_lines.
   std::vector<uint32_t> source_lines;
 };
 

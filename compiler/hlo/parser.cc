@@ -9,10 +9,10 @@
 #include <iostream>
 #include <iterator>
 #include <sstream>
-#include <unordered_map>
 
 #include "compiler/hlo/attributes.h"
 #include "compiler/hlo/lexer.h"
+#include "compiler/hlo/name_table.h"
 
 namespace hlocache::hlo {
 namespace {
@@ -230,7 +230,7 @@ class Parser {
     if (Kind() != TokenKind::kIdent) return FailHere("expected a computation name");
     comp.name = StripPercent(Text());
     const uint32_t name_offset = Peek().offset;
-    if (comp_index_.count(comp.name)) {
+    if (comp_index_.Find(comp.name) >= 0) {
       return Fail(name_offset, "duplicate computation name '" + std::string(comp.name) + "'");
     }
     Advance();
@@ -258,7 +258,8 @@ class Parser {
     }
     const uint32_t open_offset = Peek().offset;
     if (!Expect(TokenKind::kLBrace, "'{' to open the computation body")) return false;
-    names_.clear();
+    names_.Clear();
+    comp.instructions.reserve(CountInstructionsAhead());
     bool saw_root = false;
     while (Kind() != TokenKind::kRBrace) {
       if (Kind() == TokenKind::kEnd) {
@@ -286,9 +287,31 @@ class Parser {
       if (m_.entry >= 0) return Fail(comp.offset, "more than one ENTRY computation");
       m_.entry = index;
     }
-    comp_index_.emplace(comp.name, index);
+    comp_index_.Insert(comp.name, index);
     m_.computations.push_back(std::move(comp));
     return true;
+  }
+
+  // Instructions in the body that starts at pos_: names followed by '=' at bracket depth 0 that
+  // do not follow a comma (those are attributes). Reserving this many avoids moving every
+  // instruction as the vector grows.
+  size_t CountInstructionsAhead() const {
+    size_t count = 0;
+    int depth = 0;
+    for (size_t i = pos_; i + 1 < toks_.size(); ++i) {
+      const TokenKind k = toks_[i].kind;
+      if (k == TokenKind::kLBrace || k == TokenKind::kLParen || k == TokenKind::kLBracket) {
+        ++depth;
+      } else if (k == TokenKind::kRBrace || k == TokenKind::kRParen ||
+                 k == TokenKind::kRBracket) {
+        if (--depth < 0) break;
+      } else if (depth == 0 && k == TokenKind::kIdent &&
+                 toks_[i + 1].kind == TokenKind::kEqual && i > 0 &&
+                 toks_[i - 1].kind != TokenKind::kComma) {
+        ++count;
+      }
+    }
+    return count + 1;
   }
 
   bool CollectParameters(Computation& comp) {
@@ -334,7 +357,7 @@ class Parser {
     }
     inst.name = StripPercent(Text());
     const uint32_t name_offset = Peek().offset;
-    if (names_.count(inst.name)) {
+    if (names_.Find(inst.name) >= 0) {
       return Fail(name_offset, "duplicate instruction name '" + std::string(inst.name) + "'");
     }
     Advance();
@@ -345,7 +368,7 @@ class Parser {
       if (!ParseInstructionAttribute(comp, inst)) return false;
     }
     const auto index = static_cast<int32_t>(comp.instructions.size());
-    names_.emplace(inst.name, index);
+    names_.Insert(inst.name, index);
     if (is_root) comp.root = index;
     comp.instructions.push_back(std::move(inst));
     return true;
@@ -419,12 +442,11 @@ class Parser {
       return true;
     }
     std::string_view name = StripPercent(Text());
-    auto it = names_.find(name);
-    if (it == names_.end()) {
+    operand = names_.Find(name);
+    if (operand < 0) {
       return Fail(Peek().offset, "undefined operand '" + std::string(Text()) +
                                      "' (operands must be defined before use)");
     }
-    operand = it->second;
     Advance();
     return true;
   }
@@ -615,19 +637,19 @@ class Parser {
       }
       std::string_view name = StripPercent(m_.TokenText(t));
       if (computations) {
-        auto it = comp_index_.find(name);
-        if (it == comp_index_.end()) {
+        const int32_t callee = comp_index_.Find(name);
+        if (callee < 0) {
           return Fail(t.offset, "undefined computation '" + std::string(name) +
                                     "' (computations must be defined before use)");
         }
-        out.push_back(it->second);
+        out.push_back(callee);
       } else {
-        auto it = names_.find(name);
-        if (it == names_.end()) {
+        const int32_t pred = names_.Find(name);
+        if (pred < 0) {
           return Fail(t.offset, "undefined instruction '" + std::string(name) +
                                     "' in control-predecessors");
         }
-        out.push_back(it->second);
+        out.push_back(pred);
       }
       expect_name = false;
     }
@@ -758,8 +780,8 @@ class Parser {
   const std::vector<Token>& toks_;
   uint32_t pos_ = 0;
   Status error_;
-  std::unordered_map<std::string_view, int32_t> names_;       // Current computation's scope.
-  std::unordered_map<std::string_view, int32_t> comp_index_;  // Computations defined so far.
+  NameTable names_;       // Current computation's scope.
+  NameTable comp_index_;  // Computations defined so far.
 };
 
 }  // namespace

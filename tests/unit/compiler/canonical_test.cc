@@ -188,7 +188,7 @@ TEST(CanonicalTest, ElidedConstantsNeedExplicitConsent) {
 TEST(CanonicalTest, SourceLinesMapBack) {
   auto m = ParseModule(kBase, "t.hlo");
   ASSERT_THAT(m, IsOk());
-  auto c = Canonicalize(*m);
+  auto c = Canonicalize(*m, {.record_source_lines = true});
   ASSERT_THAT(c, IsOk());
   // Find the canonical multiply line; its source is line 14 of kBase.
   size_t line = 0, pos = 0;
