@@ -103,7 +103,7 @@ class Canonicalizer {
   // ---- token rendering ----
   void AppendTokenRaw(uint32_t i, std::string& out) {
     const Token& t = m_.tokens[i];
-    if (!out.empty() && IsWordLike(t.kind) && IsWordLike(last_kind_)) out += ' ';
+    if (NeedsSpaceBetween(last_kind_, t.kind)) out += ' ';
     std::string_view text = m_.TokenText(t);
     if (t.kind == TokenKind::kIdent && text[0] == '%') text.remove_prefix(1);
     out += text;
@@ -116,7 +116,7 @@ class Canonicalizer {
       AppendTokenRaw(i, out);
       return;
     }
-    if (IsWordLike(last_kind_)) out += ' ';
+    if (NeedsSpaceBetween(last_kind_, t.kind)) out += ' ';
     AppendCanonicalNumber(m_.TokenText(t), t.kind, out);
     last_kind_ = t.kind;
   }
@@ -196,19 +196,19 @@ class Canonicalizer {
 
   void AppendLiteral(const Instruction& inst, std::string& out) {
     const PrimitiveType type = inst.shape.IsArray() ? inst.shape.type : PrimitiveType::kTuple;
-    bool after_word = false;
+    TokenKind prev = TokenKind::kEnd;
     for (uint32_t i = inst.literal.begin; i < inst.literal.end; ++i) {
       const Token& t = m_.tokens[i];
-      if (IsWordLike(t.kind)) {
-        if (after_word) out += ' ';
-        after_word = true;
+      if (NeedsSpaceBetween(prev, t.kind)) out += ' ';
+      prev = t.kind;
+      if (t.kind == TokenKind::kInt || t.kind == TokenKind::kFloat ||
+          t.kind == TokenKind::kIdent) {
         if (type == PrimitiveType::kTuple) {
           AppendCanonicalNumber(m_.TokenText(t), t.kind, out);
         } else {
           AppendCanonicalElement(m_.TokenText(t), t.kind, type, out);
         }
       } else {
-        after_word = false;
         out += m_.TokenText(t);
       }
     }

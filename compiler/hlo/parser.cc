@@ -580,28 +580,48 @@ class Parser {
     return true;
   }
 
-  // An attribute value runs to the next ',' or the end of the instruction at bracket depth 0.
+  // An attribute value is one unit (a token or a bracketed group), continued only by the forms
+  // XLA prints: more brackets (`f32[2]{0}`, `[2,4]<=[8]T(1,0)`), `<=` and `->` (dim_labels) with
+  // the unit after them, and a word after a group (`literal=s32[] 1`). Anything else after a
+  // value is an error, not part of it.
   bool SkipAttributeValue(const Attribute& attr) {
     const uint32_t begin = pos_;
+    bool need_unit = true;
+    bool after_group = false;
     while (true) {
-      TokenKind k = Kind();
-      if (k == TokenKind::kEnd) break;
-      if (k == TokenKind::kComma || k == TokenKind::kRBrace || k == TokenKind::kRParen ||
-          k == TokenKind::kRBracket) {
-        break;
-      }
-      if (pos_ > begin && k == TokenKind::kIdent &&
-          (Kind(1) == TokenKind::kEqual || Text() == "ROOT")) {
-        break;  // The next instruction.
+      const TokenKind k = Kind();
+      if (need_unit) {
+        after_group = IsOpen(k);
+        if (IsOpen(k)) {
+          if (!SkipGroup()) return false;
+        } else if (IsWordLike(k) || k == TokenKind::kOther) {
+          Advance();
+        } else {
+          break;
+        }
+        need_unit = false;
+        continue;
       }
       if (IsOpen(k)) {
-        if (!SkipGroup()) return false;
-      } else {
+        need_unit = true;
+      } else if (after_group && IsWordLike(k) && Kind(1) != TokenKind::kEqual &&
+                 !(k == TokenKind::kIdent && Text() == "ROOT")) {
+        need_unit = true;
+      } else if (k == TokenKind::kLessEq || k == TokenKind::kArrow) {
         Advance();
+        need_unit = true;
+      } else if (k == TokenKind::kIdent && Kind(1) == TokenKind::kLParen && Text() == "T") {
+        Advance();  // Iota transpose: [2,4]<=[4,2]T(1,0).
+        need_unit = true;
+      } else {
+        break;
       }
     }
     if (pos_ == begin) {
       return Fail(attr.offset, "attribute '" + std::string(attr.name) + "' has no value");
+    }
+    if (need_unit) {
+      return FailHere("incomplete value for attribute '" + std::string(attr.name) + "'");
     }
     return true;
   }
@@ -752,7 +772,7 @@ class Parser {
         } else if (k == TokenKind::kRBrace) {
           --depth;
         }
-        if (!layout.details.empty() && IsWordLike(k) && IsWordLike(toks_[pos_ - 1].kind)) {
+        if (!layout.details.empty() && NeedsSpaceBetween(toks_[pos_ - 1].kind, k)) {
           layout.details += ' ';
         }
         layout.details += Text();

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Runs the parser fuzzer for a bounded time, seeded with small corpus modules.
+# Runs the parser fuzzer for a bounded time, seeded with small corpus modules. Crashing inputs
+# are kept in $FUZZ_ARTIFACTS (default ./fuzz-artifacts) to reproduce with `FUZZER FILE`.
 # Usage: run_fuzz.sh FUZZER CORPUS_DIR SECONDS
 set -euo pipefail
 FUZZER=$1
 CORPUS=$2
 SECONDS_TO_RUN=$3
+ARTIFACTS=${FUZZ_ARTIFACTS:-$PWD/fuzz-artifacts}
+mkdir -p "$ARTIFACTS"
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$WORK/seeds" "$WORK/new"
@@ -13,4 +16,4 @@ find "$CORPUS/hlo" "$CORPUS/torch_xla" "$CORPUS/invalid" -name '*.hlo' -size -8k
   -exec cp {} "$WORK/seeds/" \;
 cd "$WORK"
 "$FUZZER" -max_total_time="$SECONDS_TO_RUN" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
-  -print_final_stats=1 new seeds
+  -print_final_stats=1 -artifact_prefix="$ARTIFACTS/" new seeds

@@ -124,6 +124,16 @@ TEST(CanonicalTest, ParameterNumbersMatter) {
   EXPECT_NE(Canon(a), Canon(b));
 }
 
+// Found by fuzzing: printing lone punctuation next to a number (`.` `7`, `-` `1`, `/` `/`) must not
+// glue them into other tokens, or the canonical text would not read back to itself.
+TEST(CanonicalTest, PunctuationNeverGluesIntoOtherTokens) {
+  const std::string text =
+      "ENTRY e {\n ROOT a = f32[] parameter(0), backend_config={x, . 7, - 1, / / z, < =}\n}\n";
+  std::string once = Canon(text);
+  EXPECT_EQ(Canon(once), once);
+  EXPECT_THAT(once, HasSubstr(". 7"));
+}
+
 TEST(CanonicalTest, NumbersAreRespelledPerElementType) {
   auto lit = [](const std::string& type, const std::string& value) {
     std::string c = Canon("ENTRY e {\n ROOT c = " + type + " constant(" + value + ")\n}\n");
