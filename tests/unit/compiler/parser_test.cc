@@ -140,7 +140,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "bad.hlo:2:32: error: unknown attribute 'colour'"},
         BadCase{"trailing_garbage_after_value",
                 "ENTRY e {\n  ROOT a = f32[] parameter(0), custom_call_target=\"x\" junk ?\n}",
-                "bad.hlo:2:60: error: expected an instruction 'name = opcode(...)', got 'junk'"},
+                "bad.hlo:2:55: error: expected an instruction 'name = opcode(...)', got 'junk'"},
         BadCase{"duplicate_attribute",
                 "ENTRY e {\n  a = f32[2] parameter(0)\n  ROOT b = f32[2] reverse(a), "
                 "dimensions={0}, dimensions={0}\n}",
