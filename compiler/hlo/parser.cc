@@ -474,6 +474,14 @@ class Parser {
     inst.literal.end = pos_;
     Advance();
     if (inst.literal.empty()) return Fail(open_offset, "constant has no literal");
+    if (inst.literal_elided) {
+      // XLA elides a large literal whole, as `{...}`; `...` anywhere else is not a literal.
+      const uint32_t b = inst.literal.begin;
+      if (inst.literal.end - b != 3 || toks_[b].kind != TokenKind::kLBrace ||
+          toks_[b + 2].kind != TokenKind::kRBrace) {
+        return Fail(toks_[b].offset, "'...' is only valid as a whole elided literal {...}");
+      }
+    }
     if (!inst.shape_written) return Fail(inst.offset, "constant needs a shape");
     if (inst.literal_elided) return true;
     return ValidateLiteral(inst.shape, inst.literal);
