@@ -82,9 +82,8 @@ int main(int argc, char** argv) {
       if (m) ok &= hlocache::client::KeyModule(*m, settings).has_value();
     });
     volatile uint64_t sink = 0;
-    double raw = BestMBps(text.size(), min_seconds, [&] {
-      sink = sink + XXH3_128bits(text.data(), text.size()).low64;
-    });
+    double raw = BestMBps(text.size(), min_seconds,
+                          [&] { sink = sink + XXH3_128bits(text.data(), text.size()).low64; });
     if (!ok) {
       std::fprintf(stderr, "key_bench: %s failed to key\n", path.c_str());
       return 1;

@@ -41,8 +41,8 @@ void ShowLine(std::ostream& out, std::string_view label, const std::string& path
   } else {
     out << "(end of module)\n";
   }
-  uint32_t source_line = index < m.canonical.source_lines.size() ? m.canonical.source_lines[index]
-                                                                  : 0;
+  uint32_t source_line =
+      index < m.canonical.source_lines.size() ? m.canonical.source_lines[index] : 0;
   if (source_line) {
     out << "  " << label << " source:    " << path << ":" << source_line << ": "
         << SourceLine(path, source_line) << "\n";

@@ -30,8 +30,8 @@ Result<KeyedModule> KeyModule(const hlo::Module& module, const KeySettings& sett
   out.target = settings.target.empty() ? compiler::HostCpuTarget() : settings.target;
   out.compiler_id =
       settings.compiler_id.empty() ? compiler::DefaultCompilerId() : settings.compiler_id;
-  out.key = cache::ComposeKey(cache::KeyInput{out.canonical.text, out.target, out.compiler_id,
-                                              settings.options});
+  out.key = cache::ComposeKey(
+      cache::KeyInput{out.canonical.text, out.target, out.compiler_id, settings.options});
   return out;
 }
 

@@ -18,8 +18,8 @@ namespace hlocache {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,  // Malformed input from the caller (bad HLO, bad key, bad flag).
-  kNotFound,         // A named thing (file, computation) does not exist.
+  kInvalidArgument,     // Malformed input from the caller (bad HLO, bad key, bad flag).
+  kNotFound,            // A named thing (file, computation) does not exist.
   kFailedPrecondition,  // The input is well formed but unsafe or unsupported for this use.
   kUnimplemented,
   kIoError,
@@ -75,10 +75,9 @@ template <typename T>
 class [[nodiscard]] Result {
  public:
   template <typename U = T>
-    requires std::constructible_from<T, U&&> &&
-             (!std::same_as<std::remove_cvref_t<U>, ErrorValue>) &&
-             (!std::same_as<std::remove_cvref_t<U>, Result>)
-  Result(U&& value) : v_(std::in_place_index<0>, std::forward<U>(value)) {}  // NOLINT
+  requires std::constructible_from<T, U&&> &&(!std::same_as<std::remove_cvref_t<U>, ErrorValue>)&&(
+      !std::same_as<std::remove_cvref_t<U>, Result>)Result(U&& value)
+      : v_(std::in_place_index<0>, std::forward<U>(value)) {}                        // NOLINT
   Result(ErrorValue error) : v_(std::in_place_index<1>, std::move(error.status)) {}  // NOLINT
 
   bool has_value() const { return v_.index() == 0; }
@@ -100,10 +99,10 @@ class [[nodiscard]] Result {
 }  // namespace hlocache
 
 // Propagates a non-OK Status from an expression returning Status.
-#define HLOCACHE_RETURN_IF_ERROR(expr)                   \
-  do {                                                   \
-    ::hlocache::Status hlocache_status_ = (expr);        \
-    if (!hlocache_status_.ok()) {                        \
+#define HLOCACHE_RETURN_IF_ERROR(expr)                       \
+  do {                                                       \
+    ::hlocache::Status hlocache_status_ = (expr);            \
+    if (!hlocache_status_.ok()) {                            \
       return ::hlocache::Error(std::move(hlocache_status_)); \
-    }                                                    \
+    }                                                        \
   } while (false)

@@ -39,8 +39,8 @@ struct InstInfo {
 
 struct CompInfo {
   std::vector<InstInfo> insts;
-  std::vector<int32_t> order;        // Instruction indices in canonical order.
-  std::vector<int32_t> position;     // Instruction index -> canonical position.
+  std::vector<int32_t> order;     // Instruction indices in canonical order.
+  std::vector<int32_t> position;  // Instruction index -> canonical position.
   uint64_t hash = 0;
 };
 
@@ -155,8 +155,44 @@ class Canonicalizer {
         AppendTokenRaw(i, out);
       } else {
         AppendTokenNormalized(i, out);
+        i = SkipDefaultLayoutAfterShape(i, end, out);
       }
     }
+  }
+
+  // Shapes inside attribute values (operand_layout_constraints, outfeed_shape, ...) follow the
+  // same rule as result shapes: a default layout is the same as none. When token i starts a shape
+  // `type[dims]` whose layout `{rank-1,...,0}` is the default, prints the dims and returns the
+  // index of the layout's last token so the caller skips it; otherwise returns i.
+  uint32_t SkipDefaultLayoutAfterShape(uint32_t i, uint32_t end, std::string& out) {
+    const auto& toks = m_.tokens;
+    if (toks[i].kind != TokenKind::kIdent || i + 1 >= end ||
+        toks[i + 1].kind != TokenKind::kLBracket ||
+        !PrimitiveTypeFromName(m_.TokenText(i)).has_value()) {
+      return i;
+    }
+    uint32_t close = i + 2;
+    int64_t rank = 0;
+    for (; close < end && toks[close].kind != TokenKind::kRBracket; ++close) {
+      if (toks[close].kind == TokenKind::kComma) continue;
+      if (toks[close].kind == TokenKind::kInt || toks[close].kind == TokenKind::kOther) ++rank;
+    }
+    if (close >= end || close + 1 >= end || toks[close + 1].kind != TokenKind::kLBrace) return i;
+    // Expect exactly {rank-1, ..., 0}.
+    uint32_t j = close + 2;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      if (j >= end || toks[j].kind != TokenKind::kInt || m_.TokenText(j) != std::to_string(d)) {
+        return i;
+      }
+      ++j;
+      if (d > 0) {
+        if (j >= end || toks[j].kind != TokenKind::kComma) return i;
+        ++j;
+      }
+    }
+    if (j >= end || toks[j].kind != TokenKind::kRBrace) return i;
+    for (uint32_t k = i + 1; k <= close; ++k) AppendTokenNormalized(k, out);
+    return j;
   }
 
   // frontend_attributes={k="v", ...}: a map, so entries are sorted.
@@ -201,8 +237,7 @@ class Canonicalizer {
       const Token& t = m_.tokens[i];
       if (NeedsSpaceBetween(prev, t.kind)) out += ' ';
       prev = t.kind;
-      if (t.kind == TokenKind::kInt || t.kind == TokenKind::kFloat ||
-          t.kind == TokenKind::kIdent) {
+      if (t.kind == TokenKind::kInt || t.kind == TokenKind::kFloat || t.kind == TokenKind::kIdent) {
         if (type == PrimitiveType::kTuple) {
           AppendCanonicalNumber(m_.TokenText(t), t.kind, out);
         } else {
@@ -315,8 +350,7 @@ class Canonicalizer {
         AppendSortedMap(a, scratch_);
         AddText(scratch_);
       } else {
-        AppendValue(a.value.begin, a.value.end, /*verbatim=*/a.name == "backend_config",
-                    scratch_);
+        AppendValue(a.value.begin, a.value.end, /*verbatim=*/a.name == "backend_config", scratch_);
         AddText(scratch_);
       }
     }
@@ -500,8 +534,8 @@ class Canonicalizer {
   void EndLine(uint32_t source_offset_plus_one) {
     out_.text += '\n';
     if (options_.record_source_lines) {
-      out_.source_lines.push_back(
-          source_offset_plus_one ? m_.LineOf(source_offset_plus_one - 1) : 0);
+      out_.source_lines.push_back(source_offset_plus_one ? m_.LineOf(source_offset_plus_one - 1)
+                                                         : 0);
     }
   }
 

@@ -26,8 +26,8 @@ constexpr std::array<uint8_t, 256> MakeClasses() {
   c['_'] = kIdentStart | kIdentChar | kWordChar;
   c['$'] = kIdentStart | kIdentChar;
   c['.'] = kIdentChar | kPunct;
-  for (int ch : {'{', '}', '[', ']', '(', ')', ',', '=', ':', '-', '<', '>', '?', '*', '#', '+',
-                 '/', '!', '@', '^', '|', '~', ';', '&', '\''}) {
+  for (int ch : {'{', '}', '[', ']', '(', ')', ',', '=', ':', '-', '<', '>', '?',
+                 '*', '#', '+', '/', '!', '@', '^', '|', '~', ';', '&', '\''}) {
     c[ch] |= kPunct;
   }
   return c;

@@ -1,7 +1,7 @@
 #include "compiler/hlo/literal_text.h"
 
-#include <bit>
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -44,7 +44,7 @@ double RoundToF16(double v) {
   const double a = std::fabs(v);
   if (a >= 65520.0) return std::copysign(INFINITY, v);  // Past the last rounding boundary.
   int exp = 0;
-  std::frexp(a, &exp);                      // a = m * 2^exp, m in [0.5, 1).
+  std::frexp(a, &exp);                           // a = m * 2^exp, m in [0.5, 1).
   const int step_exp = std::max(exp - 11, -24);  // 10 fraction bits; subnormals step 2^-24.
   const double step = std::ldexp(1.0, step_exp);
   return std::copysign(std::nearbyint(a / step) * step, v);

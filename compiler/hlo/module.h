@@ -41,21 +41,21 @@ struct Instruction {
   std::string_view name;  // Without '%'. Empty for nested anonymous operands.
   OpcodeSpelling opcode{Opcode::kParameter};
   Shape shape;
-  bool shape_written = false;         // False when the text left the shape to inference.
-  std::vector<int32_t> operands;      // Instruction indices in the same computation.
-  std::vector<Attribute> attributes;  // In written order; names unique.
-  std::vector<int32_t> callees;       // Computation indices, in written attribute order.
+  bool shape_written = false;                 // False when the text left the shape to inference.
+  std::vector<int32_t> operands;              // Instruction indices in the same computation.
+  std::vector<Attribute> attributes;          // In written order; names unique.
+  std::vector<int32_t> callees;               // Computation indices, in written attribute order.
   std::vector<int32_t> control_predecessors;  // Instruction indices, as written.
-  TokenRange literal;                 // constant(...): the literal's tokens.
-  bool literal_elided = false;        // The literal is `{...}`: values unknown.
-  int64_t parameter_number = -1;      // parameter(N).
-  uint32_t offset = 0;                // Source offset of the instruction's first token.
+  TokenRange literal;                         // constant(...): the literal's tokens.
+  bool literal_elided = false;                // The literal is `{...}`: values unknown.
+  int64_t parameter_number = -1;              // parameter(N).
+  uint32_t offset = 0;                        // Source offset of the instruction's first token.
 
   const Attribute* FindAttribute(std::string_view attr_name) const;
 };
 
 struct Computation {
-  std::string_view name;  // Without '%'.
+  std::string_view name;                  // Without '%'.
   std::vector<Instruction> instructions;  // Textual order.
   int32_t root = -1;                      // Index of the root instruction.
   std::vector<int32_t> parameters;        // Instruction index by parameter number.
@@ -75,9 +75,9 @@ class Module {
   Module& operator=(Module&&) = default;
 
   std::string_view name;
-  std::vector<Attribute> attributes;        // Header attributes, in written order.
-  std::vector<Computation> computations;    // Textual order.
-  int32_t entry = -1;                       // Index of the entry computation.
+  std::vector<Attribute> attributes;                     // Header attributes, in written order.
+  std::vector<Computation> computations;                 // Textual order.
+  int32_t entry = -1;                                    // Index of the entry computation.
   std::optional<ProgramShape> entry_computation_layout;  // From the header, when written.
   std::vector<Token> tokens;
 

@@ -42,8 +42,9 @@ std::optional<Opcode> OpcodeFromName(std::string_view name) {
 
 std::optional<OpcodeSpelling> ParseOpcodeSpelling(std::string_view text) {
   if (auto op = OpcodeFromName(text)) return OpcodeSpelling{*op, AsyncPhase::kNone};
-  constexpr std::pair<std::string_view, AsyncPhase> kSuffixes[] = {
-      {"-start", AsyncPhase::kStart}, {"-update", AsyncPhase::kUpdate}, {"-done", AsyncPhase::kDone}};
+  constexpr std::pair<std::string_view, AsyncPhase> kSuffixes[] = {{"-start", AsyncPhase::kStart},
+                                                                   {"-update", AsyncPhase::kUpdate},
+                                                                   {"-done", AsyncPhase::kDone}};
   for (const auto& [suffix, phase] : kSuffixes) {
     if (text.size() > suffix.size() && text.ends_with(suffix)) {
       if (auto op = OpcodeFromName(text.substr(0, text.size() - suffix.size()))) {

@@ -273,7 +273,8 @@ class Parser {
       return Fail(open_offset, "computation '" + std::string(comp.name) + "' has no instructions");
     }
     if (comp.root < 0) comp.root = static_cast<int32_t>(comp.instructions.size()) - 1;
-    if (Kind() == TokenKind::kComma && Kind(1) == TokenKind::kIdent && Text(1) == "execution_thread") {
+    if (Kind() == TokenKind::kComma && Kind(1) == TokenKind::kIdent &&
+        Text(1) == "execution_thread") {
       Advance();
       Advance();
       if (!Expect(TokenKind::kEqual, "'=' after execution_thread")) return false;
@@ -302,12 +303,10 @@ class Parser {
       const TokenKind k = toks_[i].kind;
       if (k == TokenKind::kLBrace || k == TokenKind::kLParen || k == TokenKind::kLBracket) {
         ++depth;
-      } else if (k == TokenKind::kRBrace || k == TokenKind::kRParen ||
-                 k == TokenKind::kRBracket) {
+      } else if (k == TokenKind::kRBrace || k == TokenKind::kRParen || k == TokenKind::kRBracket) {
         if (--depth < 0) break;
-      } else if (depth == 0 && k == TokenKind::kIdent &&
-                 toks_[i + 1].kind == TokenKind::kEqual && i > 0 &&
-                 toks_[i - 1].kind != TokenKind::kComma) {
+      } else if (depth == 0 && k == TokenKind::kIdent && toks_[i + 1].kind == TokenKind::kEqual &&
+                 i > 0 && toks_[i - 1].kind != TokenKind::kComma) {
         ++count;
       }
     }
@@ -463,8 +462,7 @@ class Parser {
       if (k == TokenKind::kRParen && depth == 0) break;
       if (IsOpen(k)) {
         if (++depth > kMaxNesting) return FailHere("constant literal nested too deeply");
-      } else if (k == TokenKind::kRParen || k == TokenKind::kRBrace ||
-                 k == TokenKind::kRBracket) {
+      } else if (k == TokenKind::kRParen || k == TokenKind::kRBrace || k == TokenKind::kRBracket) {
         --depth;
       } else if (k == TokenKind::kEllipsis) {
         inst.literal_elided = true;
@@ -658,8 +656,9 @@ class Parser {
       }
       if (t.kind != TokenKind::kIdent) {
         if (computations && t.kind == TokenKind::kLBrace) {
-          return Fail(t.offset, "inline computation bodies are not supported; define the "
-                                "computation by name");
+          return Fail(t.offset,
+                      "inline computation bodies are not supported; define the "
+                      "computation by name");
         }
         return Fail(t.offset, "expected a name in '" + std::string(attr.name) + "'");
       }
@@ -674,8 +673,8 @@ class Parser {
       } else {
         const int32_t pred = names_.Find(name);
         if (pred < 0) {
-          return Fail(t.offset, "undefined instruction '" + std::string(name) +
-                                    "' in control-predecessors");
+          return Fail(t.offset,
+                      "undefined instruction '" + std::string(name) + "' in control-predecessors");
         }
         out.push_back(pred);
       }

@@ -36,8 +36,7 @@ MATCHER_P2(StatusIs, code, message_matcher,
            "has code " + std::string(StatusCodeName(code)) + " and a matching message") {
   Status s = testing_internal::GetStatus(arg);
   *result_listener << "status is " << s.ToString();
-  return s.code() == code &&
-         ::testing::Matches(message_matcher)(s.message());
+  return s.code() == code && ::testing::Matches(message_matcher)(s.message());
 }
 
 }  // namespace hlocache

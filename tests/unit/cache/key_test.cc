@@ -69,7 +69,8 @@ TEST(KeyTest, KeyValidationRejectsAnythingButTheExactForm) {
 
 TEST(KeyTest, NamesAreValidated) {
   EXPECT_THAT(ValidateTarget("cuda-sm_90"), IsOk());
-  EXPECT_THAT(ValidateTarget(""), StatusIs(StatusCode::kInvalidArgument, ::testing::HasSubstr("target")));
+  EXPECT_THAT(ValidateTarget(""),
+              StatusIs(StatusCode::kInvalidArgument, ::testing::HasSubstr("target")));
   EXPECT_THAT(ValidateTarget("cpu x86"), StatusIs(StatusCode::kInvalidArgument, ::testing::_));
   EXPECT_THAT(ValidateOption("k", "v\nw"), StatusIs(StatusCode::kInvalidArgument, ::testing::_));
 }

@@ -88,15 +88,15 @@ void ExpectDiffers(const std::string& from, const std::string& to) {
 }
 
 TEST(CanonicalTest, SensitiveToWhatTheProgramComputes) {
-  ExpectDiffers("constant(0.5)", "constant(0.25)");             // A constant.
-  ExpectDiffers("f32[2,3]{1,0} parameter(1)", "f32[2,4] parameter(1)");  // A dimension.
-  ExpectDiffers("subtract(%m.7, %p1.2)", "subtract(%p1.2, %m.7)");  // Operand order.
-  ExpectDiffers("multiply(", "add(");                           // Opcode.
-  ExpectDiffers("dimensions={1}", "dimensions={0}");            // An attribute.
-  ExpectDiffers("sharding={replicated}", "sharding={maximal device=0}");  // Sharding.
+  ExpectDiffers("constant(0.5)", "constant(0.25)");                           // A constant.
+  ExpectDiffers("f32[2,3]{1,0} parameter(1)", "f32[2,4] parameter(1)");       // A dimension.
+  ExpectDiffers("subtract(%m.7, %p1.2)", "subtract(%p1.2, %m.7)");            // Operand order.
+  ExpectDiffers("multiply(", "add(");                                         // Opcode.
+  ExpectDiffers("dimensions={1}", "dimensions={0}");                          // An attribute.
+  ExpectDiffers("sharding={replicated}", "sharding={maximal device=0}");      // Sharding.
   ExpectDiffers("f32[2,3]{1,0} parameter(1)", "f32[2,3]{0,1} parameter(1)");  // Layout.
-  ExpectDiffers("f32[2,3]{1,0} parameter(1)", "bf16[2,3] parameter(1)");  // Element type.
-  ExpectDiffers("ROOT %add.4 = f32[] add", "ROOT %add.4 = f32[] maximum");  // Called body.
+  ExpectDiffers("f32[2,3]{1,0} parameter(1)", "bf16[2,3] parameter(1)");      // Element type.
+  ExpectDiffers("ROOT %add.4 = f32[] add", "ROOT %add.4 = f32[] maximum");    // Called body.
   ExpectDiffers("HloModule SyncTensorsGraph.316, replica_count=1",
                 "HloModule SyncTensorsGraph.316, replica_count=2");  // Header values.
   ExpectDiffers("parameter(0), metadata", "parameter(0), frontend_attributes={a=\"1\"}, metadata");
@@ -104,8 +104,9 @@ TEST(CanonicalTest, SensitiveToWhatTheProgramComputes) {
 }
 
 TEST(CanonicalTest, ComparisonDirectionAndRootChoiceMatter) {
-  const std::string lt = "ENTRY e {\n a = f32[] parameter(0)\n b = f32[] parameter(1)\n"
-                         " ROOT c = pred[] compare(a, b), direction=LT\n}\n";
+  const std::string lt =
+      "ENTRY e {\n a = f32[] parameter(0)\n b = f32[] parameter(1)\n"
+      " ROOT c = pred[] compare(a, b), direction=LT\n}\n";
   std::string gt = lt;
   gt.replace(gt.find("LT"), 2, "GT");
   EXPECT_NE(Canon(lt), Canon(gt));
@@ -115,8 +116,9 @@ TEST(CanonicalTest, ComparisonDirectionAndRootChoiceMatter) {
 }
 
 TEST(CanonicalTest, ParameterNumbersMatter) {
-  const std::string a = "ENTRY e {\n x = f32[] parameter(0)\n y = f32[] parameter(1)\n"
-                        " ROOT s = f32[] subtract(x, y)\n}\n";
+  const std::string a =
+      "ENTRY e {\n x = f32[] parameter(0)\n y = f32[] parameter(1)\n"
+      " ROOT s = f32[] subtract(x, y)\n}\n";
   std::string b = a;
   b.replace(b.find("parameter(0)"), 12, "parameter(2)");
   b.replace(b.find("parameter(1)"), 12, "parameter(0)");
@@ -161,16 +163,17 @@ TEST(CanonicalTest, ChannelIdsAreRenumberedButPairingKept) {
            " s1 = (f32[], u32[], token[]) send(f32[] constant(1), t), channel_id=" +
            std::to_string(a) + "\n sd1 = token[] send-done(s1), channel_id=" + std::to_string(b) +
            "\n s2 = (f32[], u32[], token[]) send(f32[] constant(2), t), channel_id=" +
-           std::to_string(c) + "\n ROOT sd2 = token[] send-done(s2), channel_id=" +
-           std::to_string(d) + "\n}\n";
+           std::to_string(c) +
+           "\n ROOT sd2 = token[] send-done(s2), channel_id=" + std::to_string(d) + "\n}\n";
   };
   EXPECT_EQ(Canon(module(1, 1, 2, 2)), Canon(module(7, 7, 3, 3)));
   EXPECT_NE(Canon(module(1, 1, 2, 2)), Canon(module(1, 2, 2, 1)));
 }
 
 TEST(CanonicalTest, ControlPredecessorsMatterButNotTheirListOrder) {
-  const std::string base = "ENTRY e {\n a = f32[] parameter(0)\n b = f32[] negate(a)\n"
-                           " c = f32[] exponential(a)\n ROOT d = f32[] add(a, a)";
+  const std::string base =
+      "ENTRY e {\n a = f32[] parameter(0)\n b = f32[] negate(a)\n"
+      " c = f32[] exponential(a)\n ROOT d = f32[] add(a, a)";
   EXPECT_NE(Canon(base + "\n}\n"), Canon(base + ", control-predecessors={b}\n}\n"));
   EXPECT_EQ(Canon(base + ", control-predecessors={b,c}\n}\n"),
             Canon(base + ", control-predecessors={c,b}\n}\n"));

@@ -76,13 +76,14 @@ TEST(CorpusTest, InvalidModulesAreRejectedWithALocation) {
     auto module = hlo::ParseModuleFile(f);
     ASSERT_FALSE(module.has_value()) << f;
     // FILE:LINE:COL: error: ...
-    EXPECT_THAT(module.error().message(), ::testing::MatchesRegex(".*\\.hlo:[0-9]+:[0-9]+: error: .*"));
+    EXPECT_THAT(module.error().message(),
+                ::testing::MatchesRegex(".*\\.hlo:[0-9]+:[0-9]+: error: .*"));
   }
 }
 
 TEST(CorpusTest, UndefinedOperandCaseNamesTheOperand) {
-  auto module = hlo::ParseModuleFile(std::string(HLOCACHE_CORPUS_DIR) +
-                                     "/invalid/undefined_operand.hlo");
+  auto module =
+      hlo::ParseModuleFile(std::string(HLOCACHE_CORPUS_DIR) + "/invalid/undefined_operand.hlo");
   ASSERT_FALSE(module.has_value());
   EXPECT_THAT(module.error().message(),
               HasSubstr("undefined_operand.hlo:4:174: error: undefined operand '%all-reduce.307'"));

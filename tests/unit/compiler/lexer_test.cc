@@ -57,10 +57,12 @@ TEST(LexerTest, StringsKeepEscapes) {
 }
 
 TEST(LexerTest, BadInputNamesLineAndColumn) {
-  EXPECT_THAT(Lex("a\n  \x01", "f.hlo"),
-              StatusIs(StatusCode::kInvalidArgument, HasSubstr("f.hlo:2:3: error: unexpected byte 0x01")));
-  EXPECT_THAT(Lex("a \"open", "f.hlo"),
-              StatusIs(StatusCode::kInvalidArgument, HasSubstr("f.hlo:1:3: error: unterminated string")));
+  EXPECT_THAT(
+      Lex("a\n  \x01", "f.hlo"),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr("f.hlo:2:3: error: unexpected byte 0x01")));
+  EXPECT_THAT(
+      Lex("a \"open", "f.hlo"),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr("f.hlo:1:3: error: unterminated string")));
   EXPECT_THAT(Lex("/* never closed", "f.hlo"),
               StatusIs(StatusCode::kInvalidArgument, HasSubstr("1:1: error: unterminated /*")));
 }

@@ -130,13 +130,11 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadCase{"undefined_operand", "ENTRY e {\n  ROOT a = f32[] negate(x)\n}",
                 "bad.hlo:2:25: error: undefined operand 'x'"},
-        BadCase{"duplicate_name",
-                "ENTRY e {\n  a = f32[] parameter(0)\n  a = f32[] negate(a)\n}",
+        BadCase{"duplicate_name", "ENTRY e {\n  a = f32[] parameter(0)\n  a = f32[] negate(a)\n}",
                 "bad.hlo:3:3: error: duplicate instruction name 'a'"},
         BadCase{"unknown_opcode", "ENTRY e {\n  ROOT a = f32[] frobnicate()\n}",
                 "bad.hlo:2:18: error: unknown opcode 'frobnicate'"},
-        BadCase{"unknown_attribute",
-                "ENTRY e {\n  ROOT a = f32[] parameter(0), colour=red\n}",
+        BadCase{"unknown_attribute", "ENTRY e {\n  ROOT a = f32[] parameter(0), colour=red\n}",
                 "bad.hlo:2:32: error: unknown attribute 'colour'"},
         BadCase{"trailing_garbage_after_value",
                 "ENTRY e {\n  ROOT a = f32[] parameter(0), custom_call_target=\"x\" junk ?\n}",
@@ -164,8 +162,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"empty", "", "bad.hlo:1:1: error: expected a computation, got end of file"},
         BadCase{"wrong_literal_size", "ENTRY e {\n  ROOT c = f32[3] constant({1, 2})\n}",
                 "error: dimension 0 has 2 elements, expected 3"},
-        BadCase{"partly_elided_literal",
-                "ENTRY e {\n  ROOT c = f32[3] constant({1, ..., 3})\n}",
+        BadCase{"partly_elided_literal", "ENTRY e {\n  ROOT c = f32[3] constant({1, ..., 3})\n}",
                 "bad.hlo:2:28: error: '...' is only valid as a whole elided literal {...}"},
         BadCase{"undefined_callee",
                 "ENTRY e {\n  a = f32[2] parameter(0)\n  ROOT c = f32[2] map(a), to_apply=f\n}",
@@ -176,8 +173,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"duplicate_parameter",
                 "ENTRY e {\n  a = f32[] parameter(0)\n  ROOT b = f32[] parameter(0)\n}",
                 "error: duplicate parameter number 0"},
-        BadCase{"unknown_module_attribute", "HloModule m, speed=fast\nENTRY e {\n  ROOT a = "
-                                            "f32[] parameter(0)\n}",
+        BadCase{"unknown_module_attribute",
+                "HloModule m, speed=fast\nENTRY e {\n  ROOT a = "
+                "f32[] parameter(0)\n}",
                 "bad.hlo:1:14: error: unknown module attribute 'speed'"},
         BadCase{"deep_nesting",
                 "ENTRY e {\n  ROOT a = f32[] parameter(0), backend_config="
@@ -189,9 +187,10 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<BadCase>& p) { return std::string(p.param.name); });
 
 TEST(ParserTest, FirstModuleOfASplitFile) {
-  auto m = ParseModule("ENTRY a {\n  ROOT x = f32[] parameter(0)\n}\n// -----\nENTRY a {\n"
-                       "  ROOT x = s32[] parameter(0)\n}\n",
-                       "split.hlo");
+  auto m = ParseModule(
+      "ENTRY a {\n  ROOT x = f32[] parameter(0)\n}\n// -----\nENTRY a {\n"
+      "  ROOT x = s32[] parameter(0)\n}\n",
+      "split.hlo");
   ASSERT_THAT(m, IsOk());
   EXPECT_EQ(m->computations.size(), 1u);
 }
