@@ -506,7 +506,7 @@ class Parser {
     };
     auto scalar = [&]() -> bool {
       if (toks_[i].kind == TokenKind::kLParen) {  // Complex (re, im).
-        if (i + 4 >= range.end + 1 || !IsScalarToken(i + 1) ||
+        if (i + 4 >= range.end || !IsScalarToken(i + 1) ||
             toks_[i + 2].kind != TokenKind::kComma || !IsScalarToken(i + 3) ||
             toks_[i + 4].kind != TokenKind::kRParen) {
           return fail(i, "malformed complex value");
