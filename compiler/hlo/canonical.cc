@@ -147,7 +147,12 @@ class Canonicalizer {
           // Drop the separator that followed the metadata.
         } else {
           --i;
-          if (!out.empty() && (out.back() == ',' || out.back() == ' ')) out.pop_back();
+          if (!out.empty() && (out.back() == ',' || out.back() == ' ')) {
+            out.pop_back();
+            // What precedes is unknown now: force a separator before the next token rather
+            // than risk gluing two words into one.
+            last_kind_ = TokenKind::kOther;
+          }
         }
         continue;
       }

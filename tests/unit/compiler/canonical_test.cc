@@ -134,6 +134,13 @@ TEST(CanonicalTest, PunctuationNeverGluesIntoOtherTokens) {
   std::string once = Canon(text);
   EXPECT_EQ(Canon(once), once);
   EXPECT_THAT(once, HasSubstr(". 7"));
+  // Dropping a nested metadata={...} must not glue its neighbours together.
+  const std::string nested =
+      "ENTRY e {\n ROOT a = f32[] parameter(0), sharding={x=1, metadata={op_name=\"m\"} "
+      "y.9}\n}\n";
+  std::string first = Canon(nested);
+  EXPECT_EQ(Canon(first), first);
+  EXPECT_THAT(first, HasSubstr("x=1 y.9"));
 }
 
 TEST(CanonicalTest, NumbersAreRespelledPerElementType) {
