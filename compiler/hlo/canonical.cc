@@ -186,8 +186,12 @@ class Canonicalizer {
     // Expect exactly {rank-1, ..., 0}.
     uint32_t j = close + 2;
     for (int64_t d = rank - 1; d >= 0; --d) {
-      if (j >= end || toks[j].kind != TokenKind::kInt || m_.TokenText(j) != std::to_string(d)) {
-        return i;
+      int64_t value = -1;
+      std::string_view t = j < end ? m_.TokenText(j) : std::string_view();
+      if (j >= end || toks[j].kind != TokenKind::kInt ||
+          std::from_chars(t.data(), t.data() + t.size(), value).ptr != t.data() + t.size() ||
+          value != d) {
+        return i;  // Compared as numbers: `{1,00}` is the default layout too.
       }
       ++j;
       if (d > 0) {

@@ -15,5 +15,7 @@ mkdir -p "$WORK/seeds" "$WORK/new"
 find "$CORPUS/hlo" "$CORPUS/torch_xla" "$CORPUS/invalid" -name '*.hlo' -size -8k \
   -exec cp {} "$WORK/seeds/" \;
 cd "$WORK"
-"$FUZZER" -max_total_time="$SECONDS_TO_RUN" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
+# A fixed seed and run count make the suite's run reproducible; FUZZ_SEED=0 (random) and a larger
+# FUZZ_RUNS explore further.
+"$FUZZER" -seed="${FUZZ_SEED:-1}" -runs="${FUZZ_RUNS:-300000}" -max_total_time="$SECONDS_TO_RUN" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
   -print_final_stats=1 -artifact_prefix="$ARTIFACTS/" new seeds

@@ -141,6 +141,12 @@ TEST(CanonicalTest, PunctuationNeverGluesIntoOtherTokens) {
   std::string first = Canon(nested);
   EXPECT_EQ(Canon(first), first);
   EXPECT_THAT(first, HasSubstr("x=1 y.9"));
+  // A default layout spelled with leading zeros inside a value is still the default.
+  const std::string zeros =
+      "ENTRY e {\n ROOT a = f32[] parameter(0), outfeed_shape=f32[2,8]{1,00}\n}\n";
+  std::string z = Canon(zeros);
+  EXPECT_EQ(Canon(z), z);
+  EXPECT_THAT(z, HasSubstr("outfeed_shape=f32[2,8]\n"));
 }
 
 TEST(CanonicalTest, NumbersAreRespelledPerElementType) {
