@@ -377,9 +377,8 @@ class Canonicalizer {
   // Channel ids are renamed by first appearance in the printed text; `slot` indexes the written
   // values so that printing can assign the canonical numbers.
   uint32_t ChannelSlot(int64_t channel) {
-    auto [it, inserted] = channel_slots_.emplace(channel, static_cast<uint32_t>(channels_.size()));
-    if (inserted) channels_.push_back(channel);
-    return it->second;
+    return channel_slots_.emplace(channel, static_cast<uint32_t>(channel_slots_.size()))
+        .first->second;
   }
 
   uint64_t HashInstruction(const Instruction& inst, const InstInfo& info, const CompInfo& ci) {
@@ -426,7 +425,7 @@ class Canonicalizer {
       BuildInstruction(comp.instructions[i], ci.insts[i]);
       ci.insts[i].hash = HashInstruction(comp.instructions[i], ci.insts[i], ci);
     }
-    if (m_.IsScheduled()) {
+    if (scheduled_) {
       ci.order.resize(n);
       for (size_t i = 0; i < n; ++i) ci.order[i] = static_cast<int32_t>(i);
     } else {
@@ -462,17 +461,19 @@ class Canonicalizer {
       uint32_t next;
     };
     std::vector<Frame> stack;
-    std::vector<int32_t> preds;
+    // Control predecessors in hash order, sorted once per instruction that has any.
+    std::vector<std::vector<int32_t>> sorted_preds(n);
+    for (size_t i = 0; i < n; ++i) {
+      const auto& preds = comp.instructions[i].control_predecessors;
+      if (preds.empty()) continue;
+      sorted_preds[i] = preds;
+      std::sort(sorted_preds[i].begin(), sorted_preds[i].end(), by_hash);
+    }
     auto child = [&](int32_t i, uint32_t k) -> int32_t {
       const Instruction& inst = comp.instructions[i];
       if (k < inst.operands.size()) return inst.operands[k];
       k -= static_cast<uint32_t>(inst.operands.size());
-      if (k < inst.control_predecessors.size()) {
-        preds = inst.control_predecessors;
-        std::sort(preds.begin(), preds.end(), by_hash);
-        return preds[k];
-      }
-      return -1;
+      return k < sorted_preds[i].size() ? sorted_preds[i][k] : -1;
     };
     auto walk = [&](int32_t start) {
       if (visited[start]) return;
@@ -678,8 +679,8 @@ class Canonicalizer {
   std::vector<uint32_t> sorted_attrs_;
   std::vector<uint32_t> callee_start_;
   std::unordered_map<int64_t, uint32_t> channel_slots_;
-  std::vector<int64_t> channels_;
   std::unordered_map<uint32_t, int64_t> channel_numbers_;
+  const bool scheduled_ = m_.IsScheduled();
   std::vector<int32_t> comp_id_;
   std::vector<int32_t> print_order_;
   TokenKind last_kind_ = TokenKind::kEnd;

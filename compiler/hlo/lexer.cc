@@ -138,7 +138,6 @@ class Lexer {
 
   TokenKind ScanNumber(size_t& i) const {
     const size_t n = src_.size();
-    const size_t start = i;
     if (src_[i] == '-') ++i;
     if (src_[i] == '0' && i + 1 < n && (src_[i + 1] == 'x' || src_[i + 1] == 'X') && i + 2 < n &&
         std::isxdigit(static_cast<unsigned char>(src_[i + 2]))) {
@@ -176,7 +175,6 @@ class Lexer {
           break;
         }
       }
-      (void)start;
       return TokenKind::kWord;
     }
     return TokenKind::kInt;

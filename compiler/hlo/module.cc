@@ -7,21 +7,24 @@
 
 namespace hlocache::hlo {
 
-const Attribute* Instruction::FindAttribute(std::string_view attr_name) const {
+namespace {
+const Attribute* FindIn(const std::vector<Attribute>& attributes, std::string_view attr_name) {
   for (const Attribute& a : attributes) {
     if (a.name == attr_name) return &a;
   }
   return nullptr;
+}
+}  // namespace
+
+const Attribute* Instruction::FindAttribute(std::string_view attr_name) const {
+  return FindIn(attributes, attr_name);
 }
 
 Module::Module(std::unique_ptr<std::string> source, std::string filename)
     : source_(std::move(source)), filename_(std::move(filename)) {}
 
 const Attribute* Module::FindAttribute(std::string_view attr_name) const {
-  for (const Attribute& a : attributes) {
-    if (a.name == attr_name) return &a;
-  }
-  return nullptr;
+  return FindIn(attributes, attr_name);
 }
 
 bool Module::IsScheduled() const {

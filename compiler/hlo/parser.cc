@@ -364,7 +364,7 @@ class Parser {
     if (!ParseInstructionRhs(comp, inst, 0)) return false;
     while (Kind() == TokenKind::kComma) {
       Advance();
-      if (!ParseInstructionAttribute(comp, inst)) return false;
+      if (!ParseInstructionAttribute(inst)) return false;
     }
     const auto index = static_cast<int32_t>(comp.instructions.size());
     names_.Insert(inst.name, index);
@@ -506,9 +506,8 @@ class Parser {
     };
     auto scalar = [&]() -> bool {
       if (toks_[i].kind == TokenKind::kLParen) {  // Complex (re, im).
-        if (i + 4 >= range.end || !IsScalarToken(i + 1) ||
-            toks_[i + 2].kind != TokenKind::kComma || !IsScalarToken(i + 3) ||
-            toks_[i + 4].kind != TokenKind::kRParen) {
+        if (i + 4 >= range.end || !IsScalarToken(i + 1) || toks_[i + 2].kind != TokenKind::kComma ||
+            !IsScalarToken(i + 3) || toks_[i + 4].kind != TokenKind::kRParen) {
           return fail(i, "malformed complex value");
         }
         i += 5;
@@ -557,7 +556,7 @@ class Parser {
     return true;
   }
 
-  bool ParseInstructionAttribute(Computation& comp, Instruction& inst) {
+  bool ParseInstructionAttribute(Instruction& inst) {
     if (Kind() != TokenKind::kIdent || Kind(1) != TokenKind::kEqual) {
       return FailHere("expected an attribute 'name=value'");
     }
@@ -576,9 +575,9 @@ class Parser {
     if (!SkipAttributeValue(attr)) return false;
     attr.value.end = pos_;
     if (IsCalleeAttribute(attr.name)) {
-      if (!ResolveNames(attr, /*computations=*/true, comp, inst.callees)) return false;
+      if (!ResolveNames(attr, /*computations=*/true, inst.callees)) return false;
     } else if (attr.name == "control-predecessors") {
-      if (!ResolveNames(attr, /*computations=*/false, comp, inst.control_predecessors)) {
+      if (!ResolveNames(attr, /*computations=*/false, inst.control_predecessors)) {
         return false;
       }
     }
@@ -633,8 +632,7 @@ class Parser {
   }
 
   // Value `name` or `{name, name, ...}`: resolves each name to a computation or an instruction.
-  bool ResolveNames(const Attribute& attr, bool computations, const Computation& comp,
-                    std::vector<int32_t>& out) {
+  bool ResolveNames(const Attribute& attr, bool computations, std::vector<int32_t>& out) {
     uint32_t i = attr.value.begin;
     uint32_t end = attr.value.end;
     if (toks_[i].kind == TokenKind::kLBrace) {
@@ -680,7 +678,6 @@ class Parser {
       }
       expect_name = false;
     }
-    (void)comp;
     return true;
   }
 
