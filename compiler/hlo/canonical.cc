@@ -172,10 +172,13 @@ class Canonicalizer {
   uint32_t SkipDefaultLayoutAfterShape(uint32_t i, uint32_t end, std::string& out) {
     const auto& toks = m_.tokens;
     if (toks[i].kind != TokenKind::kIdent || i + 1 >= end ||
-        toks[i + 1].kind != TokenKind::kLBracket ||
-        !PrimitiveTypeFromName(m_.TokenText(i)).has_value()) {
+        toks[i + 1].kind != TokenKind::kLBracket) {
       return i;
     }
+    // The printer drops '%', so `%s32[3]{0}` prints as a shape and must be normalized as one.
+    std::string_view type_name = m_.TokenText(i);
+    if (type_name[0] == '%') type_name.remove_prefix(1);
+    if (!PrimitiveTypeFromName(type_name).has_value()) return i;
     uint32_t close = i + 2;
     int64_t rank = 0;
     for (; close < end && toks[close].kind != TokenKind::kRBracket; ++close) {

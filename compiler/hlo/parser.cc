@@ -610,7 +610,8 @@ class Parser {
       if (IsOpen(k)) {
         need_unit = true;
       } else if (after_group && IsWordLike(k) && Kind(1) != TokenKind::kEqual &&
-                 !(k == TokenKind::kIdent && Text() == "ROOT")) {
+                 !(k == TokenKind::kIdent && StripPercent(Text()) == "ROOT")) {
+        // (`%ROOT` prints as `ROOT`, which would start the next instruction on reparse.)
         need_unit = true;
       } else if (k == TokenKind::kLessEq || k == TokenKind::kArrow) {
         Advance();

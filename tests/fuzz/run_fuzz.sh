@@ -14,6 +14,8 @@ mkdir -p "$WORK/seeds" "$WORK/new"
 # Small modules make better seeds; large ones slow every iteration.
 find "$CORPUS/hlo" "$CORPUS/torch_xla" "$CORPUS/invalid" -name '*.hlo' -size -8k \
   -exec cp {} "$WORK/seeds/" \;
+# Inputs that once failed are replayed first, every run.
+cp "$(dirname "$0")"/regressions/* "$WORK/seeds/"
 cd "$WORK"
 # A fixed seed and run count make the suite's run reproducible; FUZZ_SEED=0 (random) and a larger
 # FUZZ_RUNS explore further.

@@ -147,6 +147,17 @@ TEST(CanonicalTest, PunctuationNeverGluesIntoOtherTokens) {
   std::string z = Canon(zeros);
   EXPECT_EQ(Canon(z), z);
   EXPECT_THAT(z, HasSubstr("outfeed_shape=f32[2,8]\n"));
+  // '%' is dropped when printed, so a '%'-prefixed shape is normalized like a plain one
+  // (fuzzer finding: otherwise the second round dropped the layout the first one kept).
+  const std::string percent =
+      "ENTRY e {\n ROOT a = f32[] parameter(0), outfeed_shape=(f32[3]{0},%f32[3]{0})\n}\n";
+  std::string p = Canon(percent);
+  EXPECT_EQ(Canon(p), p);
+  EXPECT_THAT(p, HasSubstr("outfeed_shape=(f32[3],f32[3])\n"));
+  // `%ROOT` after a group is not part of the value either: it would print as `ROOT`.
+  EXPECT_FALSE(ParseModule("ENTRY e {\n a = f32[] parameter(0), backend_config={}\n %ROOT b = "
+                           "f32[] negate(a)\n}\n",
+                           "t.hlo"));
 }
 
 TEST(CanonicalTest, NumbersAreRespelledPerElementType) {
