@@ -10,7 +10,7 @@ SERVE_DIR ?= var/hlocache
 LISTEN ?= 127.0.0.1:7070
 
 APT_PACKAGES := cmake ninja-build g++ clang libclang-rt-14-dev pkg-config ccache \
-  libleveldb-dev libsqlite3-dev libxxhash-dev libcpp-httplib-dev libcli11-dev \
+  libleveldb-dev libsnappy-dev libsqlite3-dev libxxhash-dev libcpp-httplib-dev libcli11-dev \
   nlohmann-json3-dev libzstd-dev libgtest-dev libgmock-dev
 
 .PHONY: all deps build test unit sanitize serve bench format clean

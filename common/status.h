@@ -24,14 +24,23 @@ enum class StatusCode {
   kUnimplemented,
   kIoError,
   kInternal,
+  kPermissionDenied,   // Not allowed: read-only store or server, missing role, file mode.
+  kUnavailable,        // Busy or held elsewhere (a store locked by another process).
+  kResourceExhausted,  // Out of space or over a limit (disk full, size cap, queue full).
+  kDataLoss,           // Stored data found corrupt or unreadable.
 };
 
 std::string_view StatusCodeName(StatusCode code);
+
+struct ErrorValue;
 
 class [[nodiscard]] Status {
  public:
   Status() = default;  // OK.
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
+
+  // The error a HLOCACHE_ASSIGN_OR_RETURN propagates, in functions that return a Status.
+  Status(ErrorValue error);  // NOLINT(google-explicit-constructor)
 
   static Status Ok() { return Status(); }
 
@@ -62,12 +71,25 @@ inline Status IoError(std::string message) {
 inline Status Internal(std::string message) {
   return Status(StatusCode::kInternal, std::move(message));
 }
+inline Status PermissionDenied(std::string message) {
+  return Status(StatusCode::kPermissionDenied, std::move(message));
+}
+inline Status Unavailable(std::string message) {
+  return Status(StatusCode::kUnavailable, std::move(message));
+}
+inline Status ResourceExhausted(std::string message) {
+  return Status(StatusCode::kResourceExhausted, std::move(message));
+}
+inline Status DataLoss(std::string message) {
+  return Status(StatusCode::kDataLoss, std::move(message));
+}
 
 // The error side of a Result, as returned by Error(status).
 struct ErrorValue {
   Status status;
 };
 inline ErrorValue Error(Status status) { return ErrorValue{std::move(status)}; }
+inline Status::Status(ErrorValue error) : Status(std::move(error.status)) {}
 
 // Result<T>: a T, or the non-OK Status that explains why there is none. A small std::expected
 // (which clang 14 cannot use with libstdc++ 12): build the error side with `return Error(s);`.
@@ -98,7 +120,8 @@ class [[nodiscard]] Result {
 
 }  // namespace hlocache
 
-// Propagates a non-OK Status from an expression returning Status.
+// Propagates a non-OK Status from an expression returning Status, out of a function returning a
+// Result.
 #define HLOCACHE_RETURN_IF_ERROR(expr)                       \
   do {                                                       \
     ::hlocache::Status hlocache_status_ = (expr);            \
@@ -106,3 +129,23 @@ class [[nodiscard]] Result {
       return ::hlocache::Error(std::move(hlocache_status_)); \
     }                                                        \
   } while (false)
+
+// Propagates a non-OK Status out of a function returning Status.
+#define HLOCACHE_RETURN_STATUS_IF_ERROR(expr)     \
+  do {                                            \
+    ::hlocache::Status hlocache_status_ = (expr); \
+    if (!hlocache_status_.ok()) {                 \
+      return hlocache_status_;                    \
+    }                                             \
+  } while (false)
+
+#define HLOCACHE_CONCAT_INNER_(a, b) a##b
+#define HLOCACHE_CONCAT_(a, b) HLOCACHE_CONCAT_INNER_(a, b)
+// `HLOCACHE_ASSIGN_OR_RETURN(auto x, F());` declares x from a Result, or returns its error from a
+// function returning a Result.
+#define HLOCACHE_ASSIGN_OR_RETURN(lhs, expr) \
+  HLOCACHE_ASSIGN_OR_RETURN_IMPL_(HLOCACHE_CONCAT_(hlocache_result_, __LINE__), lhs, expr)
+#define HLOCACHE_ASSIGN_OR_RETURN_IMPL_(result, lhs, expr)       \
+  auto result = (expr);                                          \
+  if (!result.has_value()) return ::hlocache::Error(result.error()); \
+  lhs = std::move(*result)

@@ -39,4 +39,10 @@ MATCHER_P2(StatusIs, code, message_matcher,
   return s.code() == code && ::testing::Matches(message_matcher)(s.message());
 }
 
+MATCHER_P(StatusIs, code, "has code " + std::string(StatusCodeName(code))) {
+  Status s = testing_internal::GetStatus(arg);
+  *result_listener << "status is " << s.ToString();
+  return s.code() == code;
+}
+
 }  // namespace hlocache
