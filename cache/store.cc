@@ -290,7 +290,8 @@ Status StoreImpl::Init() {
       return IoError(message);
     }
   }
-  if (options_.read_only && !std::filesystem::exists(dir_ / "blobs", ec)) {
+  if ((options_.read_only || !options_.create_if_missing) &&
+      !std::filesystem::exists(dir_ / "blobs", ec)) {
     return NotFound("no store at " + dir_.string() + " (no blobs/ inside)");
   }
   HLOCACHE_ASSIGN_OR_RETURN(lock_, DirLock::Acquire(dir_));

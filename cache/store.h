@@ -56,7 +56,7 @@ namespace hlocache::cache {
 
 struct StoreOptions {
   bool read_only = false;
-  // Create DIR (and its parents) if missing. Ignored when read_only.
+  // Create the store (DIR and its parents if needed) if there is none. Ignored when read_only.
   bool create_if_missing = true;
   // Size cap on the artifacts' bytes; 0 means none.
   uint64_t max_bytes = 0;

@@ -5,8 +5,10 @@
 // commands in-process.
 #pragma once
 
+#include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "client/keying.h"
@@ -25,5 +27,20 @@ int RunCanon(const std::string& file, const KeySettings& settings, std::ostream&
 // first differing canonical lines with their source lines.
 int RunWhy(const std::string& a, const std::string& b, const KeySettings& settings,
            std::ostream& out, std::ostream& err);
+
+// `hlocache stats --dir DIR`: entries, bytes and lifetime counters of a local store (opened
+// read-only).
+int RunStats(const std::string& dir, std::ostream& out, std::ostream& err);
+
+// `hlocache verify --dir DIR`: reads and verifies every entry, quarantining corrupt ones and
+// removing orphan chunks; exit 1 when anything was corrupt.
+int RunVerify(const std::string& dir, std::ostream& out, std::ostream& err);
+
+// `hlocache gc --dir DIR --max-size SIZE`: evicts least-recently-used entries down to SIZE.
+int RunGc(const std::string& dir, const std::string& max_size, std::ostream& out,
+          std::ostream& err);
+
+// "1073741824", "512M", "10G", "2GiB": bytes.
+Result<uint64_t> ParseByteSize(std::string_view text);
 
 }  // namespace hlocache::client

@@ -59,6 +59,18 @@ int Main(int argc, char** argv) {
   why->add_option("a", file_a, "first HLO file")->required();
   why->add_option("b", file_b, "second HLO file")->required();
 
+  std::string store_dir, max_size;
+  CLI::App* stats = app.add_subcommand("stats", "entries, bytes and counters of a local store");
+  stats->add_option("--dir", store_dir, "store directory")->required();
+  CLI::App* verify = app.add_subcommand(
+      "verify", "verify every entry of a local store; quarantine corrupt ones (exit 1 if any)");
+  verify->add_option("--dir", store_dir, "store directory")->required();
+  CLI::App* gc =
+      app.add_subcommand("gc", "evict least-recently-used entries of a local store to a size");
+  gc->add_option("--dir", store_dir, "store directory")->required();
+  gc->add_option("--max-size", max_size, "size to shrink to: bytes, or with K, M, G, T")
+      ->required();
+
   CLI::App* serve = app.add_subcommand("serve", "run the artifact server");
   serve->allow_extras();
 
@@ -73,6 +85,9 @@ int Main(int argc, char** argv) {
   if (*key) return RunKey(files, settings, std::cout, std::cerr);
   if (*canon) return RunCanon(file_a, settings, std::cout, std::cerr);
   if (*why) return RunWhy(file_a, file_b, settings, std::cout, std::cerr);
+  if (*stats) return RunStats(store_dir, std::cout, std::cerr);
+  if (*verify) return RunVerify(store_dir, std::cout, std::cerr);
+  if (*gc) return RunGc(store_dir, max_size, std::cout, std::cerr);
   if (*serve) {
     std::cerr << "hlocache serve: the artifact server is not built yet\n";
     return 1;

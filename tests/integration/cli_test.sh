@@ -101,5 +101,16 @@ expect_rc 2 "bad option syntax" -- "$BIN" key --option novalue "$SMALL"
 expect_rc 1 "bad target name" -- "$BIN" key --target 'cpu x86' "$SMALL"
 expect_rc 0 "help" -- "$BIN" --help
 
+# Store maintenance: a directory that is not a store is refused, never created.
+expect_rc 1 "stats of no store" -- "$BIN" stats --dir "$WORK/nostore"
+expect_grep "no store at $WORK/nostore" "$WORK/err" "stats names the missing store"
+[[ ! -e "$WORK/nostore" ]] && pass || fail "stats created a store"
+mkdir -p "$WORK/plain"
+expect_rc 1 "verify of a plain directory" -- "$BIN" verify --dir "$WORK/plain"
+[[ -z "$(ls -A "$WORK/plain")" ]] && pass || fail "verify wrote into a plain directory"
+expect_rc 2 "gc with a bad size" -- "$BIN" gc --dir "$WORK/plain" --max-size 10Q
+expect_grep "unknown size unit" "$WORK/err" "gc explains the size"
+expect_rc 2 "gc without a size" -- "$BIN" gc --dir "$WORK/plain"
+
 echo "cli: $passed passed, $failed failed"
 [[ $failed -eq 0 ]]
