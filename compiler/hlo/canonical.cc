@@ -107,6 +107,7 @@ class Canonicalizer {
     std::string_view text = m_.TokenText(t);
     if (t.kind == TokenKind::kIdent && text[0] == '%') text.remove_prefix(1);
     out += text;
+    kind_before_last_ = last_kind_;
     last_kind_ = t.kind;
   }
 
@@ -118,6 +119,7 @@ class Canonicalizer {
     }
     if (NeedsSpaceBetween(last_kind_, t.kind)) out += ' ';
     AppendCanonicalNumber(m_.TokenText(t), t.kind, out);
+    kind_before_last_ = last_kind_;
     last_kind_ = t.kind;
   }
 
@@ -147,11 +149,11 @@ class Canonicalizer {
           // Drop the separator that followed the metadata.
         } else {
           --i;
-          if (!out.empty() && (out.back() == ',' || out.back() == ' ')) {
+          if (last_kind_ == TokenKind::kComma && !out.empty() && out.back() == ',') {
+            // Drop the comma before it instead; the token before that comma now meets the
+            // next one, spaced exactly as a reparse of the output will space them.
             out.pop_back();
-            // What precedes is unknown now: force a separator before the next token rather
-            // than risk gluing two words into one.
-            last_kind_ = TokenKind::kOther;
+            last_kind_ = kind_before_last_;
           }
         }
         continue;
@@ -687,6 +689,7 @@ class Canonicalizer {
   std::vector<int32_t> comp_id_;
   std::vector<int32_t> print_order_;
   TokenKind last_kind_ = TokenKind::kEnd;
+  TokenKind kind_before_last_ = TokenKind::kEnd;  // The kind of the token before last_kind_'s.
   size_t current_piece_begin_ = 0;  // Pieces of the instruction being built start here.
   CanonicalModule out_;
 };
