@@ -298,8 +298,10 @@ Status StoreImpl::Init() {
 
   leveldb::Options lo;
   lo.create_if_missing = !options_.read_only;
-  lo.write_buffer_size = 64u << 20;
-  lo.max_file_size = 64u << 20;
+  // Small memtables: reopening replays the log into a table, which needs that much free disk,
+  // and a full disk must not make the store unopenable. Big artifacts are chunked anyway.
+  lo.write_buffer_size = 4u << 20;
+  lo.max_file_size = 16u << 20;
   lo.compression = leveldb::kNoCompression;  // Executables and random test data barely compress.
   block_cache_.reset(leveldb::NewLRUCache(options_.block_cache_bytes));
   lo.block_cache = block_cache_.get();
