@@ -4,13 +4,16 @@
 //   LevelDB   a bare leveldb::DB (no compression, 64 MiB write buffer, block cache and files),
 //             WriteOptions.sync = true (with that write buffer, the 5000 x 4 KiB set stays in
 //             the memtable: its gets never reach a table file);
+//   LevelDB, store's settings   the same with the store's LevelDB settings (4 MiB memtables so
+//             a store that filled its disk can still reopen, 16 MiB tables, a Bloom filter): the
+//             gap between the two LevelDB rows is the configuration, the rest is the store;
 //   files     one file per key: write a temp file, fsync it, rename it into place, fsync the
 //             directory (so the rename itself is durable, as the other two are); get = open,
 //             fstat, read the whole file into a std::string, close.
 // Artifacts are random, incompressible bytes, each one distinct (its first 16 bytes differ);
 // keys are well-formed "v1-" + 32 hex digits spread over the key space, like real keys. For each
 // size, each system gets a fresh directory /var/tmp/hlocache-bench-XXXXXX, removed when the size
-// is done. Puts, then gets, run in 4 rounds in which the three systems take turns (in a rotating
+// is done. Puts, then gets, run in 4 rounds in which the four systems take turns (in a rotating
 // order), so that a stretch of slow fsyncs or other load on the machine lands on all three and
 // the ratios stay meaningful on a noisy machine. Gets follow one untimed warm-up pass over every
 // key (which also compares each artifact byte for byte) and go in a shuffled order cycling over
@@ -24,10 +27,11 @@
 // Run: make build && ./build/bench/store_bench   (`make bench` runs key_bench only), or
 //      cmake --build build --target store_bench && ./build/bench/store_bench
 //      HLOCACHE_BENCH_SCALE=0.2 ./build/bench/store_bench   (quick run: 0.2x the op counts)
-// Needs about 1.6 GB free in /var/tmp at scale 1 (the three 64 MiB sets at once).
+// Needs about 1.6 GB free in /var/tmp at scale 1 (the four 64 MiB sets at once).
 #include <fcntl.h>
 #include <leveldb/cache.h>
 #include <leveldb/db.h>
+#include <leveldb/filter_policy.h>
 #include <leveldb/options.h>
 #include <malloc.h>
 #include <sched.h>
@@ -169,12 +173,18 @@ class HlocacheSystem : public System {
 
 class LevelDbSystem : public System {
  public:
-  explicit LevelDbSystem(const std::string& dir) {
+  // as_store: the settings cache::Store uses (4 MiB memtables, 16 MiB tables, a Bloom filter),
+  // which separate what LevelDB's configuration costs from what the store adds on top.
+  LevelDbSystem(const std::string& dir, bool as_store) {
     cache_.reset(leveldb::NewLRUCache(64u << 20));
     leveldb::Options o;
     o.create_if_missing = true;
-    o.write_buffer_size = 64u << 20;
-    o.max_file_size = 64u << 20;
+    o.write_buffer_size = as_store ? 4u << 20 : 64u << 20;
+    o.max_file_size = as_store ? 16u << 20 : 64u << 20;
+    if (as_store) {
+      filter_.reset(leveldb::NewBloomFilterPolicy(10));
+      o.filter_policy = filter_.get();
+    }
     o.compression = leveldb::kNoCompression;
     o.block_cache = cache_.get();
     leveldb::DB* db = nullptr;
@@ -182,7 +192,7 @@ class LevelDbSystem : public System {
     if (!s.ok()) Fatal("leveldb Open %s: %s", dir.c_str(), s.ToString().c_str());
     db_.reset(db);
   }
-  ~LevelDbSystem() override { db_.reset(); }  // The DB before its block cache.
+  ~LevelDbSystem() override { db_.reset(); }  // The DB before its block cache and filter.
   void Put(const std::string& key, std::string_view bytes) override {
     leveldb::WriteOptions w;
     w.sync = true;
@@ -198,6 +208,7 @@ class LevelDbSystem : public System {
 
  private:
   std::unique_ptr<leveldb::Cache> cache_;
+  std::unique_ptr<const leveldb::FilterPolicy> filter_;
   std::unique_ptr<leveldb::DB> db_;
 };
 
@@ -506,8 +517,9 @@ int main() {
       {"1 MiB", 1u << 20, 300, 3000},
       {"64 MiB", 64u << 20, 8, 24},
   };
-  constexpr int kSystems = 3;
-  const char* const kNames[kSystems] = {"hlocache", "LevelDB", "files"};
+  constexpr int kSystems = 4;
+  const char* const kNames[kSystems] = {"hlocache", "LevelDB", "LevelDB, store's settings",
+                                        "files"};
   // Each phase runs in rounds, the systems taking turns (in a rotating order), so that a burst of
   // slow fsyncs or of other load on the machine lands on all three rather than on one.
   constexpr size_t kRounds = 4;
@@ -530,8 +542,8 @@ int main() {
 
     std::string dirs[kSystems];
     for (std::string& dir : dirs) dir = MakeTmpDir();
-    std::fprintf(stderr, "store_bench: %s: %zu puts, %zu gets each in %s, %s, %s\n", size.label,
-                 size.puts, size.gets, dirs[0].c_str(), dirs[1].c_str(), dirs[2].c_str());
+    std::fprintf(stderr, "store_bench: %s: %zu puts, %zu gets each\n", size.label, size.puts,
+                 size.gets);
     std::unique_ptr<System> systems[kSystems];
     auto t0 = Clock::now();
     auto opened = Store::Open(dirs[0], BenchStoreOptions());
@@ -540,8 +552,9 @@ int main() {
       Fatal("Store::Open %s: %s", dirs[0].c_str(), opened.error().ToString().c_str());
     }
     systems[0] = std::make_unique<HlocacheSystem>(std::move(*opened));
-    systems[1] = std::make_unique<LevelDbSystem>(dirs[1]);
-    systems[2] = std::make_unique<FilesSystem>(dirs[2]);
+    systems[1] = std::make_unique<LevelDbSystem>(dirs[1], /*as_store=*/false);
+    systems[2] = std::make_unique<LevelDbSystem>(dirs[2], /*as_store=*/true);
+    systems[3] = std::make_unique<FilesSystem>(dirs[3]);
 
     std::string buf = w.base;
     const size_t put_rounds = std::min(kRounds, size.puts);

@@ -141,8 +141,8 @@ std::string EncodeIndexRecord(const IndexRecord& r) {
   PutFixed(out, r.checksum.low);
   PutFixed(out, r.created_ms);
   PutFixed(out, r.artifact.compile_seconds);
-  for (const std::string* s : {&r.artifact.target, &r.artifact.compiler_id,
-                               &r.artifact.graph_name}) {
+  for (const std::string* s :
+       {&r.artifact.target, &r.artifact.compiler_id, &r.artifact.graph_name}) {
     PutFixed(out, static_cast<uint32_t>(s->size()));
     out += *s;
   }

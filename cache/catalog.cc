@@ -89,11 +89,11 @@ Status Catalog::Fail(int rc, std::string_view what) const {
   }
 }
 
-Result<std::unique_ptr<Catalog>> Catalog::Open(const std::filesystem::path& path,
-                                               bool read_only) {
+Result<std::unique_ptr<Catalog>> Catalog::Open(const std::filesystem::path& path, bool read_only) {
   sqlite3* db = nullptr;
-  const int flags = (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
-                    SQLITE_OPEN_NOMUTEX;
+  const int flags =
+      (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
+      SQLITE_OPEN_NOMUTEX;
   const int rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
   std::unique_ptr<Catalog> catalog(new Catalog(db, path));
   if (rc != SQLITE_OK) return Error(catalog->Fail(rc, "cannot open"));
@@ -161,8 +161,8 @@ Status Catalog::Migrate(bool read_only) {
     sqlite3_free(err);
     if (rc != SQLITE_OK) {
       Rollback();
-      Status s = Fail(rc, "migration " + std::string(migrations[static_cast<size_t>(v)].name) +
-                              " failed");
+      Status s =
+          Fail(rc, "migration " + std::string(migrations[static_cast<size_t>(v)].name) + " failed");
       return Status(s.code(), s.message() + (detail.empty() ? "" : " (" + detail + ")"));
     }
     HLOCACHE_RETURN_STATUS_IF_ERROR(Exec("COMMIT"));

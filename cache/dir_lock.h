@@ -21,7 +21,7 @@ namespace hlocache::cache {
 // What a server writes to DIR/server.json while it owns the directory.
 struct ServerInfo {
   long pid = 0;
-  std::string listen;  // "host:port" or a URL.
+  std::string listen;   // "host:port" or a URL.
   std::string started;  // ISO 8601, informational.
 };
 

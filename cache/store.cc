@@ -2,8 +2,10 @@
 
 #include <leveldb/cache.h>
 #include <leveldb/db.h>
+#include <leveldb/filter_policy.h>
 #include <leveldb/write_batch.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <xxhash.h>
 
 #include <array>
@@ -26,6 +28,14 @@ int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+// For access times: a coarse clock (a few ms resolution, no syscall) keeps the hot read path
+// cheap; LRU order needs no better.
+int64_t CoarseNowMs() {
+  struct timespec ts {};
+  clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
 }
 
 Hash128 ToHash(XXH128_hash_t h) { return Hash128{h.high64, h.low64}; }
@@ -150,13 +160,12 @@ class StoreImpl final : public Store {
       : dir_(std::move(dir)), options_(std::move(options)) {
     if (!options_.log) {
       options_.log = [](std::string_view line) {
-        std::fprintf(stderr, "hlocache: store: %.*s\n", static_cast<int>(line.size()),
-                     line.data());
+        std::fprintf(stderr, "hlocache: store: %.*s\n", static_cast<int>(line.size()), line.data());
       };
     }
     std::random_device rd;
-    next_generation_ = (static_cast<uint64_t>(rd()) << 32) ^ rd() ^
-                       static_cast<uint64_t>(NowMs()) << 20;
+    next_generation_ =
+        (static_cast<uint64_t>(rd()) << 32) ^ rd() ^ static_cast<uint64_t>(NowMs()) << 20;
   }
 
   ~StoreImpl() override {
@@ -182,6 +191,7 @@ class StoreImpl final : public Store {
     catalog_.reset();
     db_.reset();
     block_cache_.reset();
+    filter_policy_.reset();
   }
 
   Status Init();
@@ -208,7 +218,7 @@ class StoreImpl final : public Store {
   const StoreOptions& options() const { return options_; }
   void RecordHit(std::string_view key) {
     hits_.fetch_add(1, std::memory_order_relaxed);
-    if (!options_.read_only) access_.Record(key, NowMs());
+    if (!options_.read_only) access_.Record(key, CoarseNowMs());
   }
   // Removes an entry whose bytes failed verification, if it is still generation `generation`.
   void Quarantine(const std::string& key, uint64_t generation, const std::string& reason);
@@ -253,6 +263,7 @@ class StoreImpl final : public Store {
   std::filesystem::path dir_;
   StoreOptions options_;
   std::unique_ptr<DirLock> lock_;
+  std::unique_ptr<const leveldb::FilterPolicy> filter_policy_;
   std::unique_ptr<leveldb::Cache> block_cache_;
   std::unique_ptr<leveldb::DB> db_;
   std::mutex catalog_mu_;  // Guards catalog_.
@@ -303,6 +314,9 @@ Status StoreImpl::Init() {
   lo.write_buffer_size = 4u << 20;
   lo.max_file_size = 16u << 20;
   lo.compression = leveldb::kNoCompression;  // Executables and random test data barely compress.
+  // A get probes every level-0 table its key might be in; a Bloom filter skips the others.
+  filter_policy_.reset(leveldb::NewBloomFilterPolicy(10));
+  lo.filter_policy = filter_policy_.get();
   block_cache_.reset(leveldb::NewLRUCache(options_.block_cache_bytes));
   lo.block_cache = block_cache_.get();
   leveldb::DB* raw = nullptr;
@@ -315,9 +329,8 @@ Status StoreImpl::Init() {
 
   if (!options_.read_only) {
     std::string marker;
-    const bool clean = db_->Get(leveldb::ReadOptions(), std::string(blob::kCleanShutdownKey),
-                                &marker)
-                           .ok();
+    const bool clean =
+        db_->Get(leveldb::ReadOptions(), std::string(blob::kCleanShutdownKey), &marker).ok();
     HLOCACHE_RETURN_STATUS_IF_ERROR(Reconcile(/*full=*/!clean));
     if (clean) {
       leveldb::WriteOptions sync;
@@ -465,7 +478,11 @@ Status StoreImpl::Flush() {
 Result<std::optional<std::string>> StoreImpl::Get(std::string_view key) {
   HLOCACHE_RETURN_IF_ERROR(CheckKey(key));
   std::string record;
-  leveldb::Status ls = db_->Get(leveldb::ReadOptions(), blob::EntryKey(key), &record);
+  char entry_key[64];  // The tag and the key, without a heap allocation.
+  entry_key[0] = blob::kEntryTag;
+  key.copy(entry_key + 1, key.size());
+  leveldb::Status ls =
+      db_->Get(leveldb::ReadOptions(), leveldb::Slice(entry_key, key.size() + 1), &record);
   if (ls.IsNotFound()) {
     misses_.fetch_add(1, std::memory_order_relaxed);
     return std::optional<std::string>();
@@ -619,8 +636,7 @@ Result<std::optional<EntryInfo>> StoreImpl::Info(std::string_view key) {
   return catalog_->Find(key);
 }
 
-void StoreImpl::Quarantine(const std::string& key, uint64_t generation,
-                           const std::string& reason) {
+void StoreImpl::Quarantine(const std::string& key, uint64_t generation, const std::string& reason) {
   quarantined_.fetch_add(1, std::memory_order_relaxed);
   options_.log("quarantined " + key + ": " + reason);
   if (options_.read_only) return;  // Reported and never served, but the store is not ours to fix.
@@ -854,9 +870,9 @@ Result<PutOutcome> WriterImpl::Commit() {
     record = std::move(buffer_);
   }
   buffer_ = std::string();
-  blob::AppendEntryTrailer(layout, chunked ? std::span<const uint64_t>(chunk_hashes_)
-                                           : std::span<const uint64_t>(),
-                           record);
+  blob::AppendEntryTrailer(
+      layout, chunked ? std::span<const uint64_t>(chunk_hashes_) : std::span<const uint64_t>(),
+      record);
   batch.Put(blob::EntryKey(key_), record);
   finished_ = true;
   return store_->CommitPut(key_, batch, index, [this] {
@@ -921,8 +937,8 @@ Result<bool> StoreImpl::Erase(std::string_view key) {
 
 void StoreImpl::MaybeEvict(std::string_view just_stored) {
   if (options_.max_bytes == 0) return;
-  const auto high = static_cast<uint64_t>(static_cast<double>(options_.max_bytes) *
-                                          options_.high_water);
+  const auto high =
+      static_cast<uint64_t>(static_cast<double>(options_.max_bytes) * options_.high_water);
   if (bytes_.load() <= high) return;
   const auto low =
       static_cast<uint64_t>(static_cast<double>(options_.max_bytes) * options_.low_water);
@@ -1037,10 +1053,10 @@ Result<VerifyReport> StoreImpl::VerifyAll() {
       live_generation = 0;
       std::string record, unused;
       if (db_->Get(leveldb::ReadOptions(), blob::EntryKey(key), &record).ok()) {
-        if (auto parsed = blob::ParseEntryRecord(record)) live_generation = parsed->layout.generation;
+        if (auto parsed = blob::ParseEntryRecord(record))
+          live_generation = parsed->layout.generation;
       }
-      pending =
-          db_->Get(leveldb::ReadOptions(), blob::PendingKey(key, generation), &unused).ok();
+      pending = db_->Get(leveldb::ReadOptions(), blob::PendingKey(key, generation), &unused).ok();
     }
     if (generation != live_generation && !pending) {
       orphans.Delete(record_key);
@@ -1056,8 +1072,7 @@ Result<VerifyReport> StoreImpl::VerifyAll() {
 
 }  // namespace
 
-Result<std::unique_ptr<Store>> Store::Open(const std::filesystem::path& dir,
-                                           StoreOptions options) {
+Result<std::unique_ptr<Store>> Store::Open(const std::filesystem::path& dir, StoreOptions options) {
   if (options.chunk_bytes == 0) return Error(InvalidArgument("chunk_bytes must be positive"));
   if (options.low_water > options.high_water || options.low_water < 0) {
     return Error(InvalidArgument("low_water must be between 0 and high_water"));

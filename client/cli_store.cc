@@ -33,17 +33,25 @@ Result<uint64_t> ParseByteSize(std::string_view text) {
   int shift = 0;
   if (unit.size() == 1) {
     switch (unit[0] | 0x20) {
-      case 'k': shift = 10; break;
-      case 'm': shift = 20; break;
-      case 'g': shift = 30; break;
-      case 't': shift = 40; break;
+      case 'k':
+        shift = 10;
+        break;
+      case 'm':
+        shift = 20;
+        break;
+      case 'g':
+        shift = 30;
+        break;
+      case 't':
+        shift = 40;
+        break;
       default:
-        return Error(InvalidArgument("unknown size unit in '" + std::string(text) +
-                                     "' (use K, M, G or T)"));
+        return Error(
+            InvalidArgument("unknown size unit in '" + std::string(text) + "' (use K, M, G or T)"));
     }
   } else if (!unit.empty()) {
-    return Error(InvalidArgument("unknown size unit in '" + std::string(text) +
-                                 "' (use K, M, G or T)"));
+    return Error(
+        InvalidArgument("unknown size unit in '" + std::string(text) + "' (use K, M, G or T)"));
   }
   if (shift && value > (UINT64_MAX >> shift)) return Error(InvalidArgument("size too large"));
   return value << shift;

@@ -145,7 +145,7 @@ class [[nodiscard]] Result {
 // function returning a Result.
 #define HLOCACHE_ASSIGN_OR_RETURN(lhs, expr) \
   HLOCACHE_ASSIGN_OR_RETURN_IMPL_(HLOCACHE_CONCAT_(hlocache_result_, __LINE__), lhs, expr)
-#define HLOCACHE_ASSIGN_OR_RETURN_IMPL_(result, lhs, expr)       \
-  auto result = (expr);                                          \
+#define HLOCACHE_ASSIGN_OR_RETURN_IMPL_(result, lhs, expr)           \
+  auto result = (expr);                                              \
   if (!result.has_value()) return ::hlocache::Error(result.error()); \
   lhs = std::move(*result)

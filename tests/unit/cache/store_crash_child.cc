@@ -114,7 +114,8 @@ inline std::optional<Spec> Decode(std::string_view key) {
   }
   const uint64_t hi = Unmix64(std::strtoull(std::string(key.substr(3, 16)).c_str(), nullptr, 16));
   const uint64_t lo = Unmix64(std::strtoull(std::string(key.substr(19, 16)).c_str(), nullptr, 16));
-  Spec s{static_cast<uint32_t>(hi >> 32), static_cast<uint32_t>(hi), static_cast<uint32_t>(lo >> 32)};
+  Spec s{static_cast<uint32_t>(hi >> 32), static_cast<uint32_t>(hi),
+         static_cast<uint32_t>(lo >> 32)};
   if (static_cast<uint32_t>(lo) != CheckWord(s)) return std::nullopt;
   return s;
 }
@@ -155,8 +156,8 @@ inline uint32_t SizeFor(uint32_t seed, uint32_t index) {
   const uint64_t r2 = SplitMix64(st);
   const uint32_t pick = static_cast<uint32_t>(r % 20);
   if (pick == 0) {
-    static constexpr uint32_t kEdges[] = {1,           kChunkBytes - 1,     kChunkBytes,
-                                          kChunkBytes + 1, 2 * kChunkBytes, 2 * kChunkBytes + 1};
+    static constexpr uint32_t kEdges[] = {
+        1, kChunkBytes - 1, kChunkBytes, kChunkBytes + 1, 2 * kChunkBytes, 2 * kChunkBytes + 1};
     return kEdges[r2 % (sizeof kEdges / sizeof kEdges[0])];
   }
   if (pick <= 11) return 200 + static_cast<uint32_t>(r2 % (kChunkBytes - 200 + 1));
@@ -262,9 +263,9 @@ int main(int argc, char** argv) {
 
   for (uint32_t i = 0;; ++i) {
     // Now and then erase an earlier key; past kLiveCap live keys, two per put.
-    const int erases = pool.size() > crash_artifact::kLiveCap             ? 2
+    const int erases = pool.size() > crash_artifact::kLiveCap       ? 2
                        : crash_artifact::SplitMix64(rng) % 100 < 10 ? 1
-                                                                     : 0;
+                                                                    : 0;
     for (int e = 0; e < erases && !pool.empty(); ++e) {
       const size_t j = crash_artifact::SplitMix64(rng) % pool.size();
       const std::string victim = pool[j];

@@ -161,8 +161,8 @@ StreamOutcome StreamAndCompare(Store& store, const std::string& key, const std::
     return out;
   }
   if ((*reader)->info().size != expected.size()) {
-    out.mismatch = "reader info().size " + std::to_string((*reader)->info().size) + " != " +
-                   std::to_string(expected.size());
+    out.mismatch = "reader info().size " + std::to_string((*reader)->info().size) +
+                   " != " + std::to_string(expected.size());
     return out;
   }
   for (;;) {
@@ -272,8 +272,8 @@ void CheckAfterCrash(const fs::path& dir, const ChildLogs& logs, RoundCounts& co
     }
     EXPECT_EQ(*contains, listed_keys.contains(key))
         << key << ": Contains and List disagree (Contains=" << *contains << ")";
-    EXPECT_EQ(*contains, got->has_value())
-        << key << ": Contains=" << *contains << " but Get " << (got->has_value() ? "hits" : "misses");
+    EXPECT_EQ(*contains, got->has_value()) << key << ": Contains=" << *contains << " but Get "
+                                           << (got->has_value() ? "hits" : "misses");
     if (!got->has_value()) continue;
 
     // (a) Present keys read back exactly, streamed too.
@@ -370,8 +370,9 @@ TEST(StoreCrashTest, SigkillAtRandomInstants) {
       exited_early = ::waitpid(pid, &status, WNOHANG) == pid;
     }
     if (exited_early) {
-      FAIL() << "store_crash_child (seed " << child_seed << ") stopped by itself before the kill: "
-             << DescribeWait(status) << " (its stderr says why)";
+      FAIL() << "store_crash_child (seed " << child_seed
+             << ") stopped by itself before the kill: " << DescribeWait(status)
+             << " (its stderr says why)";
     }
     ASSERT_EQ(::kill(pid, SIGKILL), 0) << std::strerror(errno);
     ASSERT_EQ(::waitpid(pid, &status, 0), pid);
@@ -413,10 +414,11 @@ TEST(StoreCrashTest, SigkillAtRandomInstants) {
   }
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("crash test: %d rounds in %.1f s; child opened the store in %zu rounds; "
-              "%zu puts acknowledged (%zu chunked), %zu erases\n",
-              rounds, secs, child_opened_rounds, logs.committed.size(), chunked_committed,
-              logs.erased.size());
+  std::printf(
+      "crash test: %d rounds in %.1f s; child opened the store in %zu rounds; "
+      "%zu puts acknowledged (%zu chunked), %zu erases\n",
+      rounds, secs, child_opened_rounds, logs.committed.size(), chunked_committed,
+      logs.erased.size());
   EXPECT_EQ(logs.unknown_lines, 0u) << "malformed lines in the child's logs";
   // The test is only worth something if the child got work done between kills.
   EXPECT_GT(child_opened_rounds, 0u) << "the child never got the store open before the kill";
@@ -504,7 +506,8 @@ size_t FlipByteInChunk(const fs::path& dir, const std::vector<BlobHit>& hits, si
 std::vector<size_t> ChunkOffsets(const std::vector<BlobHit>& hits) {
   std::vector<size_t> offsets;
   for (const BlobHit& h : hits) {
-    if (offsets.empty() || offsets.back() != h.artifact_offset) offsets.push_back(h.artifact_offset);
+    if (offsets.empty() || offsets.back() != h.artifact_offset)
+      offsets.push_back(h.artifact_offset);
   }
   return offsets;
 }
@@ -519,8 +522,10 @@ class StoreCorruptionTest : public ::testing::Test {
   void SetUp() override {
     dir_ = scratch_.path() / "store";
     // Small (one record each) and large (chunked) artifacts; the large ones put both ways.
-    const uint32_t sizes[] = {1000, 9000, 40000, crash_artifact::kChunkBytes,  // small
-                              300u << 10, (200u << 10) + 1, 600u << 10, 400u << 10};
+    const uint32_t sizes[] = {1000,       9000,
+                              40000,      crash_artifact::kChunkBytes,  // small
+                              300u << 10, (200u << 10) + 1,
+                              600u << 10, 400u << 10};
     for (uint32_t i = 0; i < 8; ++i) {
       const crash_artifact::Spec spec{0xc0ffee, i, sizes[i]};
       artifacts_.push_back(Artifact{crash_artifact::KeyOf(spec), crash_artifact::Content(spec)});
@@ -586,7 +591,8 @@ TEST_F(StoreCorruptionTest, ReadsNeverReturnFlippedBytes) {
   auto hits = ScanBlobs(dir_);
   for (const Artifact& a : artifacts_) {
     ASSERT_TRUE(hits.contains(a.key))
-        << "no LevelDB record of " << dir_ / "blobs" << " holds the content of " << a.key
+        << "no LevelDB record of " << dir_ / "blobs"
+        << " holds the content of " << a.key
         << " (its markers are missing: are values compressed or encoded?)";
     if (a.bytes.size() > crash_artifact::kChunkBytes) {
       EXPECT_GE(ChunkOffsets(hits[a.key]).size(), 2u) << a.key << " is not chunked";
@@ -604,8 +610,8 @@ TEST_F(StoreCorruptionTest, ReadsNeverReturnFlippedBytes) {
   FlipByteInChunk(dir_, hits[small_stream.key], 0);
   FlipByteInChunk(dir_, hits[large_get_last.key], last_offsets.back());
   FlipByteInChunk(dir_, hits[large_stream_first.key], 0);
-  const size_t middle_bad =
-      FlipByteInChunk(dir_, hits[large_stream_middle.key], middle_offsets[middle_offsets.size() / 2]);
+  const size_t middle_bad = FlipByteInChunk(dir_, hits[large_stream_middle.key],
+                                            middle_offsets[middle_offsets.size() / 2]);
 
   auto opened = Store::Open(dir_, ParentOptions());
   ASSERT_THAT(opened, IsOk());
@@ -672,8 +678,8 @@ TEST_F(StoreCorruptionTest, ReadsNeverReturnFlippedBytes) {
   auto stats = store.Stats();
   ASSERT_THAT(stats, IsOk());
   EXPECT_EQ(stats->entries, 3u);
-  EXPECT_EQ(stats->bytes, artifacts_[2].bytes.size() + artifacts_[3].bytes.size() +
-                              artifacts_[7].bytes.size());
+  EXPECT_EQ(stats->bytes,
+            artifacts_[2].bytes.size() + artifacts_[3].bytes.size() + artifacts_[7].bytes.size());
   auto clean = store.VerifyAll();
   ASSERT_THAT(clean, IsOk());
   EXPECT_THAT(clean->corrupt, IsEmpty());
@@ -717,10 +723,10 @@ TEST_F(StoreCorruptionTest, VerifyAllFindsPlantedCorruption) {
 
   // Quarantine removes the entry: its bytes are gone from LevelDB, the others' are all there.
   auto after = ScanBlobs(dir_);
-  EXPECT_FALSE(after.contains(small_bad.key)) << "records of quarantined " << small_bad.key
-                                              << " are still in LevelDB";
-  EXPECT_FALSE(after.contains(large_bad.key)) << "records of quarantined " << large_bad.key
-                                              << " are still in LevelDB";
+  EXPECT_FALSE(after.contains(small_bad.key))
+      << "records of quarantined " << small_bad.key << " are still in LevelDB";
+  EXPECT_FALSE(after.contains(large_bad.key))
+      << "records of quarantined " << large_bad.key << " are still in LevelDB";
   for (size_t i = 0; i < artifacts_.size(); ++i) {
     if (i != 2 && i != 7) {
       EXPECT_TRUE(after.contains(artifacts_[i].key)) << artifacts_[i].key;

@@ -88,11 +88,13 @@ bool MentionsSpace(const Status& s) {
 class StoreDiskFullTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (::geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs needs root; skipping the disk-full test";
+    if (::geteuid() != 0)
+      GTEST_SKIP() << "mounting a tmpfs needs root; skipping the disk-full test";
     std::string tmpl = (fs::path(::testing::TempDir()) / "hlocache-diskfull-XXXXXX").string();
     ASSERT_NE(::mkdtemp(tmpl.data()), nullptr) << std::strerror(errno);
     mount_point_ = tmpl;
-    if (RunCommand({"mount", "-t", "tmpfs", "-o", "size=24m,mode=0700", "tmpfs", mount_point_.string()}) != 0) {
+    if (RunCommand({"mount", "-t", "tmpfs", "-o", "size=24m,mode=0700", "tmpfs",
+                    mount_point_.string()}) != 0) {
       std::error_code ec;
       fs::remove(mount_point_, ec);
       mount_point_.clear();
@@ -268,8 +270,8 @@ TEST_F(StoreDiskFullTest, PutOnFullDiskFailsCleanlyWithResourceExhausted) {
   std::printf("%zu puts of 512 KiB stored, then: %s (%" PRIu64 " bytes free)\n", stored.size(),
               failure.ToString().c_str(), FreeBytes(mount_point_));
   EXPECT_EQ(failure.code(), StatusCode::kResourceExhausted) << failure.ToString();
-  EXPECT_TRUE(MentionsSpace(failure)) << "the message should say the disk is out of space: "
-                                      << failure.ToString();
+  EXPECT_TRUE(MentionsSpace(failure))
+      << "the message should say the disk is out of space: " << failure.ToString();
   EXPECT_GE(stored.size(), 8u) << "the store gave up long before the disk was full";
 
   // Everything acknowledged still reads back; the failed put left nothing wrong behind.

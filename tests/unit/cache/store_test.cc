@@ -121,8 +121,9 @@ TEST_F(StoreTest, MissIsAnEmptyOptionalNotAnError) {
 
 TEST_F(StoreTest, MalformedKeysAreRejectedBeforeTouchingStorage) {
   auto store = OpenStore();
-  for (std::string bad : {"", "v1-", "../../etc/passwd", "v1-0123456789abcdef0123456789ABCDEF",
-                          "v1-0123456789abcdef0123456789abcdef0", "v2-0123456789abcdef0123456789abcdef"}) {
+  for (std::string bad :
+       {"", "v1-", "../../etc/passwd", "v1-0123456789abcdef0123456789ABCDEF",
+        "v1-0123456789abcdef0123456789abcdef0", "v2-0123456789abcdef0123456789abcdef"}) {
     EXPECT_THAT(store->Get(bad).error(), StatusIs(StatusCode::kInvalidArgument)) << bad;
     EXPECT_THAT(store->Put(bad, "x", Info()).error(), StatusIs(StatusCode::kInvalidArgument));
     EXPECT_THAT(store->Erase(bad).error(), StatusIs(StatusCode::kInvalidArgument));
@@ -234,9 +235,13 @@ TEST_F(StoreTest, StreamingReaderSurvivesEraseOfItsKey) {
 
 TEST_F(StoreTest, InfoListAndFilters) {
   auto store = OpenStore();
-  ASSERT_TRUE(store->Put(KeyOf(1), "a", ArtifactInfo{"cpu-x86-64-v3", "c1", "SyncTensorsGraph.316", 2}).has_value());
-  ASSERT_TRUE(store->Put(KeyOf(2), "bb", ArtifactInfo{"cpu-x86-64-v2", "c1", "jit_train_step", 3}).has_value());
-  ASSERT_TRUE(store->Put(KeyOf(3), "ccc", ArtifactInfo{"cpu-x86-64-v3", "c2", "jit_train_step", 4}).has_value());
+  ASSERT_TRUE(
+      store->Put(KeyOf(1), "a", ArtifactInfo{"cpu-x86-64-v3", "c1", "SyncTensorsGraph.316", 2})
+          .has_value());
+  ASSERT_TRUE(store->Put(KeyOf(2), "bb", ArtifactInfo{"cpu-x86-64-v2", "c1", "jit_train_step", 3})
+                  .has_value());
+  ASSERT_TRUE(store->Put(KeyOf(3), "ccc", ArtifactInfo{"cpu-x86-64-v3", "c2", "jit_train_step", 4})
+                  .has_value());
   auto info = store->Info(KeyOf(2));
   ASSERT_TRUE(info.has_value() && info->has_value());
   EXPECT_EQ((*info)->size, 2u);
@@ -450,7 +455,8 @@ TEST_F(StoreTest, OlderCatalogIsMigratedAtOpen) {
 TEST_F(StoreTest, ReconcileRebuildsLostCatalogRowsAndDropsRowsWithoutBytes) {
   {
     auto store = OpenStore();
-    for (int i = 0; i < 5; ++i) ASSERT_TRUE(store->Put(KeyOf(i), Bytes(100 + i, i), Info(std::to_string(i))).has_value());
+    for (int i = 0; i < 5; ++i)
+      ASSERT_TRUE(store->Put(KeyOf(i), Bytes(100 + i, i), Info(std::to_string(i))).has_value());
   }
   // Lose two rows, and add one for bytes that never existed; then make the close look unclean
   // so open does a full reconciliation (as after a crash).

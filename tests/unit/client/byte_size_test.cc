@@ -17,8 +17,8 @@ TEST(ByteSizeTest, NumbersWithBinaryUnits) {
 }
 
 TEST(ByteSizeTest, RejectsWhatIsNotASize) {
-  for (const char* bad : {"", "G", "-1", "1.5G", "10Q", "10 G", "99999999999999999999",
-                          "17000000T"}) {
+  for (const char* bad :
+       {"", "G", "-1", "1.5G", "10Q", "10 G", "99999999999999999999", "17000000T"}) {
     EXPECT_THAT(ParseByteSize(bad), StatusIs(StatusCode::kInvalidArgument)) << bad;
   }
 }
