@@ -268,6 +268,7 @@ class StoreImpl final : public Store {
   std::unique_ptr<leveldb::DB> db_;
   std::mutex catalog_mu_;  // Guards catalog_.
   std::unique_ptr<Catalog> catalog_;
+  std::map<std::string, uint64_t> saved_counters_;  // As last written; guarded by catalog_mu_.
   std::array<std::mutex, 64> key_locks_;
   std::mutex evict_mu_;
   AccessBuffer access_;
@@ -441,6 +442,7 @@ Status StoreImpl::LoadCounters() {
   puts_ = counters["puts"];
   evictions_ = counters["evictions"];
   quarantined_ = counters["quarantined"];
+  saved_counters_ = CounterSnapshot();
   return Status::Ok();
 }
 
@@ -469,7 +471,11 @@ Status StoreImpl::Flush() {
   std::vector<AccessUpdate> updates = access_.Drain();
   std::lock_guard<std::mutex> lock(catalog_mu_);
   HLOCACHE_RETURN_STATUS_IF_ERROR(catalog_->ApplyAccesses(updates));
-  return catalog_->SaveCounters(CounterSnapshot());
+  std::map<std::string, uint64_t> counters = CounterSnapshot();
+  if (counters == saved_counters_) return Status::Ok();  // An idle store writes nothing.
+  HLOCACHE_RETURN_STATUS_IF_ERROR(catalog_->SaveCounters(counters));
+  saved_counters_ = std::move(counters);
+  return Status::Ok();
 }
 
 // ---------------------------------------------------------------------------------------------
