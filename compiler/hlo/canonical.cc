@@ -150,9 +150,11 @@ class Canonicalizer {
         } else {
           --i;
           if (last_kind_ == TokenKind::kComma && !out.empty() && out.back() == ',') {
-            // Drop the comma before it instead; the token before that comma now meets the
-            // next one, spaced exactly as a reparse of the output will space them.
+            // Drop the comma before it instead (and the space that separated it); the token
+            // before that comma now meets the next one, spaced exactly as a reparse of the
+            // output will space them.
             out.pop_back();
+            if (!out.empty() && out.back() == ' ') out.pop_back();
             last_kind_ = kind_before_last_;
           }
         }
@@ -181,12 +183,27 @@ class Canonicalizer {
     std::string_view type_name = m_.TokenText(i);
     if (type_name[0] == '%') type_name.remove_prefix(1);
     if (!PrimitiveTypeFromName(type_name).has_value()) return i;
+    // Dims: comma-separated, each made of numbers (`16`, a float spelling that prints as one),
+    // `?` or `<=`. Anything else is not a shape, in this round or the next: the decision must
+    // not depend on how numbers were spelled, since the output respells them.
     uint32_t close = i + 2;
     int64_t rank = 0;
+    bool in_dim = false;
     for (; close < end && toks[close].kind != TokenKind::kRBracket; ++close) {
-      if (toks[close].kind == TokenKind::kComma) continue;
-      if (toks[close].kind == TokenKind::kInt || toks[close].kind == TokenKind::kOther) ++rank;
+      const TokenKind k = toks[close].kind;
+      if (k == TokenKind::kComma) {
+        if (!in_dim) return i;
+        in_dim = false;
+        continue;
+      }
+      if (k != TokenKind::kInt && k != TokenKind::kFloat && k != TokenKind::kOther &&
+          k != TokenKind::kLessEq) {
+        return i;
+      }
+      if (!in_dim) ++rank;
+      in_dim = true;
     }
+    if (rank > 0 && !in_dim) return i;  // A trailing comma.
     if (close >= end || close + 1 >= end || toks[close + 1].kind != TokenKind::kLBrace) return i;
     // Expect exactly {rank-1, ..., 0}.
     uint32_t j = close + 2;

@@ -154,10 +154,25 @@ TEST(CanonicalTest, PunctuationNeverGluesIntoOtherTokens) {
   std::string p = Canon(percent);
   EXPECT_EQ(Canon(p), p);
   EXPECT_THAT(p, HasSubstr("outfeed_shape=(f32[3],f32[3])\n"));
+  // Whether a value holds a shape must not depend on number spelling: `16.` prints as `16`
+  // (fuzzer finding), and junk between the brackets is never a shape.
+  for (const char* value :
+       {"f32[16.]{0}", "f32[16 . dd4]{1,0}", "f32[16,,4]{1,0}", "f32[<=8,?]{1,0}"}) {
+    std::string v = Canon(std::string("ENTRY e {\n ROOT a = f32[] parameter(0), outfeed_shape=") +
+                          value + "\n}\n");
+    EXPECT_EQ(Canon(v), v) << value;
+  }
+  EXPECT_THAT(Canon("ENTRY e {\n ROOT a = f32[] parameter(0), outfeed_shape=f32[16.]{0}\n}\n"),
+              HasSubstr("outfeed_shape=f32[16]\n"));
+  // A dropped metadata takes the comma before it and that comma's space (fuzzer finding).
+  std::string spaced =
+      Canon("ENTRY e {\n ROOT a = f32[] parameter(0), backend_config={x ? , metadata={} y}\n}\n");
+  EXPECT_EQ(Canon(spaced), spaced);
   // `%ROOT` after a group is not part of the value either: it would print as `ROOT`.
-  EXPECT_FALSE(ParseModule("ENTRY e {\n a = f32[] parameter(0), backend_config={}\n %ROOT b = "
-                           "f32[] negate(a)\n}\n",
-                           "t.hlo"));
+  EXPECT_FALSE(
+      ParseModule("ENTRY e {\n a = f32[] parameter(0), backend_config={}\n %ROOT b = "
+                  "f32[] negate(a)\n}\n",
+                  "t.hlo"));
 }
 
 TEST(CanonicalTest, NumbersAreRespelledPerElementType) {
