@@ -6,6 +6,7 @@
 #include <charconv>
 #include <unordered_map>
 
+#include "common/huge_pages.h"
 #include "compiler/hlo/attributes.h"
 #include "compiler/hlo/lexer.h"
 #include "compiler/hlo/literal_text.h"
@@ -76,6 +77,11 @@ class Canonicalizer {
       if (Status s = CheckNoElidedConstants(); !s.ok()) return Error(std::move(s));
     }
     comps_.resize(m_.computations.size());
+    // Sized from the source so that big modules fill these without regrowing; see huge_pages.h.
+    pieces_.reserve(m_.tokens.size() / 4 + 16);
+    AdviseHugePages(pieces_.data(), pieces_.capacity() * sizeof(Piece));
+    arena_.reserve(m_.source().size() / 2);
+    AdviseHugePages(arena_.data(), arena_.capacity());
     // Callees are defined before their callers, so textual order is bottom-up.
     for (size_t c = 0; c < m_.computations.size(); ++c) BuildComputation(static_cast<int32_t>(c));
     OrderComputations();
@@ -467,12 +473,15 @@ class Canonicalizer {
   // each remaining user-less instruction in hash order.
   void OrderInstructions(const Computation& comp, CompInfo& ci) {
     const size_t n = comp.instructions.size();
-    std::vector<uint8_t> has_user(n, 0);
+    // Scratch kept across computations: thousands of small ones must not pay for allocations.
+    std::vector<uint8_t>& has_user = has_user_;
+    has_user.assign(n, 0);
     for (const Instruction& inst : comp.instructions) {
       for (int32_t op : inst.operands) has_user[op] = 1;
       for (int32_t p : inst.control_predecessors) has_user[p] = 1;
     }
-    std::vector<uint8_t> visited(n, 0);
+    std::vector<uint8_t>& visited = visited_;
+    visited.assign(n, 0);
     ci.order.clear();
     ci.order.reserve(n);
     auto by_hash = [&](int32_t x, int32_t y) {
@@ -484,10 +493,11 @@ class Canonicalizer {
     };
     std::vector<Frame> stack;
     // Control predecessors in hash order, sorted once per instruction that has any.
-    std::vector<std::vector<int32_t>> sorted_preds(n);
+    std::vector<std::vector<int32_t>> sorted_preds;
     for (size_t i = 0; i < n; ++i) {
       const auto& preds = comp.instructions[i].control_predecessors;
       if (preds.empty()) continue;
+      if (sorted_preds.empty()) sorted_preds.resize(n);
       sorted_preds[i] = preds;
       std::sort(sorted_preds[i].begin(), sorted_preds[i].end(), by_hash);
     }
@@ -495,6 +505,7 @@ class Canonicalizer {
       const Instruction& inst = comp.instructions[i];
       if (k < inst.operands.size()) return inst.operands[k];
       k -= static_cast<uint32_t>(inst.operands.size());
+      if (sorted_preds.empty()) return -1;
       return k < sorted_preds[i].size() ? sorted_preds[i][k] : -1;
     };
     auto walk = [&](int32_t start) {
@@ -669,6 +680,7 @@ class Canonicalizer {
 
   void Print() {
     out_.text.reserve(m_.source().size() / 2);
+    AdviseHugePages(out_.text.data(), out_.text.capacity());
     PrintHeader();
     for (int32_t c : print_order_) {
       const Computation& comp = m_.computations[c];
@@ -705,6 +717,8 @@ class Canonicalizer {
   const bool scheduled_ = m_.IsScheduled();
   std::vector<int32_t> comp_id_;
   std::vector<int32_t> print_order_;
+  std::vector<uint8_t> has_user_;  // OrderInstructions' scratch.
+  std::vector<uint8_t> visited_;
   TokenKind last_kind_ = TokenKind::kEnd;
   TokenKind kind_before_last_ = TokenKind::kEnd;  // The kind of the token before last_kind_'s.
   size_t current_piece_begin_ = 0;  // Pieces of the instruction being built start here.

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <cstdio>
 
+#include "common/huge_pages.h"
+
 namespace hlocache::hlo {
 namespace {
 
@@ -42,7 +44,11 @@ class Lexer {
 
   Result<std::vector<Token>> Run() {
     std::vector<Token> out;
-    out.reserve(src_.size() / 6 + 16);
+    // Dense modules run about 3.6 source bytes a token; a reservation that covers them keeps the
+    // vector from regrowing (a copy, and twice the memory touched). Untouched capacity costs
+    // nothing.
+    out.reserve(src_.size() / 3 + 16);
+    AdviseHugePages(out.data(), out.capacity() * sizeof(Token));
     const size_t n = src_.size();
     size_t i = 0;
     while (true) {
@@ -108,9 +114,10 @@ class Lexer {
         }
         return Fail(start, buf);
       }
-      out.push_back(Token{kind, static_cast<uint32_t>(start), static_cast<uint32_t>(i - start)});
+      if (i - start > kMaxTokenBytes) return Fail(start, "token longer than 16 MiB");
+      out.push_back(Token{kind, static_cast<uint32_t>(i - start), static_cast<uint32_t>(start)});
     }
-    out.push_back(Token{TokenKind::kEnd, static_cast<uint32_t>(n), 0});
+    out.push_back(Token{TokenKind::kEnd, 0, static_cast<uint32_t>(n)});
     return out;
   }
 

@@ -10,6 +10,7 @@
 #include <iterator>
 #include <sstream>
 
+#include "common/huge_pages.h"
 #include "compiler/hlo/attributes.h"
 #include "compiler/hlo/lexer.h"
 #include "compiler/hlo/name_table.h"
@@ -21,7 +22,8 @@ constexpr int kMaxNesting = 200;  // Brackets in a value, tuple shapes, nested o
 
 class Parser {
  public:
-  explicit Parser(Module& m) : m_(m), toks_(m.tokens) {}
+  explicit Parser(Module& m)
+      : m_(m), toks_(m.tokens), names_(m.source()), comp_index_(m.source()) {}
 
   Status Run() {
     if (!ParseModuleBody()) return std::move(error_);
@@ -259,7 +261,10 @@ class Parser {
     const uint32_t open_offset = Peek().offset;
     if (!Expect(TokenKind::kLBrace, "'{' to open the computation body")) return false;
     names_.Clear();
-    comp.instructions.reserve(CountInstructionsAhead());
+    const size_t expected = CountInstructionsAhead();
+    names_.Reserve(expected);
+    comp.instructions.reserve(expected);
+    AdviseHugePages(comp.instructions.data(), comp.instructions.capacity() * sizeof(Instruction));
     bool saw_root = false;
     while (Kind() != TokenKind::kRBrace) {
       if (Kind() == TokenKind::kEnd) {
@@ -362,6 +367,7 @@ class Parser {
     Advance();
     Advance();
     if (!ParseInstructionRhs(comp, inst, 0)) return false;
+    if (Kind() == TokenKind::kComma) inst.attributes.reserve(CountAttributesAhead());
     while (Kind() == TokenKind::kComma) {
       Advance();
       if (!ParseInstructionAttribute(inst)) return false;
@@ -408,6 +414,7 @@ class Parser {
       if (inst.parameter_number < 0) return Fail(inst.offset, "negative parameter number");
       return Expect(TokenKind::kRParen, "')' after the parameter number");
     }
+    inst.operands.reserve(CountListAhead());
     while (Kind() != TokenKind::kRParen) {
       int32_t operand = -1;
       if (!ParseOperand(comp, operand, depth)) return false;
@@ -715,6 +722,7 @@ class Parser {
     shape.type = *type;
     Advance();
     if (!Expect(TokenKind::kLBracket, "'[' after the element type")) return false;
+    shape.dims.reserve(CountDimsAhead());  // One allocation, not one per doubling.
     while (Kind() != TokenKind::kRBracket) {
       bool dynamic = false;
       int64_t dim = 0;
@@ -753,10 +761,66 @@ class Parser {
     return true;
   }
 
+  // Attributes `, name=value` from pos_ to the end of the instruction (the next `name =` that
+  // does not follow a comma, or the '}' closing the computation). A reservation hint only.
+  size_t CountAttributesAhead() const {
+    size_t count = 0;
+    int depth = 0;
+    for (size_t i = pos_; i + 2 < toks_.size(); ++i) {
+      const TokenKind k = toks_[i].kind;
+      if (k == TokenKind::kLParen || k == TokenKind::kLBrace || k == TokenKind::kLBracket) {
+        ++depth;
+      } else if (k == TokenKind::kRParen || k == TokenKind::kRBrace || k == TokenKind::kRBracket) {
+        if (--depth < 0) break;
+      } else if (depth == 0 && k == TokenKind::kComma) {
+        if (toks_[i + 1].kind != TokenKind::kIdent || toks_[i + 2].kind != TokenKind::kEqual) break;
+        ++count;
+      } else if (depth == 0 && k == TokenKind::kIdent && toks_[i + 1].kind == TokenKind::kEqual &&
+                 toks_[i - 1].kind != TokenKind::kComma) {
+        break;
+      } else if (k == TokenKind::kEnd) {
+        break;
+      }
+    }
+    return count;
+  }
+
+  // Elements of the list that starts at pos_ and ends at the ')' closing it: commas at its own
+  // depth, plus one. A reservation hint only.
+  size_t CountListAhead() const {
+    size_t count = 0;
+    int depth = 0;
+    for (size_t i = pos_; i < toks_.size(); ++i) {
+      const TokenKind k = toks_[i].kind;
+      if (k == TokenKind::kLParen || k == TokenKind::kLBrace || k == TokenKind::kLBracket) {
+        ++depth;
+      } else if (k == TokenKind::kRParen || k == TokenKind::kRBrace || k == TokenKind::kRBracket) {
+        if (--depth < 0) break;
+      } else if (k == TokenKind::kComma && depth == 0) {
+        ++count;
+      } else if (k == TokenKind::kEnd) {
+        break;
+      }
+    }
+    return Kind() == TokenKind::kRParen ? 0 : count + 1;
+  }
+
+  // Dimensions between pos_ and the next ']' (commas + 1), capped at the most a shape may have.
+  size_t CountDimsAhead() const {
+    size_t count = 0;
+    for (size_t i = pos_; i < toks_.size() && count <= 64; ++i) {
+      const TokenKind k = toks_[i].kind;
+      if (k == TokenKind::kRBracket || k == TokenKind::kEnd) break;
+      if (k == TokenKind::kComma) ++count;
+    }
+    return Kind() == TokenKind::kRBracket ? 0 : count + 1;
+  }
+
   bool ParseLayout(Shape& shape) {
     const uint32_t open_offset = Peek().offset;
     Advance();
     Layout layout;
+    layout.minor_to_major.reserve(shape.dims.size());
     while (Kind() == TokenKind::kInt) {
       int64_t d = 0;
       if (!ParseInt(d)) return false;
@@ -790,12 +854,12 @@ class Parser {
                                    " dimensions but the shape has " +
                                    std::to_string(shape.dims.size()));
     }
-    std::vector<bool> seen(shape.dims.size(), false);
+    uint64_t seen = 0;  // ParseShape allows at most 64 dimensions.
     for (int64_t d : layout.minor_to_major) {
-      if (d < 0 || d >= static_cast<int64_t>(seen.size()) || seen[d]) {
+      if (d < 0 || d >= static_cast<int64_t>(shape.dims.size()) || (seen >> d & 1) != 0) {
         return Fail(open_offset, "layout is not a permutation of the dimensions");
       }
-      seen[d] = true;
+      seen |= uint64_t{1} << d;
     }
     shape.layout = std::move(layout);
     return true;

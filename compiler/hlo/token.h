@@ -31,11 +31,15 @@ enum class TokenKind : uint8_t {
   kOther,     // Any other single punctuation character the grammar uses: ? * # < > + / ! @ ^ | ~ ;
 };
 
+// Eight bytes: a 4 MB module has about a million tokens, and every byte of them is memory the
+// parser must touch (and, in a fresh process, fault in).
 struct Token {
-  TokenKind kind;
-  uint32_t offset;  // Byte offset into the source.
-  uint32_t length;  // Byte length in the source.
+  TokenKind kind : 8;
+  uint32_t length : 24;  // Byte length in the source; the lexer refuses longer tokens.
+  uint32_t offset;       // Byte offset into the source.
 };
+static_assert(sizeof(Token) == 8);
+inline constexpr uint32_t kMaxTokenBytes = (uint32_t{1} << 24) - 1;
 
 // True for tokens that must be separated by a space when printed next to each other.
 inline bool IsWordLike(TokenKind k) {

@@ -67,5 +67,18 @@ TEST(LexerTest, BadInputNamesLineAndColumn) {
               StatusIs(StatusCode::kInvalidArgument, HasSubstr("1:1: error: unterminated /*")));
 }
 
+TEST(LexerTest, TokensLongerThan16MiBAreRefusedWithTheirPlace) {
+  // A token's length is kept in 24 bits; a longer one is an error, never a truncated token.
+  std::string src = "a\n \"" + std::string(kMaxTokenBytes, 'x') + "\"";
+  EXPECT_THAT(Lex(src, "f.hlo"), StatusIs(StatusCode::kInvalidArgument,
+                                          HasSubstr("f.hlo:2:2: error: token longer than 16 MiB")));
+  src.erase(src.size() - 3, 2);  // Two bytes shorter: the longest token accepted.
+  auto toks = Lex(src, "f.hlo");
+  ASSERT_THAT(toks, IsOk());
+  ASSERT_EQ(toks->size(), 3u);
+  EXPECT_EQ((*toks)[1].length, kMaxTokenBytes);
+  EXPECT_EQ((*toks)[1].offset, 3u);
+}
+
 }  // namespace
 }  // namespace hlocache::hlo
