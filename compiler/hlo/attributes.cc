@@ -3,10 +3,11 @@
 #include <algorithm>
 #include <iterator>
 
+#include "compiler/hlo/word_table.h"
+
 namespace hlocache::hlo {
 namespace {
 
-// Sorted: looked up by binary search.
 constexpr std::string_view kInstructionAttributes[] = {
     "algorithm",
     "api_version",
@@ -133,18 +134,20 @@ constexpr std::string_view kCalleeAttributes[] = {
     "true_computation",
 };
 
-template <size_t N>
-bool Contains(const std::string_view (&sorted)[N], std::string_view name) {
-  return std::binary_search(std::begin(sorted), std::end(sorted), name);
-}
-
 }  // namespace
 
 bool IsKnownInstructionAttribute(std::string_view name) {
-  return Contains(kInstructionAttributes, name);
+  static const WordTable table(kInstructionAttributes);
+  return table.Find(name) >= 0;
 }
-bool IsKnownModuleAttribute(std::string_view name) { return Contains(kModuleAttributes, name); }
-bool IsCalleeAttribute(std::string_view name) { return Contains(kCalleeAttributes, name); }
+bool IsKnownModuleAttribute(std::string_view name) {
+  static const WordTable table(kModuleAttributes);
+  return table.Find(name) >= 0;
+}
+bool IsCalleeAttribute(std::string_view name) {
+  static const WordTable table(kCalleeAttributes);
+  return table.Find(name) >= 0;
+}
 bool IsDebugOnlyAttribute(std::string_view name) {
   return name == "metadata" || name == "statistics" || name == "origin";
 }

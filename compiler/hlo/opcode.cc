@@ -1,8 +1,8 @@
 #include "compiler/hlo/opcode.h"
 
-#include <algorithm>
-#include <array>
 #include <utility>
+
+#include "compiler/hlo/word_table.h"
 
 namespace hlocache::hlo {
 namespace {
@@ -14,17 +14,6 @@ constexpr std::string_view kNames[] = {
 };
 constexpr size_t kCount = sizeof(kNames) / sizeof(kNames[0]);
 
-// Names sorted for binary search, built once.
-const std::array<std::pair<std::string_view, Opcode>, kCount>& SortedNames() {
-  static const auto sorted = [] {
-    std::array<std::pair<std::string_view, Opcode>, kCount> v{};
-    for (size_t i = 0; i < kCount; ++i) v[i] = {kNames[i], static_cast<Opcode>(i)};
-    std::sort(v.begin(), v.end());
-    return v;
-  }();
-  return sorted;
-}
-
 }  // namespace
 
 std::string_view OpcodeName(Opcode op) {
@@ -33,11 +22,10 @@ std::string_view OpcodeName(Opcode op) {
 }
 
 std::optional<Opcode> OpcodeFromName(std::string_view name) {
-  const auto& sorted = SortedNames();
-  auto it = std::lower_bound(sorted.begin(), sorted.end(), name,
-                             [](const auto& entry, std::string_view n) { return entry.first < n; });
-  if (it == sorted.end() || it->first != name) return std::nullopt;
-  return it->second;
+  static const WordTable table(kNames);
+  const int32_t i = table.Find(name);
+  if (i < 0) return std::nullopt;
+  return static_cast<Opcode>(i);
 }
 
 std::optional<OpcodeSpelling> ParseOpcodeSpelling(std::string_view text) {

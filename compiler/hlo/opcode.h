@@ -156,6 +156,13 @@ enum class Opcode : uint8_t {
 #undef HLOCACHE_OPCODE_ENUM
 };
 
+// How many opcodes there are: Opcode values are 0 .. kOpcodeCount - 1.
+inline constexpr int kOpcodeCount = 0
+#define HLOCACHE_OPCODE_COUNT(e, s) +1
+    HLOCACHE_OPCODE_LIST(HLOCACHE_OPCODE_COUNT)
+#undef HLOCACHE_OPCODE_COUNT
+    ;
+
 // Async sugar phase for an opcode without a native async form.
 enum class AsyncPhase : uint8_t { kNone, kStart, kUpdate, kDone };
 

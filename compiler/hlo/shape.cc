@@ -4,6 +4,8 @@
 #include <array>
 #include <utility>
 
+#include "compiler/hlo/word_table.h"
+
 namespace hlocache::hlo {
 namespace {
 
@@ -26,14 +28,14 @@ std::string_view PrimitiveTypeName(PrimitiveType type) {
 }
 
 std::optional<PrimitiveType> PrimitiveTypeFromName(std::string_view name) {
-  // Short, fixed list: a linear scan with a first-character filter is fast enough.
-  if (name.empty()) return std::nullopt;
-  for (size_t i = 0; i < kTypeCount; ++i) {
-    if (kTypes[i].name[0] == name[0] && kTypes[i].name == name) {
-      return static_cast<PrimitiveType>(i);
-    }
-  }
-  return std::nullopt;
+  static const WordTable table = [] {
+    std::vector<std::string_view> names;
+    for (const TypeInfo& t : kTypes) names.push_back(t.name);
+    return WordTable(names);
+  }();
+  const int32_t i = table.Find(name);
+  if (i < 0) return std::nullopt;
+  return static_cast<PrimitiveType>(i);
 }
 
 int PrimitiveTypeBits(PrimitiveType type) {
