@@ -2,7 +2,6 @@
 // XXH3-128 over the same bytes (the floor any key costs), side by side. One thread.
 //
 // Usage: key_bench [CORPUS_DIR] [MIN_SECONDS_PER_CELL]
-#include <xxhash.h>
 
 #include <algorithm>
 #include <chrono>
@@ -14,6 +13,7 @@
 #include <vector>
 
 #include "client/keying.h"
+#include "common/fast_hash.h"
 #include "compiler/hlo/parser.h"
 
 #ifndef HLOCACHE_CORPUS_DIR

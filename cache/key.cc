@@ -1,8 +1,8 @@
 #include "cache/key.h"
 
-#include <xxhash.h>
-
 #include <algorithm>
+
+#include "common/fast_hash.h"
 
 namespace hlocache::cache {
 namespace {

@@ -6,8 +6,8 @@
 #include <leveldb/write_batch.h>
 #include <sys/statvfs.h>
 #include <time.h>
-#include <xxhash.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <condition_variable>
@@ -20,6 +20,7 @@
 #include "cache/blob_format.h"
 #include "cache/catalog.h"
 #include "cache/dir_lock.h"
+#include "common/fast_hash.h"
 
 namespace hlocache::cache {
 namespace {
@@ -117,7 +118,11 @@ class ReaderImpl final : public ArtifactReader {
              std::string record);
   ~ReaderImpl() override;
   const EntryInfo& info() const override { return info_; }
-  Result<std::span<const char>> Next() override;
+  Result<std::span<const char>> Next() override { return NextInto(nullptr); }
+  // Next(), and when `dest` is set the chunk is also appended to it. Get uses this to copy and
+  // hash each slice while it is in cache (one pass through memory, not three). On a checksum
+  // failure `dest` may hold part of the bad chunk: the caller drops it.
+  Result<std::span<const char>> NextInto(std::string* dest);
 
  private:
   StoreImpl* store_;
@@ -127,7 +132,12 @@ class ReaderImpl final : public ArtifactReader {
   EntryInfo info_;
   uint32_t next_chunk_ = 0;
   bool done_ = false;
-  std::string chunk_;
+  // Chunked entries: an iterator over the chunk records (from the snapshot). Next() hands out
+  // its value in place (a view into the table file's mapping or the block cache, pinned until
+  // the iterator moves): no copy of a multi-MiB chunk on the way out.
+  std::unique_ptr<leveldb::Iterator> chunks_;
+  std::string expected_chunk_key_;
+  XXH3_state_t* chunk_hash_ = nullptr;
   XXH3_state_t* whole_ = nullptr;
 };
 
@@ -198,6 +208,7 @@ class StoreImpl final : public Store {
 
   Result<std::optional<std::string>> Get(std::string_view key) override;
   Result<std::unique_ptr<ArtifactReader>> OpenReader(std::string_view key) override;
+  Result<std::unique_ptr<ReaderImpl>> OpenReaderImpl(std::string_view key);
   Result<bool> Contains(std::string_view key) override;
   Result<std::optional<EntryInfo>> Info(std::string_view key) override;
   Result<PutOutcome> Put(std::string_view key, std::string_view bytes,
@@ -512,12 +523,12 @@ Result<std::optional<std::string>> StoreImpl::Get(std::string_view key) {
     return std::optional<std::string>(std::move(record));
   }
   // Chunked: stream it through a reader, which reads from a snapshot.
-  HLOCACHE_ASSIGN_OR_RETURN(std::unique_ptr<ArtifactReader> reader, OpenReader(key));
+  HLOCACHE_ASSIGN_OR_RETURN(std::unique_ptr<ReaderImpl> reader, OpenReaderImpl(key));
   if (!reader) return std::optional<std::string>();
   std::string out;
   out.reserve(reader->info().size);
   while (true) {
-    auto chunk = reader->Next();
+    auto chunk = reader->NextInto(&out);
     if (!chunk) {
       if (chunk.error().code() == StatusCode::kDataLoss) {
         // Already quarantined by the reader; the caller sees a miss.
@@ -527,12 +538,16 @@ Result<std::optional<std::string>> StoreImpl::Get(std::string_view key) {
       return Error(chunk.error());
     }
     if (chunk->empty()) break;
-    out.append(chunk->data(), chunk->size());
   }
   return std::optional<std::string>(std::move(out));
 }
 
 Result<std::unique_ptr<ArtifactReader>> StoreImpl::OpenReader(std::string_view key) {
+  HLOCACHE_ASSIGN_OR_RETURN(std::unique_ptr<ReaderImpl> reader, OpenReaderImpl(key));
+  return std::unique_ptr<ArtifactReader>(std::move(reader));
+}
+
+Result<std::unique_ptr<ReaderImpl>> StoreImpl::OpenReaderImpl(std::string_view key) {
   HLOCACHE_RETURN_IF_ERROR(CheckKey(key));
   const leveldb::Snapshot* snapshot = db_->GetSnapshot();
   leveldb::ReadOptions ro;
@@ -543,7 +558,7 @@ Result<std::unique_ptr<ArtifactReader>> StoreImpl::OpenReader(std::string_view k
     db_->ReleaseSnapshot(snapshot);
     if (ls.IsNotFound()) {
       misses_.fetch_add(1, std::memory_order_relaxed);
-      return std::unique_ptr<ArtifactReader>();
+      return std::unique_ptr<ReaderImpl>();
     }
     return Error(FromLevelDb(ls, "cannot read " + std::string(key)));
   }
@@ -552,13 +567,13 @@ Result<std::unique_ptr<ArtifactReader>> StoreImpl::OpenReader(std::string_view k
     db_->ReleaseSnapshot(snapshot);
     Quarantine(std::string(key), 0, parsed.error().message());
     misses_.fetch_add(1, std::memory_order_relaxed);
-    return std::unique_ptr<ArtifactReader>();
+    return std::unique_ptr<ReaderImpl>();
   }
   if (parsed->layout.is_inline()) {
     db_->ReleaseSnapshot(snapshot);
     snapshot = nullptr;
   }
-  return std::unique_ptr<ArtifactReader>(
+  return std::unique_ptr<ReaderImpl>(
       new ReaderImpl(this, std::string(key), snapshot, std::move(record)));
 }
 
@@ -573,14 +588,46 @@ ReaderImpl::ReaderImpl(StoreImpl* store, std::string key, const leveldb::Snapsho
   info_.checksum = parsed_.layout.checksum;
   whole_ = XXH3_createState();
   XXH3_128bits_reset(whole_);
+  if (!parsed_.layout.is_inline()) {
+    leveldb::ReadOptions ro;
+    ro.snapshot = snapshot_;
+    ro.fill_cache = false;  // A streamed multi-MiB artifact would only evict hotter blocks.
+    chunks_.reset(store_->db()->NewIterator(ro));
+    chunk_hash_ = XXH3_createState();
+  }
 }
 
 ReaderImpl::~ReaderImpl() {
+  chunks_.reset();  // Before the snapshot it reads from.
   if (snapshot_) store_->db()->ReleaseSnapshot(snapshot_);
+  XXH3_freeState(chunk_hash_);
   XXH3_freeState(whole_);
 }
 
-Result<std::span<const char>> ReaderImpl::Next() {
+namespace {
+
+// Feeds `bytes` to both hash states a slice at a time, so that the second pass reads the slice
+// from cache rather than memory; with `dest`, each slice is appended there first and hashed from
+// the copy (a copy from a memory-mapped table runs faster than a hash over it, and the hashes
+// then read from cache). One trip through memory for the copy and two checksums.
+void HashBoth(std::string_view bytes, XXH3_state_t* chunk_hash, XXH3_state_t* whole,
+              std::string* dest) {
+  constexpr size_t kSlice = 128u << 10;
+  for (size_t off = 0; off < bytes.size(); off += kSlice) {
+    const size_t n = std::min(kSlice, bytes.size() - off);
+    const char* slice = bytes.data() + off;
+    if (dest != nullptr) {
+      dest->append(slice, n);
+      slice = dest->data() + dest->size() - n;
+    }
+    XXH3_64bits_update(chunk_hash, slice, n);
+    XXH3_128bits_update(whole, slice, n);
+  }
+}
+
+}  // namespace
+
+Result<std::span<const char>> ReaderImpl::NextInto(std::string* dest) {
   if (done_) return std::span<const char>();
   const blob::EntryLayout& layout = parsed_.layout;
   if (layout.is_inline()) {
@@ -590,6 +637,7 @@ Result<std::span<const char>> ReaderImpl::Next() {
       return Error(DataLoss("artifact " + info_.key + " failed its checksum and was quarantined"));
     }
     store_->RecordHit(info_.key);
+    if (dest != nullptr) dest->append(parsed_.bytes);
     return std::span<const char>(parsed_.bytes.data(), parsed_.bytes.size());
   }
   if (next_chunk_ == layout.chunk_count) {
@@ -601,30 +649,43 @@ Result<std::span<const char>> ReaderImpl::Next() {
     store_->RecordHit(info_.key);
     return std::span<const char>();
   }
-  leveldb::ReadOptions ro;
-  ro.snapshot = snapshot_;
-  ro.fill_cache = false;  // A streamed multi-MiB artifact would only evict hotter blocks.
   const uint32_t index = next_chunk_++;
-  leveldb::Status ls =
-      store_->db()->Get(ro, blob::ChunkKey(info_.key, layout.generation, index), &chunk_);
+  expected_chunk_key_ = blob::ChunkKey(info_.key, layout.generation, index);
+  // Chunk keys sort in index order, so after the first Seek each chunk is the next record.
+  if (index == 0) {
+    chunks_->Seek(expected_chunk_key_);
+  } else {
+    chunks_->Next();
+    if (chunks_->Valid() && chunks_->key() != leveldb::Slice(expected_chunk_key_)) {
+      chunks_->Seek(expected_chunk_key_);  // Something sorted in between: look it up instead.
+    }
+  }
   std::string problem;
-  if (ls.IsNotFound()) {
-    problem = "chunk " + std::to_string(index) + " is missing";
-  } else if (!ls.ok()) {
+  std::string_view chunk;
+  if (!chunks_->status().ok()) {
     done_ = true;
-    return Error(FromLevelDb(ls, "cannot read " + info_.key));
-  } else if (chunk_.size() != layout.ChunkSize(index)) {
-    problem = "chunk " + std::to_string(index) + " has the wrong size";
-  } else if (XXH3_64bits(chunk_.data(), chunk_.size()) != parsed_.ChunkHash(index)) {
-    problem = "chunk " + std::to_string(index) + " failed its checksum";
+    return Error(FromLevelDb(chunks_->status(), "cannot read " + info_.key));
+  }
+  if (!chunks_->Valid() || chunks_->key() != leveldb::Slice(expected_chunk_key_)) {
+    problem = "chunk " + std::to_string(index) + " is missing";
+  } else {
+    chunk = std::string_view(chunks_->value().data(), chunks_->value().size());
+    if (chunk.size() != layout.ChunkSize(index)) {
+      problem = "chunk " + std::to_string(index) + " has the wrong size";
+    } else {
+      XXH3_64bits_reset(chunk_hash_);
+      HashBoth(chunk, chunk_hash_, whole_, dest);
+      if (XXH3_64bits_digest(chunk_hash_) != parsed_.ChunkHash(index)) {
+        problem = "chunk " + std::to_string(index) + " failed its checksum";
+      }
+    }
   }
   if (!problem.empty()) {
     done_ = true;
     store_->Quarantine(info_.key, layout.generation, problem);
     return Error(DataLoss("artifact " + info_.key + ": " + problem + "; quarantined"));
   }
-  XXH3_128bits_update(whole_, chunk_.data(), chunk_.size());
-  return std::span<const char>(chunk_.data(), chunk_.size());
+  return std::span<const char>(chunk.data(), chunk.size());
 }
 
 Result<bool> StoreImpl::Contains(std::string_view key) {

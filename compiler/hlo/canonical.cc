@@ -1,11 +1,10 @@
 #include "compiler/hlo/canonical.h"
 
-#include <xxhash.h>
-
 #include <algorithm>
 #include <charconv>
 #include <unordered_map>
 
+#include "common/fast_hash.h"
 #include "common/huge_pages.h"
 #include "compiler/hlo/attributes.h"
 #include "compiler/hlo/lexer.h"
