@@ -15,7 +15,9 @@
 // size, each system gets a fresh directory /var/tmp/hlocache-bench-XXXXXX, removed when the size
 // is done. Puts, then gets, run in 4 rounds in which the four systems take turns (in a rotating
 // order), so that a stretch of slow fsyncs or other load on the machine lands on all three and
-// the ratios stay meaningful on a noisy machine. Gets follow one untimed warm-up pass over every
+// the ratios stay meaningful on a noisy machine. Before the gets every system settles, untimed
+// (LevelDB and the store compact, so no compaction runs beside the timed reads; the files'
+// writeback is synced). Gets follow one untimed warm-up pass over every
 // key (which also compares each artifact byte for byte) and go in a shuffled order cycling over
 // the stored keys; each timed get is checked for the right size. Any error is printed and the
 // benchmark exits 1. One thread throughout. malloc keeps freed memory in the process (see main),
@@ -134,6 +136,9 @@ class System {
   virtual ~System() = default;
   virtual void Put(const std::string& key, std::string_view bytes) = 0;
   virtual std::string Get(const std::string& key) = 0;
+  // Untimed, between the puts and the gets: lets background work the puts started finish, so
+  // that gets measure reads and not a compaction running beside them.
+  virtual void Settle() {}
 };
 
 hlocache::cache::StoreOptions BenchStoreOptions() {
@@ -163,6 +168,10 @@ class HlocacheSystem : public System {
     if (!r.has_value()) Fatal("hlocache Get %s: %s", key.c_str(), r.error().ToString().c_str());
     if (!r->has_value()) Fatal("hlocache Get %s: miss for a stored key", key.c_str());
     return std::move(**r);
+  }
+  void Settle() override {
+    if (hlocache::Status s = store_->Compact(); !s.ok())
+      Fatal("hlocache Compact: %s", s.ToString().c_str());
   }
   Store& store() { return *store_; }
 
@@ -205,6 +214,7 @@ class LevelDbSystem : public System {
     if (!s.ok()) Fatal("leveldb Get %s: %s", key.c_str(), s.ToString().c_str());
     return value;
   }
+  void Settle() override { db_->CompactRange(nullptr, nullptr); }
 
  private:
   std::unique_ptr<leveldb::Cache> cache_;
@@ -565,6 +575,8 @@ int main() {
         row.put_seconds[s] += TimePuts(*systems[s], w, lo, hi, buf);
       }
     }
+    for (int s = 0; s < kSystems; ++s) systems[s]->Settle();
+    ::sync();  // The files directory's writeback, likewise.
     for (int s = 0; s < kSystems; ++s) WarmUpAndVerify(kNames[s], *systems[s], w);
     const size_t get_rounds = std::min(kRounds, size.gets);
     for (size_t r = 0; r < get_rounds; ++r) {

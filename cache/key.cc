@@ -1,6 +1,7 @@
 #include "cache/key.h"
 
 #include <algorithm>
+#include <array>
 
 #include "common/fast_hash.h"
 
@@ -84,9 +85,19 @@ Key ComposeKey(const KeyInput& input) {
 }
 
 bool IsWellFormedKey(std::string_view key) {
+  // On every store read: a table and no early exit, which the compiler unrolls.
+  static constexpr std::array<bool, 256> kLowerHex = [] {
+    std::array<bool, 256> t{};
+    for (int c = '0'; c <= '9'; ++c) t[c] = true;
+    for (int c = 'a'; c <= 'f'; ++c) t[c] = true;
+    return t;
+  }();
   if (key.size() != kKeyLength || !key.starts_with(kKeyPrefix)) return false;
-  return std::all_of(key.begin() + 3, key.end(),
-                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+  bool all_hex = true;
+  for (size_t i = kKeyPrefix.size(); i < kKeyLength; ++i) {
+    all_hex &= kLowerHex[static_cast<unsigned char>(key[i])];
+  }
+  return all_hex;
 }
 
 Status ValidateTarget(std::string_view target) { return ValidateName("target", target); }

@@ -11,10 +11,10 @@
 //   DIR/server.json      written by `hlocache serve`; named in "locked by" errors.
 //
 // Guarantees:
-//   - Every read verifies the XXH3-128 of the bytes (and, for chunked artifacts, each chunk's
-//     XXH3-64 before the chunk is handed out). A mismatch quarantines the entry: it is removed,
-//     counted, logged, and the caller sees a miss (Get) or an error (a reader mid-stream). Bad
-//     bytes are never returned.
+//   - Every read verifies the XXH3-128 of the bytes before it returns them (and a streaming
+//     reader of a chunked artifact checks each chunk's XXH3-64 before handing it out). A mismatch
+//     quarantines the entry: it is removed, counted, logged, and the caller sees a miss (Get) or an
+//     error (a reader mid-stream). Bad bytes are never returned.
 //   - A put is durable when it returns (LevelDB sync write, unless `sync_puts` is off) and
 //     atomic: after a crash at any instant (kill -9 included), reopening finds every key either
 //     absent or intact. Open reconciles LevelDB with the catalog: half-written chunked puts are
@@ -179,6 +179,11 @@ class Store {
   virtual Status Flush() = 0;
   // Evicts least-recently-used entries until at most `target_bytes` remain; returns how many.
   virtual Result<uint64_t> EvictTo(uint64_t target_bytes) = 0;
+  // Merges the byte store's files into their settled form now, instead of in the background as
+  // writes go on: reclaims the space of erased entries and leaves reads one file per lookup.
+  // Blocks until done (seconds for gigabytes); reads and writes may go on meanwhile.
+  // kPermissionDenied on a read-only store.
+  virtual Status Compact() = 0;
 
   virtual const std::filesystem::path& dir() const = 0;
   virtual bool read_only() const = 0;

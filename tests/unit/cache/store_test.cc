@@ -331,6 +331,48 @@ TEST_F(StoreTest, ReadOnlyRefusesWritesButReadsAndVerifies) {
   EXPECT_THAT(store->StartPut(KeyOf(2), Info()).error(), StatusIs(StatusCode::kPermissionDenied));
   EXPECT_THAT(store->Erase(KeyOf(1)).error(), StatusIs(StatusCode::kPermissionDenied));
   EXPECT_THAT(store->EvictTo(0).error(), StatusIs(StatusCode::kPermissionDenied));
+  EXPECT_THAT(store->Compact(), StatusIs(StatusCode::kPermissionDenied));
+  EXPECT_TRUE(store->VerifyAll()->corrupt.empty());
+}
+
+uint64_t DirectoryBytes(const fs::path& dir) {
+  uint64_t total = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (e.is_regular_file()) total += e.file_size();
+  }
+  return total;
+}
+
+TEST_F(StoreTest, CompactKeepsEveryEntryAndReclaimsErasedSpace) {
+  auto store = OpenStore();
+  // Chunked (64 KiB chunks here) and inline entries; then three in four are erased.
+  constexpr int kEntries = 48;
+  auto size_of = [](int i) { return i % 2 == 0 ? size_t{300} << 10 : size_t{5000}; };
+  for (int i = 0; i < kEntries; ++i) {
+    ASSERT_TRUE(store->Put(KeyOf(i), Bytes(size_of(i), i), Info()).has_value());
+  }
+  for (int i = 0; i < kEntries; ++i) {
+    if (i % 4 != 0) {
+      ASSERT_TRUE(*store->Erase(KeyOf(i)));
+    }
+  }
+  const uint64_t before = DirectoryBytes(dir_ / "blobs");
+  ASSERT_THAT(store->Compact(), IsOk());
+  const uint64_t after = DirectoryBytes(dir_ / "blobs");
+  EXPECT_LT(after, before / 2) << "before " << before << ", after " << after;
+  for (int i = 0; i < kEntries; ++i) {
+    auto got = store->Get(KeyOf(i));
+    ASSERT_TRUE(got.has_value()) << got.error().ToString();
+    if (i % 4 != 0) {
+      EXPECT_FALSE(got->has_value()) << i;
+      continue;
+    }
+    ASSERT_TRUE(got->has_value()) << i;
+    EXPECT_EQ(**got, Bytes(size_of(i), i)) << i;
+    auto reader = store->OpenReader(KeyOf(i));
+    ASSERT_TRUE(reader.has_value() && *reader != nullptr);
+    EXPECT_EQ(ReadAll(**reader), Bytes(size_of(i), i)) << i;
+  }
   EXPECT_TRUE(store->VerifyAll()->corrupt.empty());
 }
 
