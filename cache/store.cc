@@ -343,6 +343,20 @@ Status StoreImpl::Init() {
   lo.block_cache = block_cache_.get();
   leveldb::DB* raw = nullptr;
   leveldb::Status ls = leveldb::DB::Open(lo, (dir_ / "blobs").string(), &raw);
+  if (!ls.ok() && ls.IsIOError() &&
+      ls.ToString().find("No space left on device") != std::string::npos) {
+    // Recovery writes every log it replays into a new table before deleting the log: up to two
+    // memtables' worth when the disk filled up while one was being flushed (and tables whose
+    // flush could not be recorded still sit there until the open succeeds). Reusing the last
+    // log instead of rewriting it needs half that space; the memtable must then hold the whole
+    // log (one memtable plus the batch that overflowed it, a chunk at most) or replay flushes
+    // it anyway. The bigger memtable lasts until the next open.
+    options_.log("reopening on a full disk: replaying the last log in place (" + ls.ToString() +
+                 ")");
+    lo.reuse_logs = true;
+    lo.write_buffer_size += options_.chunk_bytes + (1u << 20);
+    ls = leveldb::DB::Open(lo, (dir_ / "blobs").string(), &raw);
+  }
   if (!ls.ok()) return FromLevelDb(ls, "cannot open " + (dir_ / "blobs").string());
   db_.reset(raw);
 
