@@ -1,8 +1,5 @@
 #include "compiler/hlo/attributes.h"
 
-#include <algorithm>
-#include <iterator>
-
 #include "compiler/hlo/word_table.h"
 
 namespace hlocache::hlo {

@@ -1,8 +1,6 @@
 #include "compiler/hlo/shape.h"
 
-#include <algorithm>
-#include <array>
-#include <utility>
+#include <vector>
 
 #include "compiler/hlo/word_table.h"
 

@@ -9,22 +9,19 @@
 
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 namespace hlocache::hlo {
 
 class WordTable {
  public:
-  // `words` must be distinct; `values[i]` is the value of `words[i]`.
+  // `words` (an array or container of string_views) must be distinct, and must outlive the
+  // table; Find returns a word's position in it.
   template <typename Words>
   explicit WordTable(const Words& words) {
-    size_t count = 0;
-    for (std::string_view w : words) {
-      (void)w;
-      ++count;
-    }
+    const size_t count = std::size(words);
     size_t size = 16;
     while (size < count * 4) size *= 2;  // Sparse: probes stay short.
     shift_ = 64;
