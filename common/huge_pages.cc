@@ -20,7 +20,9 @@ void AdviseHugePages(const void* data, size_t bytes) {
   const uintptr_t last = (begin + bytes) & ~(kHugePage - 1);
   if (first >= last) return;
 #ifdef MADV_HUGEPAGE
-  (void)::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+  // Derived from `data` (not cast back from an integer): the same object, offset in bytes.
+  char* start = const_cast<char*>(static_cast<const char*>(data)) + (first - begin);
+  (void)::madvise(start, last - first, MADV_HUGEPAGE);
 #endif
 }
 

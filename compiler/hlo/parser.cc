@@ -508,7 +508,7 @@ class Parser {
     const size_t rank = shape.dims.size();
     std::vector<int64_t> counts(rank + 1, 0);
     size_t depth = 0;
-    auto fail = [&](uint32_t at, std::string msg) {
+    auto fail = [&](uint32_t at, const std::string& msg) {
       return Fail(toks_[at].offset, msg + " for a constant of shape " + CanonicalShapeText(shape));
     };
     auto scalar = [&]() -> bool {
