@@ -66,14 +66,30 @@ Status CheckKey(std::string_view key) {
   return Status::Ok();
 }
 
+// A lock for critical sections of a few dozen nanoseconds (one hash-map update on the read
+// path): uncontended it is one atomic exchange and one store, where std::mutex was two library
+// calls costing as much as the rest of a 4 KiB get's bookkeeping. A waiter yields the CPU.
+class SpinLock {
+ public:
+  void lock() noexcept {
+    while (locked_.exchange(true, std::memory_order_acquire)) {
+      while (locked_.load(std::memory_order_relaxed)) std::this_thread::yield();
+    }
+  }
+  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> locked_{false};
+};
+
 // Buffered access statistics: the read path adds to a sharded map, a background thread (and
 // eviction, and close) drains it into the catalog. Sharding keeps concurrent readers of
-// different keys off one mutex.
+// different keys off one lock.
 class AccessBuffer {
  public:
   void Record(std::string_view key, int64_t now_ms) {
     Shard& shard = shards_[static_cast<uint8_t>(key.back()) % kShards];
-    std::lock_guard<std::mutex> lock(shard.mu);
+    std::lock_guard<SpinLock> lock(shard.mu);
     auto it = shard.pending.find(key);
     if (it == shard.pending.end()) it = shard.pending.emplace(std::string(key), Pending{}).first;
     it->second.last_access_ms = std::max(it->second.last_access_ms, now_ms);
@@ -85,7 +101,7 @@ class AccessBuffer {
     for (Shard& shard : shards_) {
       std::unordered_map<std::string, Pending, Hash, std::equal_to<>> taken;
       {
-        std::lock_guard<std::mutex> lock(shard.mu);
+        std::lock_guard<SpinLock> lock(shard.mu);
         taken.swap(shard.pending);
       }
       for (auto& [key, p] : taken) out.push_back({key, p.last_access_ms, p.hits});
@@ -109,8 +125,8 @@ class AccessBuffer {
       return static_cast<size_t>((tail * 0x9e3779b97f4a7c15ull) >> 16);
     }
   };
-  struct Shard {
-    std::mutex mu;
+  struct alignas(64) Shard {  // One cache line each: readers of two shards share nothing.
+    SpinLock mu;
     std::unordered_map<std::string, Pending, Hash, std::equal_to<>> pending;
   };
   static constexpr size_t kShards = 16;
