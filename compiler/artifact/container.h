@@ -1,0 +1,52 @@
+// The artifact container (schema/artifact-container.md): an executable with a self-describing
+// header and an XXH3-128 trailer over everything before it.
+//
+// DecodeArtifact checks the magic, the version, the lengths and the checksum before it parses
+// the header, so a corrupt artifact is reported as such and never handed to a loader.
+//
+// Ownership: DecodedArtifact::payload is a view into the bytes given to DecodeArtifact, which
+// must outlive it. Thread safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace hlocache::compiler {
+
+inline constexpr uint32_t kArtifactFormatVersion = 1;
+inline constexpr std::string_view kPayloadSharedObject = "shared-object";
+inline constexpr std::string_view kPayloadCubinPlan = "cubin+plan";
+
+struct ArtifactHeader {
+  std::string key;
+  std::string target;
+  std::string compiler_id;
+  std::string payload_kind;
+  std::string entry_symbol;
+  std::vector<std::string> parameter_shapes;  // Canonical shape text.
+  std::string result_shape;
+  double compile_seconds = 0;
+};
+
+struct DecodedArtifact {
+  ArtifactHeader header;
+  std::string_view payload;  // Into the decoded bytes.
+};
+
+// The container for `header` and `payload`.
+std::string EncodeArtifact(const ArtifactHeader& header, std::string_view payload);
+
+// Errors: kInvalidArgument when the bytes are not an artifact (too short, wrong magic),
+// kFailedPrecondition for a format version newer than this build's, kDataLoss for a corrupt one
+// (lengths that do not add up, checksum mismatch, a header that is not what the spec says).
+Result<DecodedArtifact> DecodeArtifact(std::string_view bytes);
+
+// For tests of the header checks: a container around an arbitrary header text, with a correct
+// checksum.
+std::string EncodeArtifactWithRawHeader(std::string_view header_json, std::string_view payload);
+
+}  // namespace hlocache::compiler

@@ -1,0 +1,95 @@
+#include "compiler/artifact/loader.h"
+
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "compiler/target.h"
+
+namespace hlocache::compiler {
+namespace {
+
+// The N of "cpu-x86-64-vN", or 0.
+int CpuLevel(std::string_view target) {
+  constexpr std::string_view kPrefix = "cpu-x86-64-v";
+  if (!target.starts_with(kPrefix) || target.size() != kPrefix.size() + 1) return 0;
+  const char level = target.back();
+  return (level >= '2' && level <= '4') ? level - '0' : 0;
+}
+
+std::string DlError() {
+  const char* e = ::dlerror();
+  return e != nullptr ? e : "unknown dynamic loader error";
+}
+
+}  // namespace
+
+bool RunsOnHost(std::string_view target) {
+  const int level = CpuLevel(target);
+  return level != 0 && level <= CpuLevel(HostCpuTarget());
+}
+
+Result<void*> OpenSharedObjectInMemory(std::string_view bytes, const std::string& name) {
+  const int fd = ::memfd_create(name.c_str(), MFD_CLOEXEC);
+  if (fd < 0) {
+    return Error(IoError("cannot create a memory file for " + name + ": " + std::strerror(errno)));
+  }
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : EIO;
+      ::close(fd);
+      return Error(IoError("cannot write the memory file for " + name + ": " + std::strerror(err)));
+    }
+    done += static_cast<size_t>(n);
+  }
+  const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  ::dlerror();  // Clear any stale error.
+  void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  const std::string reason = handle == nullptr ? DlError() : std::string();
+  ::close(fd);  // The mapping keeps the memory file alive as long as the library is loaded.
+  if (handle == nullptr) {
+    return Error(InvalidArgument("cannot load " + name + " as a shared object: " + reason));
+  }
+  return handle;
+}
+
+Result<std::unique_ptr<LoadedExecutable>> LoadedExecutable::Load(std::string_view artifact_bytes) {
+  HLOCACHE_ASSIGN_OR_RETURN(DecodedArtifact artifact, DecodeArtifact(artifact_bytes));
+  const ArtifactHeader& h = artifact.header;
+  if (h.payload_kind != kPayloadSharedObject) {
+    return Error(FailedPrecondition("artifact " + h.key + " holds a '" + h.payload_kind +
+                                    "' payload, which this loader cannot run"));
+  }
+  if (!RunsOnHost(h.target)) {
+    return Error(FailedPrecondition("artifact " + h.key + " is built for " + h.target +
+                                    ", which this host (" + HostCpuTarget() + ") cannot run"));
+  }
+  HLOCACHE_ASSIGN_OR_RETURN(void* handle,
+                            OpenSharedObjectInMemory(artifact.payload, "hlocache-" + h.key));
+  ::dlerror();
+  void* entry = ::dlsym(handle, h.entry_symbol.c_str());
+  if (entry == nullptr) {
+    const std::string reason = DlError();
+    ::dlclose(handle);
+    return Error(InvalidArgument("artifact " + h.key + " has no entry symbol '" + h.entry_symbol +
+                                 "': " + reason));
+  }
+  return std::unique_ptr<LoadedExecutable>(new LoadedExecutable(h, handle, entry));
+}
+
+LoadedExecutable::~LoadedExecutable() { ::dlclose(handle_); }
+
+Result<void*> LoadedExecutable::Symbol(const std::string& name) const {
+  ::dlerror();
+  void* sym = ::dlsym(handle_, name.c_str());
+  if (sym == nullptr) return Error(NotFound("no symbol '" + name + "' in " + header_.key));
+  return sym;
+}
+
+}  // namespace hlocache::compiler
