@@ -1,0 +1,69 @@
+// The system C++ compiler as the code generator's backend.
+//
+// Each compile runs `c++` in a fresh temporary folder under `temp_root`. The compiler gets its
+// own process group, a time limit and an optional address-space limit. The folder is removed
+// whatever happens: success, a compile error, a crash, or a timeout (which kills the whole
+// group, so cc1plus, as and ld go too).
+//
+// Thread safety: a Toolchain is immutable after Probe; compiles may run concurrently from any
+// threads.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+
+namespace hlocache::compiler {
+
+struct ToolchainOptions {
+  // The compiler: a path, or a name looked up in PATH.
+  std::string cxx = "c++";
+  // Where compiles make their temporary folders; empty for $TMPDIR, or /tmp without it.
+  std::filesystem::path temp_root;
+  // A compile still running after this long is killed.
+  std::chrono::milliseconds timeout = std::chrono::minutes(10);
+  // RLIMIT_AS for the compiler's processes; 0 for none.
+  uint64_t memory_limit_bytes = 0;
+};
+
+class Toolchain {
+ public:
+  // Finds the compiler and asks it for its version. kNotFound when it cannot be run;
+  // kFailedPrecondition when it is not GCC or Clang.
+  static Result<Toolchain> Probe(ToolchainOptions options);
+
+  // "gcc-12.2.0" or "clang-14.0.6".
+  const std::string& version() const { return version_; }
+  const std::filesystem::path& cxx_path() const { return cxx_path_; }
+
+  // The compiler id: toolchain version, code generator version and optimization flags, e.g.
+  // "gcc-12.2.0/hlocache-codegen-1/O2". Keys of executables built by another toolchain or
+  // code generator never match.
+  std::string CompilerId() const;
+
+  // Compiles one C++ translation unit into a shared object for `target` (cpu-x86-64-vN) and
+  // returns its bytes. Errors: kInvalidArgument for a target this toolchain cannot build for;
+  // kInternal when the compiler fails (the message holds its first error lines) or dies of a
+  // signal; kResourceExhausted when it runs past the time limit; kIoError for the temporary
+  // folder.
+  Result<std::string> CompileSharedObject(std::string_view source, std::string_view target) const;
+
+ private:
+  Toolchain(ToolchainOptions options, std::filesystem::path cxx_path, std::string version)
+      : options_(std::move(options)),
+        cxx_path_(std::move(cxx_path)),
+        version_(std::move(version)) {}
+
+  ToolchainOptions options_;
+  std::filesystem::path cxx_path_;
+  std::string version_;
+};
+
+// The flags a target compiles with ("-march=x86-64-v3"), or kInvalidArgument.
+Result<std::string> TargetArchFlag(std::string_view target);
+
+}  // namespace hlocache::compiler
