@@ -1,0 +1,730 @@
+#include "compiler/interp/interpreter.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <limits>
+
+namespace hlocache::interp {
+namespace {
+
+using hlo::Computation;
+using hlo::Instruction;
+using hlo::Opcode;
+using hlo::PrimitiveType;
+using hlo::Shape;
+
+std::vector<int64_t> Strides(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> s(dims.size(), 1);
+  for (size_t i = dims.size(); i-- > 1;) s[i - 1] = s[i] * dims[i];
+  return s;
+}
+
+// Steps a row-major multi-index; false after the last one.
+bool Next(std::vector<int64_t>& index, const std::vector<int64_t>& dims) {
+  for (size_t d = dims.size(); d-- > 0;) {
+    if (++index[d] < dims[d]) return true;
+    index[d] = 0;
+  }
+  return false;
+}
+
+int64_t Offset(const std::vector<int64_t>& index, const std::vector<int64_t>& strides) {
+  int64_t off = 0;
+  for (size_t d = 0; d < index.size(); ++d) off += index[d] * strides[d];
+  return off;
+}
+
+bool IsUnsigned(PrimitiveType t) { return hlo::IsUnsignedInt(t); }
+int Bits(PrimitiveType t) { return hlo::PrimitiveTypeBits(t); }
+
+// The value range of an integer type, as doubles, for saturating conversions.
+std::pair<double, double> IntRange(PrimitiveType t) {
+  const int bits = Bits(t);
+  if (t == PrimitiveType::kPred) return {0, 1};
+  if (IsUnsigned(t)) return {0, std::ldexp(1.0, bits) - 1};
+  return {-std::ldexp(1.0, bits - 1), std::ldexp(1.0, bits - 1) - 1};
+}
+
+class Evaluator {
+ public:
+  explicit Evaluator(const hlo::Module& m) : m_(m) {}
+
+  Result<Literal> Call(int32_t comp_index, std::span<const Literal> args) {
+    const Computation& comp = m_.computations[static_cast<size_t>(comp_index)];
+    std::vector<Literal> values(comp.instructions.size());
+    for (size_t i = 0; i < comp.instructions.size(); ++i) {
+      HLOCACHE_ASSIGN_OR_RETURN(values[i], Eval(comp.instructions[i], values, args));
+    }
+    return std::move(values[static_cast<size_t>(comp.root)]);
+  }
+
+ private:
+  Status Unsupported(const Instruction& inst, const std::string& what) const {
+    return FailedPrecondition(m_.filename() + ":" + std::to_string(m_.LineOf(inst.offset)) +
+                              ": the interpreter does not implement " + what + " (instruction '" +
+                              std::string(inst.name) + "')");
+  }
+
+  Result<std::vector<int64_t>> Ints(const Instruction& inst, const char* name) const {
+    const hlo::Attribute* a = inst.FindAttribute(name);
+    if (a == nullptr) {
+      return Error(InvalidArgument(m_.filename() + ":" + std::to_string(m_.LineOf(inst.offset)) +
+                                   ": '" + std::string(inst.name) + "' lacks " + name));
+    }
+    return m_.IntList(*a);
+  }
+  std::vector<int64_t> IntsOrEmpty(const Instruction& inst, const char* name) const {
+    const hlo::Attribute* a = inst.FindAttribute(name);
+    if (a == nullptr) return {};
+    auto v = m_.IntList(*a);
+    return v ? *v : std::vector<int64_t>();
+  }
+
+  Result<Literal> Eval(const Instruction& inst, std::vector<Literal>& values,
+                       std::span<const Literal> args) {
+    if (inst.opcode.phase != hlo::AsyncPhase::kNone) {
+      return Error(Unsupported(inst, "asynchronous ops"));
+    }
+    auto operand = [&](size_t k) -> const Literal& { return values[inst.operands[k]]; };
+    const Opcode op = inst.opcode.opcode;
+    if (op == Opcode::kParameter) {
+      const auto n = static_cast<size_t>(inst.parameter_number);
+      if (n >= args.size()) {
+        return Error(InvalidArgument("parameter " + std::to_string(n) + " has no argument"));
+      }
+      return args[n];
+    }
+    if (op == Opcode::kTuple) {
+      Literal out(inst.shape);
+      for (size_t k = 0; k < inst.operands.size(); ++k) out.elements()[k] = operand(k);
+      return out;
+    }
+    if (op == Opcode::kGetTupleElement) {
+      const hlo::Attribute* a = inst.FindAttribute("index");
+      if (a == nullptr) return Error(Unsupported(inst, "get-tuple-element without an index"));
+      HLOCACHE_ASSIGN_OR_RETURN(int64_t index, m_.Int(*a));
+      const Literal& t = operand(0);
+      if (!t.is_tuple() || index < 0 || static_cast<size_t>(index) >= t.elements().size()) {
+        return Error(InvalidArgument("get-tuple-element index out of range"));
+      }
+      return t.elements()[static_cast<size_t>(index)];
+    }
+    if (op == Opcode::kCall) {
+      if (inst.callees.size() != 1) return Error(Unsupported(inst, "call without one callee"));
+      std::vector<Literal> call_args;
+      for (size_t k = 0; k < inst.operands.size(); ++k) call_args.push_back(operand(k));
+      return Call(inst.callees[0], call_args);
+    }
+    if (!inst.shape_written) return Error(Unsupported(inst, "instructions without a shape"));
+    auto made = Literal::MakeZeros(inst.shape);
+    if (!made) return Error(Unsupported(inst, made.error().message()));
+    Literal out = std::move(*made);
+    switch (op) {
+      case Opcode::kConstant:
+        HLOCACHE_RETURN_IF_ERROR(FillConstant(inst, out));
+        return out;
+      case Opcode::kIota: {
+        HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> d, Ints(inst, "iota_dimension"));
+        if (d.size() != 1 || d[0] < 0 || d[0] >= out.shape().rank()) {
+          return Error(InvalidArgument("bad iota_dimension"));
+        }
+        ForEachIndex(out, [&](size_t i, const std::vector<int64_t>& idx) {
+          Store(out, i, static_cast<double>(idx[static_cast<size_t>(d[0])]), idx[d[0]]);
+        });
+        return out;
+      }
+      case Opcode::kBroadcast: {
+        HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> dims, Ints(inst, "dimensions"));
+        const Literal& in = operand(0);
+        if (dims.size() != in.shape().dims.size()) return Error(InvalidArgument("bad broadcast"));
+        const auto in_strides = Strides(in.shape().dims);
+        ForEachIndex(out, [&](size_t i, const std::vector<int64_t>& idx) {
+          int64_t off = 0;
+          for (size_t k = 0; k < dims.size(); ++k) off += idx[dims[k]] * in_strides[k];
+          CopyElement(in, static_cast<size_t>(off), out, i);
+        });
+        return out;
+      }
+      case Opcode::kBitcast:
+        if (!inst.shape.HasDefaultLayout() || !operand(0).shape().HasDefaultLayout()) {
+          return Error(Unsupported(inst, "bitcast between non-default layouts"));
+        }
+        [[fallthrough]];
+      case Opcode::kReshape:
+      case Opcode::kCopy: {
+        const Literal& in = operand(0);
+        if (in.is_tuple() || in.size() != out.size() || in.type() != out.type()) {
+          return Error(Unsupported(inst, "a reshape that changes the element count or type"));
+        }
+        for (size_t i = 0; i < out.size(); ++i) CopyElement(in, i, out, i);
+        return out;
+      }
+      case Opcode::kTranspose: {
+        HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> perm, Ints(inst, "dimensions"));
+        const Literal& in = operand(0);
+        const auto in_strides = Strides(in.shape().dims);
+        if (perm.size() != in_strides.size()) return Error(InvalidArgument("bad transpose"));
+        ForEachIndex(out, [&](size_t i, const std::vector<int64_t>& idx) {
+          int64_t off = 0;
+          for (size_t k = 0; k < perm.size(); ++k) off += idx[k] * in_strides[perm[k]];
+          CopyElement(in, static_cast<size_t>(off), out, i);
+        });
+        return out;
+      }
+      case Opcode::kConvert: {
+        const Literal& in = operand(0);
+        for (size_t i = 0; i < out.size(); ++i) Convert(in, i, out, i);
+        return out;
+      }
+      case Opcode::kSelect: {
+        const Literal& p = operand(0);
+        const bool scalar = p.size() == 1 && out.size() != 1;
+        for (size_t i = 0; i < out.size(); ++i) {
+          CopyElement(p.GetInt(scalar ? 0 : i) != 0 ? operand(1) : operand(2), i, out, i);
+        }
+        return out;
+      }
+      case Opcode::kClamp: {
+        const Literal& lo = operand(0);
+        const Literal& x = operand(1);
+        const Literal& hi = operand(2);
+        for (size_t i = 0; i < out.size(); ++i) {
+          const size_t li = lo.size() == 1 ? 0 : i, hi_i = hi.size() == 1 ? 0 : i;
+          if (out.is_float()) {
+            out.SetFloat(i, std::min(std::max(x.GetFloat(i), lo.GetFloat(li)), hi.GetFloat(hi_i)));
+          } else if (IsUnsigned(out.type())) {
+            auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
+            out.SetInt(i, static_cast<int64_t>(std::min(std::max(u(x.GetInt(i)), u(lo.GetInt(li))),
+                                                        u(hi.GetInt(hi_i)))));
+          } else {
+            out.SetInt(i, std::min(std::max(x.GetInt(i), lo.GetInt(li)), hi.GetInt(hi_i)));
+          }
+        }
+        return out;
+      }
+      case Opcode::kCompare:
+        HLOCACHE_RETURN_IF_ERROR(Compare(inst, operand(0), operand(1), out));
+        return out;
+      case Opcode::kReduce:
+        HLOCACHE_RETURN_IF_ERROR(Reduce(inst, values, out));
+        return out;
+      case Opcode::kDot:
+        HLOCACHE_RETURN_IF_ERROR(Dot(inst, operand(0), operand(1), out));
+        return out;
+      default:
+        break;
+    }
+    if (inst.operands.size() == 1) {
+      HLOCACHE_RETURN_IF_ERROR(Unary(inst, operand(0), out));
+      return out;
+    }
+    if (inst.operands.size() == 2) {
+      HLOCACHE_RETURN_IF_ERROR(Binary(inst, operand(0), operand(1), out));
+      return out;
+    }
+    return Error(Unsupported(inst, "'" + std::string(hlo::OpcodeName(op)) + "'"));
+  }
+
+  template <typename Fn>
+  static void ForEachIndex(const Literal& out, Fn fn) {
+    const auto& dims = out.shape().dims;
+    if (out.size() == 0) return;
+    std::vector<int64_t> idx(dims.size(), 0);
+    size_t i = 0;
+    do {
+      fn(i++, idx);
+    } while (Next(idx, dims));
+  }
+
+  static void Store(Literal& out, size_t i, double as_float, int64_t as_int) {
+    if (out.is_float()) {
+      out.SetFloat(i, as_float);
+    } else {
+      out.SetInt(i, as_int);
+    }
+  }
+  static void CopyElement(const Literal& in, size_t from, Literal& out, size_t to) {
+    if (out.is_float()) {
+      out.SetFloat(to, in.GetFloat(from));
+    } else {
+      out.SetInt(to, in.GetInt(from));
+    }
+  }
+
+  static void Convert(const Literal& in, size_t from, Literal& out, size_t to) {
+    const PrimitiveType t = out.type();
+    if (out.is_float()) {
+      out.SetFloat(to, in.AsDouble(from));
+    } else if (t == PrimitiveType::kPred) {
+      out.SetInt(to, in.is_float() ? (in.GetFloat(from) != 0) : (in.GetInt(from) != 0));
+    } else if (in.is_float()) {
+      // NaN to 0, out-of-range values saturate.
+      const double v = in.GetFloat(from);
+      const auto [lo, hi] = IntRange(t);
+      if (std::isnan(v)) {
+        out.SetInt(to, 0);
+      } else if (v <= lo) {
+        out.SetInt(to, IsUnsigned(t) ? 0 : std::numeric_limits<int64_t>::min() >> (64 - Bits(t)));
+      } else if (v >= hi) {
+        out.SetInt(to, t == PrimitiveType::kU64 ? -1
+                       : IsUnsigned(t)          ? static_cast<int64_t>(hi)
+                                       : static_cast<int64_t>(std::numeric_limits<int64_t>::max() >>
+                                                              (64 - Bits(t))));
+      } else {
+        const double truncated = std::trunc(v);
+        out.SetInt(to, t == PrimitiveType::kU64
+                           ? static_cast<int64_t>(static_cast<uint64_t>(truncated))
+                           : static_cast<int64_t>(truncated));
+      }
+    } else {
+      out.SetInt(to, in.GetInt(from));  // Two's complement wrap (u64 keeps its bits).
+    }
+  }
+
+  Status FillConstant(const Instruction& inst, Literal& out) const {
+    if (inst.literal_elided) return Unsupported(inst, "elided constants ({...})");
+    if (out.is_tuple()) return Unsupported(inst, "tuple constants");
+    std::vector<std::string_view> scalars;
+    for (uint32_t t = inst.literal.begin; t < inst.literal.end; ++t) {
+      const hlo::Token& tok = m_.tokens[t];
+      if (tok.kind == hlo::TokenKind::kInt || tok.kind == hlo::TokenKind::kFloat ||
+          tok.kind == hlo::TokenKind::kIdent) {
+        scalars.push_back(m_.TokenText(tok));
+      }
+    }
+    if (scalars.size() != out.size() && scalars.size() != 1) {
+      return Unsupported(inst, "a constant of " + std::to_string(scalars.size()) + " values for " +
+                                   std::to_string(out.size()) + " elements");
+    }
+    for (size_t i = 0; i < out.size(); ++i) {
+      const std::string text(scalars.size() == 1 ? scalars[0] : scalars[i]);
+      if (text == "true" || text == "false") {
+        Store(out, i, text == "true", text == "true");
+      } else if (out.is_float()) {
+        out.SetFloat(i, std::strtod(text.c_str(), nullptr));
+      } else {
+        int64_t v = 0;
+        uint64_t u = 0;
+        if (std::from_chars(text.data(), text.data() + text.size(), v).ec == std::errc()) {
+          out.SetInt(i, v);
+        } else if (std::from_chars(text.data(), text.data() + text.size(), u).ec == std::errc()) {
+          out.SetInt(i, static_cast<int64_t>(u));
+        } else {
+          return Unsupported(inst, "the constant value '" + text + "'");
+        }
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status Compare(const Instruction& inst, const Literal& a, const Literal& b, Literal& out) const {
+    const hlo::Attribute* attr = inst.FindAttribute("direction");
+    if (attr == nullptr) return Unsupported(inst, "compare without a direction");
+    const std::string_view dir = m_.TokenText(attr->value.begin);
+    auto test = [&](auto x, auto y) -> int {
+      if (dir == "EQ") return x == y;
+      if (dir == "NE") return x != y;
+      if (dir == "LT") return x < y;
+      if (dir == "LE") return x <= y;
+      if (dir == "GT") return x > y;
+      if (dir == "GE") return x >= y;
+      return -1;
+    };
+    for (size_t i = 0; i < out.size(); ++i) {
+      int r;
+      if (a.is_float()) {
+        r = test(a.GetFloat(i), b.GetFloat(i));
+      } else if (IsUnsigned(a.type())) {
+        r = test(static_cast<uint64_t>(a.GetInt(i)), static_cast<uint64_t>(b.GetInt(i)));
+      } else {
+        r = test(a.GetInt(i), b.GetInt(i));
+      }
+      if (r < 0) return Unsupported(inst, "comparison direction " + std::string(dir));
+      out.SetInt(i, r);
+    }
+    return Status::Ok();
+  }
+
+  Status Unary(const Instruction& inst, const Literal& a, Literal& out) const {
+    const Opcode op = inst.opcode.opcode;
+    if (op == Opcode::kIsFinite) {
+      for (size_t i = 0; i < out.size(); ++i) out.SetInt(i, std::isfinite(a.GetFloat(i)));
+      return Status::Ok();
+    }
+    if (a.is_float()) {
+      std::function<double(double)> f;
+      switch (op) {
+        case Opcode::kAbs:
+          f = [](double x) { return std::fabs(x); };
+          break;
+        case Opcode::kNegate:
+          f = [](double x) { return -x; };
+          break;
+        case Opcode::kExp:
+          f = [](double x) { return std::exp(x); };
+          break;
+        case Opcode::kExpm1:
+          f = [](double x) { return std::expm1(x); };
+          break;
+        case Opcode::kLog:
+          f = [](double x) { return std::log(x); };
+          break;
+        case Opcode::kLog1p:
+          f = [](double x) { return std::log1p(x); };
+          break;
+        case Opcode::kSqrt:
+          f = [](double x) { return std::sqrt(x); };
+          break;
+        case Opcode::kRsqrt:
+          f = [](double x) { return 1.0 / std::sqrt(x); };
+          break;
+        case Opcode::kTanh:
+          f = [](double x) { return std::tanh(x); };
+          break;
+        case Opcode::kLogistic:
+          f = [](double x) { return 1.0 / (1.0 + std::exp(-x)); };
+          break;
+        case Opcode::kCos:
+          f = [](double x) { return std::cos(x); };
+          break;
+        case Opcode::kSin:
+          f = [](double x) { return std::sin(x); };
+          break;
+        case Opcode::kFloor:
+          f = [](double x) { return std::floor(x); };
+          break;
+        case Opcode::kCeil:
+          f = [](double x) { return std::ceil(x); };
+          break;
+        case Opcode::kRoundNearestAfz:
+          f = [](double x) { return std::round(x); };
+          break;
+        case Opcode::kRoundNearestEven:
+          f = [](double x) { return std::nearbyint(x); };
+          break;
+        case Opcode::kSign:
+          f = [](double x) { return std::isnan(x) ? x : x > 0 ? 1.0 : x < 0 ? -1.0 : x; };
+          break;
+        default:
+          return Unsupported(inst, "'" + std::string(hlo::OpcodeName(op)) + "' on floats");
+      }
+      // Computed in double, then rounded once to the element type.
+      for (size_t i = 0; i < out.size(); ++i) out.SetFloat(i, f(a.GetFloat(i)));
+      return Status::Ok();
+    }
+    const bool pred = a.type() == PrimitiveType::kPred;
+    for (size_t i = 0; i < out.size(); ++i) {
+      const int64_t x = a.GetInt(i);
+      const auto ux = static_cast<uint64_t>(x);
+      switch (op) {
+        case Opcode::kNot:
+          out.SetInt(i, pred ? !x : static_cast<int64_t>(~ux));
+          break;
+        case Opcode::kNegate:
+          out.SetInt(i, static_cast<int64_t>(0 - ux));
+          break;
+        case Opcode::kAbs:
+          out.SetInt(i, x < 0 && !IsUnsigned(a.type()) ? static_cast<int64_t>(0 - ux) : x);
+          break;
+        case Opcode::kSign:
+          out.SetInt(i, IsUnsigned(a.type()) ? (x != 0) : (x > 0) - (x < 0));
+          break;
+        default:
+          return Unsupported(inst, "'" + std::string(hlo::OpcodeName(op)) + "' on " +
+                                       std::string(hlo::PrimitiveTypeName(a.type())));
+      }
+    }
+    return Status::Ok();
+  }
+
+  Status Binary(const Instruction& inst, const Literal& a, const Literal& b, Literal& out) const {
+    const Opcode op = inst.opcode.opcode;
+    if (a.is_float()) {
+      std::function<double(double, double)> f;
+      switch (op) {
+        case Opcode::kAdd:
+          f = [](double x, double y) { return x + y; };
+          break;
+        case Opcode::kSubtract:
+          f = [](double x, double y) { return x - y; };
+          break;
+        case Opcode::kMultiply:
+          f = [](double x, double y) { return x * y; };
+          break;
+        case Opcode::kDivide:
+          f = [](double x, double y) { return x / y; };
+          break;
+        case Opcode::kRemainder:
+          f = [](double x, double y) { return std::fmod(x, y); };
+          break;
+        case Opcode::kPower:
+          f = [](double x, double y) { return std::pow(x, y); };
+          break;
+        case Opcode::kAtan2:
+          f = [](double x, double y) { return std::atan2(x, y); };
+          break;
+        case Opcode::kMaximum:  // NaN wins, as in XLA.
+          f = [](double x, double y) {
+            return std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y);
+          };
+          break;
+        case Opcode::kMinimum:
+          f = [](double x, double y) {
+            return std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y);
+          };
+          break;
+        default:
+          return Unsupported(inst, "'" + std::string(hlo::OpcodeName(op)) + "' on floats");
+      }
+      for (size_t i = 0; i < out.size(); ++i) out.SetFloat(i, f(a.GetFloat(i), b.GetFloat(i)));
+      return Status::Ok();
+    }
+    const PrimitiveType t = a.type();
+    const bool is_unsigned = IsUnsigned(t) || t == PrimitiveType::kPred;
+    const int bits = std::max(1, Bits(t));
+    for (size_t i = 0; i < out.size(); ++i) {
+      const int64_t x = a.GetInt(i), y = b.GetInt(i);
+      const auto ux = static_cast<uint64_t>(x), uy = static_cast<uint64_t>(y);
+      const int64_t type_min = is_unsigned ? 0 : std::numeric_limits<int64_t>::min() >> (64 - bits);
+      int64_t r = 0;
+      switch (op) {
+        case Opcode::kAdd:
+          r = static_cast<int64_t>(ux + uy);
+          break;
+        case Opcode::kSubtract:
+          r = static_cast<int64_t>(ux - uy);
+          break;
+        case Opcode::kMultiply:
+          r = static_cast<int64_t>(ux * uy);
+          break;
+        case Opcode::kDivide:  // XLA: x / 0 is all ones; MIN / -1 is MIN.
+          if (y == 0) {
+            r = -1;
+          } else if (is_unsigned) {
+            r = static_cast<int64_t>(ux / uy);
+          } else if (x == type_min && y == -1) {
+            r = x;
+          } else {
+            r = x / y;
+          }
+          break;
+        case Opcode::kRemainder:  // XLA: x % 0 is x; MIN % -1 is 0.
+          if (y == 0) {
+            r = x;
+          } else if (is_unsigned) {
+            r = static_cast<int64_t>(ux % uy);
+          } else if (x == type_min && y == -1) {
+            r = 0;
+          } else {
+            r = x % y;
+          }
+          break;
+        case Opcode::kMaximum:
+          r = is_unsigned ? (ux > uy ? x : y) : std::max(x, y);
+          break;
+        case Opcode::kMinimum:
+          r = is_unsigned ? (ux < uy ? x : y) : std::min(x, y);
+          break;
+        case Opcode::kAnd:
+          r = x & y;
+          break;
+        case Opcode::kOr:
+          r = x | y;
+          break;
+        case Opcode::kXor:
+          r = x ^ y;
+          break;
+        case Opcode::kShiftLeft:
+          r = (uy >= static_cast<uint64_t>(bits)) ? 0 : static_cast<int64_t>(ux << uy);
+          break;
+        case Opcode::kShiftRightLogical: {
+          const uint64_t mask = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+          r = (uy >= static_cast<uint64_t>(bits)) ? 0 : static_cast<int64_t>((ux & mask) >> uy);
+          break;
+        }
+        case Opcode::kShiftRightArithmetic: {
+          // The value's own sign bit fills in, whatever the type's signedness.
+          const int64_t sx =
+              bits == 64 ? x : static_cast<int64_t>(ux << (64 - bits)) >> (64 - bits);
+          r = sx >> std::min<uint64_t>(uy, 63);
+          break;
+        }
+        case Opcode::kPower: {
+          if (y < 0 && !is_unsigned) {
+            r = x == 1 ? 1 : x == -1 ? ((y & 1) ? -1 : 1) : 0;
+            break;
+          }
+          uint64_t base = ux, e = uy, acc = 1;
+          while (e != 0) {
+            if (e & 1) acc *= base;
+            base *= base;
+            e >>= 1;
+          }
+          r = static_cast<int64_t>(acc);
+          break;
+        }
+        default:
+          return Unsupported(inst, "'" + std::string(hlo::OpcodeName(op)) + "' on " +
+                                       std::string(hlo::PrimitiveTypeName(t)));
+      }
+      out.SetInt(i, r);
+    }
+    return Status::Ok();
+  }
+
+  // reduce(operands..., inits...), dimensions={...}, to_apply=f: each output element folds, in
+  // row-major order of the reduced dimensions, f over the inputs starting from the inits.
+  Status Reduce(const Instruction& inst, std::vector<Literal>& values, Literal& out) {
+    HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> dims, Ints(inst, "dimensions"));
+    if (inst.callees.size() != 1 || inst.operands.size() % 2 != 0) {
+      return Unsupported(inst, "this form of reduce");
+    }
+    const size_t n = inst.operands.size() / 2;
+    const Literal& first = values[inst.operands[0]];
+    const auto& in_dims = first.shape().dims;
+    std::vector<bool> reduced(in_dims.size(), false);
+    for (int64_t d : dims) {
+      if (d < 0 || static_cast<size_t>(d) >= in_dims.size()) return Unsupported(inst, "bad dims");
+      reduced[static_cast<size_t>(d)] = true;
+    }
+    std::vector<int64_t> kept_dims, red_dims;
+    for (size_t d = 0; d < in_dims.size(); ++d) {
+      (reduced[d] ? red_dims : kept_dims).push_back(in_dims[d]);
+    }
+    Literal* outs[64];
+    if (n > 64) return Unsupported(inst, "reduce of more than 64 operands");
+    for (size_t k = 0; k < n; ++k) outs[k] = n == 1 ? &out : &out.elements()[k];
+    const auto strides = Strides(in_dims);
+    std::vector<int64_t> kept(kept_dims.size(), 0);
+    size_t out_i = 0;
+    bool more_out = true;
+    while (more_out) {
+      std::vector<Literal> acc;
+      for (size_t k = 0; k < n; ++k) acc.push_back(values[inst.operands[n + k]]);
+      std::vector<int64_t> red(red_dims.size(), 0);
+      bool more_red =
+          std::all_of(red_dims.begin(), red_dims.end(), [](int64_t d) { return d > 0; });
+      while (more_red) {
+        std::vector<int64_t> full(in_dims.size());
+        for (size_t d = 0, ki = 0, ri = 0; d < in_dims.size(); ++d) {
+          full[d] = reduced[d] ? red[ri++] : kept[ki++];
+        }
+        const auto off = static_cast<size_t>(Offset(full, strides));
+        std::vector<Literal> call_args = acc;
+        for (size_t k = 0; k < n; ++k) {
+          const Literal& in = values[inst.operands[k]];
+          Literal x(acc[k].shape());
+          CopyElement(in, off, x, 0);
+          call_args.push_back(std::move(x));
+        }
+        HLOCACHE_ASSIGN_OR_RETURN(Literal r, Call(inst.callees[0], call_args));
+        if (n == 1) {
+          acc[0] = std::move(r);
+        } else {
+          for (size_t k = 0; k < n; ++k) acc[k] = r.elements()[k];
+        }
+        more_red = !red_dims.empty() && Next(red, red_dims);
+      }
+      if (outs[0]->size() > 0) {
+        for (size_t k = 0; k < n; ++k) CopyElement(acc[k], 0, *outs[k], out_i);
+      }
+      ++out_i;
+      more_out = !kept_dims.empty() && out_i < outs[0]->size() && Next(kept, kept_dims);
+    }
+    return Status::Ok();
+  }
+
+  // dot: output dims are the batch dims, then lhs's free dims, then rhs's free dims.
+  Status Dot(const Instruction& inst, const Literal& lhs, const Literal& rhs, Literal& out) const {
+    const auto lb = IntsOrEmpty(inst, "lhs_batch_dims"), rb = IntsOrEmpty(inst, "rhs_batch_dims");
+    const auto lc = IntsOrEmpty(inst, "lhs_contracting_dims");
+    const auto rc = IntsOrEmpty(inst, "rhs_contracting_dims");
+    if (lb.size() != rb.size() || lc.size() != rc.size()) return Unsupported(inst, "this dot");
+    const auto& ld = lhs.shape().dims;
+    const auto& rd = rhs.shape().dims;
+    auto free_dims = [](size_t rank, const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+      std::vector<int64_t> f;
+      for (size_t d = 0; d < rank; ++d) {
+        if (std::find(a.begin(), a.end(), static_cast<int64_t>(d)) == a.end() &&
+            std::find(b.begin(), b.end(), static_cast<int64_t>(d)) == b.end()) {
+          f.push_back(static_cast<int64_t>(d));
+        }
+      }
+      return f;
+    };
+    const auto lf = free_dims(ld.size(), lb, lc), rf = free_dims(rd.size(), rb, rc);
+    std::vector<int64_t> contract_dims;
+    for (int64_t d : lc) contract_dims.push_back(ld[static_cast<size_t>(d)]);
+    const auto ls = Strides(ld), rs = Strides(rd);
+    const bool float_acc = out.is_float();
+    ForEachIndex(out, [&](size_t i, const std::vector<int64_t>& idx) {
+      std::vector<int64_t> li(ld.size(), 0), ri(rd.size(), 0);
+      size_t k = 0;
+      for (size_t b = 0; b < lb.size(); ++b, ++k) li[lb[b]] = ri[rb[b]] = idx[k];
+      for (int64_t d : lf) li[static_cast<size_t>(d)] = idx[k++];
+      for (int64_t d : rf) ri[static_cast<size_t>(d)] = idx[k++];
+      double facc = 0;
+      uint64_t iacc = 0;
+      std::vector<int64_t> c(contract_dims.size(), 0);
+      bool more =
+          std::all_of(contract_dims.begin(), contract_dims.end(), [](int64_t d) { return d > 0; });
+      while (more) {
+        for (size_t j = 0; j < c.size(); ++j) {
+          li[static_cast<size_t>(lc[j])] = c[j];
+          ri[static_cast<size_t>(rc[j])] = c[j];
+        }
+        const auto lo = static_cast<size_t>(Offset(li, ls)),
+                   ro = static_cast<size_t>(Offset(ri, rs));
+        if (float_acc) {
+          facc += lhs.AsDouble(lo) * rhs.AsDouble(ro);
+        } else {
+          iacc += static_cast<uint64_t>(lhs.GetInt(lo)) * static_cast<uint64_t>(rhs.GetInt(ro));
+        }
+        more = !c.empty() && Next(c, contract_dims);
+      }
+      Store(out, i, facc, static_cast<int64_t>(iacc));
+    });
+    return Status::Ok();
+  }
+
+  const hlo::Module& m_;
+};
+
+// Whether values of the two shapes are interchangeable: layouts aside, the same tree of types
+// and dimensions.
+bool SameValues(const Shape& a, const Shape& b) {
+  if (a.IsTuple() != b.IsTuple()) return false;
+  if (!a.IsTuple()) return a.type == b.type && a.dims == b.dims;
+  if (a.tuple_elements.size() != b.tuple_elements.size()) return false;
+  for (size_t i = 0; i < a.tuple_elements.size(); ++i) {
+    if (!SameValues(a.tuple_elements[i], b.tuple_elements[i])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<Literal> Evaluate(const hlo::Module& module, std::span<const Literal> arguments) {
+  if (module.entry < 0) return Error(InvalidArgument(module.filename() + ": no entry computation"));
+  const Computation& entry = module.computations[static_cast<size_t>(module.entry)];
+  if (arguments.size() != entry.parameters.size()) {
+    return Error(InvalidArgument("the entry computation takes " +
+                                 std::to_string(entry.parameters.size()) + " arguments, got " +
+                                 std::to_string(arguments.size())));
+  }
+  for (size_t p = 0; p < arguments.size(); ++p) {
+    const Shape& want = entry.instructions[static_cast<size_t>(entry.parameters[p])].shape;
+    const Shape& got = arguments[p].shape();
+    if (!SameValues(want, got)) {
+      return Error(InvalidArgument("argument " + std::to_string(p) + " is " +
+                                   hlo::CanonicalShapeText(got) + ", the parameter is " +
+                                   hlo::CanonicalShapeText(want)));
+    }
+  }
+  return Evaluator(module).Call(module.entry, arguments);
+}
+
+}  // namespace hlocache::interp

@@ -1,0 +1,27 @@
+// The reference interpreter: evaluates an HLO module on literals, one instruction at a time,
+// written to be obviously right rather than fast. Tests and `hlocache run --check` compare
+// compiled executables with it.
+//
+// Ops: parameter, constant, iota, the elementwise unary and binary arithmetic, logical and
+// comparison ops, select, clamp, convert, broadcast, reshape, bitcast (same element type), copy,
+// transpose, reduce (any reduction computation, variadic), dot (batch and contracting
+// dimensions), tuple, get-tuple-element, call. Element types pred, s8..s64, u8..u64, f32, f64.
+// Anything else is kUnimplemented-style kFailedPrecondition naming the op and its line.
+//
+// Thread safety: Evaluate is reentrant; the module is only read.
+#pragma once
+
+#include <span>
+
+#include "common/status.h"
+#include "compiler/hlo/module.h"
+#include "compiler/interp/literal.h"
+
+namespace hlocache::interp {
+
+// Evaluates the entry computation on `arguments` (one per parameter, of the parameter's shape).
+// Errors: kInvalidArgument for arguments that do not match; kFailedPrecondition for an op or
+// type the interpreter does not implement, or elided constants ("FILE:LINE: ..." names it).
+Result<Literal> Evaluate(const hlo::Module& module, std::span<const Literal> arguments);
+
+}  // namespace hlocache::interp

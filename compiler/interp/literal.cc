@@ -1,0 +1,145 @@
+#include "compiler/interp/literal.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+namespace hlocache::interp {
+
+using hlo::PrimitiveType;
+
+bool IsSupportedType(PrimitiveType type) {
+  switch (type) {
+    case PrimitiveType::kPred:
+    case PrimitiveType::kS8:
+    case PrimitiveType::kS16:
+    case PrimitiveType::kS32:
+    case PrimitiveType::kS64:
+    case PrimitiveType::kU8:
+    case PrimitiveType::kU16:
+    case PrimitiveType::kU32:
+    case PrimitiveType::kU64:
+    case PrimitiveType::kF32:
+    case PrimitiveType::kF64:
+      return true;
+    default:
+      return false;
+  }
+}
+
+double RoundToType(double v, PrimitiveType type) {
+  return type == PrimitiveType::kF32 ? static_cast<double>(static_cast<float>(v)) : v;
+}
+
+int64_t WrapToType(int64_t v, PrimitiveType type) {
+  switch (type) {
+    case PrimitiveType::kPred:
+      return v != 0 ? 1 : 0;
+    case PrimitiveType::kS8:
+      return static_cast<int8_t>(v);
+    case PrimitiveType::kS16:
+      return static_cast<int16_t>(v);
+    case PrimitiveType::kS32:
+      return static_cast<int32_t>(v);
+    case PrimitiveType::kU8:
+      return static_cast<uint8_t>(v);
+    case PrimitiveType::kU16:
+      return static_cast<uint16_t>(v);
+    case PrimitiveType::kU32:
+      return static_cast<uint32_t>(v);
+    default:
+      return v;  // s64, and u64 as its bit pattern.
+  }
+}
+
+Literal::Literal(hlo::Shape shape) : shape_(std::move(shape)) {
+  if (shape_.IsTuple()) {
+    for (const hlo::Shape& e : shape_.tuple_elements) tuple_.emplace_back(e);
+    return;
+  }
+  const size_t n = static_cast<size_t>(shape_.ElementCount().value_or(0));
+  is_float_ = hlo::IsFloat(shape_.type);
+  if (is_float_) {
+    floats_.assign(n, 0.0);
+  } else {
+    ints_.assign(n, 0);
+  }
+}
+
+Result<Literal> Literal::MakeZeros(const hlo::Shape& shape, uint64_t limit) {
+  // Checks the whole tree first, so that no allocation happens for a shape that is refused.
+  uint64_t total = 0;
+  std::vector<const hlo::Shape*> pending = {&shape};
+  while (!pending.empty()) {
+    const hlo::Shape* s = pending.back();
+    pending.pop_back();
+    if (s->IsTuple()) {
+      for (const hlo::Shape& e : s->tuple_elements) pending.push_back(&e);
+      continue;
+    }
+    if (!IsSupportedType(s->type)) {
+      return Error(InvalidArgument("the interpreter does not compute with " +
+                                   std::string(hlo::PrimitiveTypeName(s->type))));
+    }
+    auto n = s->ElementCount();
+    if (!n) return Error(InvalidArgument("shape " + hlo::CanonicalShapeText(*s) + " is dynamic"));
+    total += static_cast<uint64_t>(*n);
+    if (total > limit) {
+      return Error(InvalidArgument("shape " + hlo::CanonicalShapeText(shape) + " holds more than " +
+                                   std::to_string(limit) + " elements"));
+    }
+  }
+  return Literal(shape);
+}
+
+void Literal::SetFloat(size_t i, double v) { floats_[i] = RoundToType(v, shape_.type); }
+void Literal::SetInt(size_t i, int64_t v) { ints_[i] = WrapToType(v, shape_.type); }
+
+double Literal::AsDouble(size_t i) const {
+  if (is_float_) return floats_[i];
+  if (shape_.type == PrimitiveType::kU64)
+    return static_cast<double>(static_cast<uint64_t>(ints_[i]));
+  return static_cast<double>(ints_[i]);
+}
+
+bool Literal::operator==(const Literal& other) const {
+  if (is_tuple() != other.is_tuple()) return false;
+  if (is_tuple()) return tuple_ == other.tuple_;
+  if (shape_.type != other.shape_.type || shape_.dims != other.shape_.dims) return false;
+  if (!is_float_) return ints_ == other.ints_;
+  for (size_t i = 0; i < floats_.size(); ++i) {
+    const double a = floats_[i], b = other.floats_[i];
+    if (std::isnan(a) && std::isnan(b)) continue;
+    if (std::memcmp(&a, &b, sizeof a) != 0) return false;  // -0 and 0 differ; NaNs match.
+  }
+  return true;
+}
+
+std::string Literal::ToString() const {
+  std::string out = hlo::CanonicalShapeText(shape_);
+  out += " {";
+  if (is_tuple()) {
+    for (size_t i = 0; i < tuple_.size(); ++i) out += (i ? ", " : "") + tuple_[i].ToString();
+  } else {
+    for (size_t i = 0; i < size(); ++i) {
+      if (i) out += ", ";
+      if (i == 64) {
+        out += "...";
+        break;
+      }
+      if (is_float_) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.9g", floats_[i]);
+        out += buf;
+      } else if (shape_.type == PrimitiveType::kU64) {
+        out += std::to_string(static_cast<uint64_t>(ints_[i]));
+      } else {
+        out += std::to_string(ints_[i]);
+      }
+    }
+  }
+  out += '}';
+  return out;
+}
+
+}  // namespace hlocache::interp

@@ -1,0 +1,272 @@
+// The reference interpreter on hand-written modules with hand-computed results.
+#include "compiler/interp/interpreter.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "compiler/hlo/parser.h"
+#include "tests/unit/status_matchers.h"
+
+namespace hlocache::interp {
+namespace {
+
+using hlo::PrimitiveType;
+using ::testing::HasSubstr;
+
+hlo::Shape ArrayShape(PrimitiveType type, std::vector<int64_t> dims) {
+  hlo::Shape s;
+  s.type = type;
+  s.dims = std::move(dims);
+  return s;
+}
+
+Literal Floats(PrimitiveType type, std::vector<int64_t> dims, const std::vector<double>& v) {
+  Literal l(ArrayShape(type, std::move(dims)));
+  for (size_t i = 0; i < v.size(); ++i) l.SetFloat(i, v[i]);
+  return l;
+}
+
+Literal Ints(PrimitiveType type, std::vector<int64_t> dims, const std::vector<int64_t>& v) {
+  Literal l(ArrayShape(type, std::move(dims)));
+  for (size_t i = 0; i < v.size(); ++i) l.SetInt(i, v[i]);
+  return l;
+}
+
+std::vector<double> FloatsOf(const Literal& l) {
+  std::vector<double> v;
+  for (size_t i = 0; i < l.size(); ++i) v.push_back(l.GetFloat(i));
+  return v;
+}
+std::vector<int64_t> IntsOf(const Literal& l) {
+  std::vector<int64_t> v;
+  for (size_t i = 0; i < l.size(); ++i) v.push_back(l.GetInt(i));
+  return v;
+}
+
+Result<Literal> EvalText(const std::string& text, std::vector<Literal> args) {
+  auto m = hlo::ParseModule(text, "t.hlo");
+  if (!m) return Error(m.error());
+  return Evaluate(*m, args);
+}
+
+TEST(InterpreterTest, FloatArithmeticRoundsToF32OnEveryStep) {
+  auto r = EvalText(R"(ENTRY e {
+  a = f32[4] parameter(0)
+  b = f32[4] parameter(1)
+  s = f32[4] add(a, b)
+  m = f32[4] multiply(s, b)
+  ROOT d = f32[4] divide(m, a)
+})",
+                    {Floats(PrimitiveType::kF32, {4}, {1, 2, 0.1, -3}),
+                     Floats(PrimitiveType::kF32, {4}, {3, 0.5, 0.2, 3})});
+  ASSERT_THAT(r, IsOk());
+  const float s2 = 0.1f + 0.2f;
+  const float m2 = s2 * 0.2f;
+  EXPECT_EQ(FloatsOf(*r), (std::vector<double>{12, 0.625, static_cast<float>(m2 / 0.1f), -0.0}));
+}
+
+TEST(InterpreterTest, IntegerSemanticsFollowXla) {
+  auto r = EvalText(R"(ENTRY e {
+  a = s32[5] parameter(0)
+  b = s32[5] parameter(1)
+  add = s32[5] add(a, b)
+  div = s32[5] divide(a, b)
+  rem = s32[5] remainder(a, b)
+  ROOT t = (s32[5], s32[5], s32[5]) tuple(add, div, rem)
+})",
+                    {Ints(PrimitiveType::kS32, {5}, {2147483647, 7, -7, -2147483648LL, 9}),
+                     Ints(PrimitiveType::kS32, {5}, {1, 0, 2, -1, -4})});
+  ASSERT_THAT(r, IsOk());
+  ASSERT_EQ(r->elements().size(), 3u);
+  // Wrap on overflow; x/0 is -1 and x%0 is x; MIN/-1 is MIN and MIN%-1 is 0; C rounding.
+  EXPECT_EQ(IntsOf(r->elements()[0]), (std::vector<int64_t>{-2147483648LL, 7, -5, 2147483647, 5}));
+  EXPECT_EQ(IntsOf(r->elements()[1]),
+            (std::vector<int64_t>{2147483647, -1, -3, -2147483648LL, -2}));
+  EXPECT_EQ(IntsOf(r->elements()[2]), (std::vector<int64_t>{0, 7, -1, 0, 1}));
+
+  auto u = EvalText(
+      R"(ENTRY e {
+  a = u8[3] parameter(0)
+  b = u8[3] parameter(1)
+  ROOT s = u8[3] add(a, b)
+})",
+      {Ints(PrimitiveType::kU8, {3}, {250, 1, 128}), Ints(PrimitiveType::kU8, {3}, {10, 2, 128})});
+  ASSERT_THAT(u, IsOk());
+  EXPECT_EQ(IntsOf(*u), (std::vector<int64_t>{4, 3, 0}));
+}
+
+TEST(InterpreterTest, ShiftsPastTheWidthAndSignFill) {
+  auto r = EvalText(R"(ENTRY e {
+  a = u32[4] parameter(0)
+  n = u32[4] parameter(1)
+  l = u32[4] shift-left(a, n)
+  lr = u32[4] shift-right-logical(a, n)
+  ar = u32[4] shift-right-arithmetic(a, n)
+  ROOT t = (u32[4], u32[4], u32[4]) tuple(l, lr, ar)
+})",
+                    {Ints(PrimitiveType::kU32, {4}, {1, 0x80000000LL, 0x80000000LL, 5}),
+                     Ints(PrimitiveType::kU32, {4}, {31, 31, 1, 32})});
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(IntsOf(r->elements()[0]), (std::vector<int64_t>{0x80000000LL, 0, 0, 0}));
+  EXPECT_EQ(IntsOf(r->elements()[1]), (std::vector<int64_t>{0, 1, 0x40000000, 0}));
+  EXPECT_EQ(IntsOf(r->elements()[2]), (std::vector<int64_t>{0, 0xFFFFFFFFLL, 0xC0000000LL, 0}));
+}
+
+TEST(InterpreterTest, CompareSelectClampAndNan) {
+  auto r = EvalText(R"(ENTRY e {
+  a = f32[4] parameter(0)
+  b = f32[4] parameter(1)
+  lt = pred[4] compare(a, b), direction=LT
+  ne = pred[4] compare(a, b), direction=NE
+  mx = f32[4] maximum(a, b)
+  sel = f32[4] select(lt, a, b)
+  lo = f32[] constant(-1)
+  hi = f32[] constant(1)
+  c = f32[4] clamp(lo, a, hi)
+  ROOT t = (pred[4], pred[4], f32[4], f32[4], f32[4]) tuple(lt, ne, mx, sel, c)
+})",
+                    {Floats(PrimitiveType::kF32, {4}, {1, NAN, -5, 2}),
+                     Floats(PrimitiveType::kF32, {4}, {2, 0, -5, 0.5})});
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(IntsOf(r->elements()[0]), (std::vector<int64_t>{1, 0, 0, 0}));
+  EXPECT_EQ(IntsOf(r->elements()[1]), (std::vector<int64_t>{1, 1, 0, 1}));
+  const auto mx = FloatsOf(r->elements()[2]);
+  EXPECT_EQ(mx[0], 2);
+  EXPECT_TRUE(std::isnan(mx[1])) << "maximum must propagate NaN";
+  EXPECT_EQ(FloatsOf(r->elements()[3])[0], 1);
+  const auto clamped = FloatsOf(r->elements()[4]);
+  EXPECT_EQ(clamped[0], 1);
+  EXPECT_TRUE(std::isnan(clamped[1])) << "clamp must propagate NaN";
+  EXPECT_EQ(clamped[2], -1);
+  EXPECT_EQ(clamped[3], 1);
+}
+
+TEST(InterpreterTest, ConvertSaturatesRoundsAndMapsNanToZero) {
+  auto r = EvalText(R"(ENTRY e {
+  f = f32[5] parameter(0)
+  i = s32[5] convert(f)
+  p = pred[5] convert(f)
+  ROOT t = (s32[5], pred[5]) tuple(i, p)
+})",
+                    {Floats(PrimitiveType::kF32, {5}, {1.9, -1.9, 1e20, NAN, -1e20})});
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(IntsOf(r->elements()[0]), (std::vector<int64_t>{1, -1, 2147483647, 0, -2147483648LL}));
+  EXPECT_EQ(IntsOf(r->elements()[1]), (std::vector<int64_t>{1, 1, 1, 1, 1}));
+  auto f = EvalText(R"(ENTRY e {
+  i = s32[2] parameter(0)
+  ROOT f = f32[2] convert(i)
+})",
+                    {Ints(PrimitiveType::kS32, {2}, {16777217, -3})});
+  ASSERT_THAT(f, IsOk());
+  EXPECT_EQ(FloatsOf(*f), (std::vector<double>{16777216, -3}));  // f32 has 24 bits.
+}
+
+TEST(InterpreterTest, ShapesMoveDataWhereTheySay) {
+  auto r = EvalText(R"(ENTRY e {
+  io = s32[2,3] iota(), iota_dimension=1
+  tr = s32[3,2] transpose(io), dimensions={1,0}
+  re = s32[6] reshape(tr)
+  v = s32[2] constant({10, 20})
+  bc = s32[2,3] broadcast(v), dimensions={0}
+  ROOT t = (s32[6], s32[2,3]) tuple(re, bc)
+})",
+                    {});
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(IntsOf(r->elements()[0]), (std::vector<int64_t>{0, 0, 1, 1, 2, 2}));
+  EXPECT_EQ(IntsOf(r->elements()[1]), (std::vector<int64_t>{10, 10, 10, 20, 20, 20}));
+}
+
+TEST(InterpreterTest, ReduceWithAnyComputationIncludingVariadic) {
+  auto r = EvalText(R"(
+add {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, y)
+}
+argmax {
+  v0 = f32[] parameter(0)
+  i0 = s32[] parameter(1)
+  v1 = f32[] parameter(2)
+  i1 = s32[] parameter(3)
+  gt = pred[] compare(v1, v0), direction=GT
+  v = f32[] select(gt, v1, v0)
+  i = s32[] select(gt, i1, i0)
+  ROOT t = (f32[], s32[]) tuple(v, i)
+}
+ENTRY e {
+  a = f32[2,3] constant({{1, 2, 3}, {4, -5, 6}})
+  z = f32[] constant(0)
+  rows = f32[2] reduce(a, z), dimensions={1}, to_apply=add
+  all = f32[] reduce(a, z), dimensions={0,1}, to_apply=add
+  idx = s32[2,3] iota(), iota_dimension=0
+  ninf = f32[] constant(-inf)
+  m1 = s32[] constant(-1)
+  am = (f32[3], s32[3]) reduce(a, idx, ninf, m1), dimensions={0}, to_apply=argmax
+  ROOT t = (f32[2], f32[], (f32[3], s32[3])) tuple(rows, all, am)
+})",
+                    {});
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(FloatsOf(r->elements()[0]), (std::vector<double>{6, 5}));
+  EXPECT_EQ(FloatsOf(r->elements()[1]), (std::vector<double>{11}));
+  const Literal& am = r->elements()[2];
+  EXPECT_EQ(FloatsOf(am.elements()[0]), (std::vector<double>{4, 2, 6}));
+  EXPECT_EQ(IntsOf(am.elements()[1]), (std::vector<int64_t>{1, 0, 1}));
+}
+
+TEST(InterpreterTest, DotWithBatchAndContractingDimensions) {
+  auto r = EvalText(R"(ENTRY e {
+  a = f32[2,3] constant({{1, 2, 3}, {4, 5, 6}})
+  b = f32[3,2] constant({{7, 8}, {9, 10}, {11, 12}})
+  mm = f32[2,2] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  x = s32[2,2,2] constant({{{1, 2}, {3, 4}}, {{5, 6}, {7, 8}}})
+  bmm = s32[2,2,2] dot(x, x), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}
+  ROOT t = (f32[2,2], s32[2,2,2]) tuple(mm, bmm)
+})",
+                    {});
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(FloatsOf(r->elements()[0]), (std::vector<double>{58, 64, 139, 154}));
+  EXPECT_EQ(IntsOf(r->elements()[1]), (std::vector<int64_t>{7, 10, 15, 22, 67, 78, 91, 106}));
+}
+
+TEST(InterpreterTest, CallsAndTuples) {
+  auto r = EvalText(R"(
+sq {
+  x = f64[] parameter(0)
+  ROOT m = f64[] multiply(x, x)
+}
+ENTRY e {
+  p = (f64[], s64[]) parameter(0)
+  x = f64[] get-tuple-element(p), index=0
+  ROOT c = f64[] call(x), to_apply=sq
+})",
+                    [] {
+                      hlo::Shape t;
+                      t.tuple_elements = {ArrayShape(PrimitiveType::kF64, {}),
+                                          ArrayShape(PrimitiveType::kS64, {})};
+                      Literal arg(t);
+                      arg.elements()[0].SetFloat(0, 1.5);
+                      return std::vector<Literal>{arg};
+                    }());
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(FloatsOf(*r), (std::vector<double>{2.25}));
+}
+
+TEST(InterpreterTest, UnsupportedInputsAreNamedErrors) {
+  EXPECT_THAT(
+      EvalText("ENTRY e {\n  a = f32[4] parameter(0)\n  ROOT s = f32[4] sort(a), dimensions={0}\n}",
+               {Floats(PrimitiveType::kF32, {4}, {1, 2, 3, 4})}),
+      StatusIs(StatusCode::kFailedPrecondition, HasSubstr("t.hlo:3:")));
+  EXPECT_THAT(EvalText("ENTRY e {\n  ROOT c = f32[4] constant({...})\n}", {}),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("elided")));
+  EXPECT_THAT(EvalText("ENTRY e {\n  ROOT a = bf16[2] parameter(0)\n}",
+                       {Floats(PrimitiveType::kF32, {2}, {1, 2})}),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("bf16[2]")));
+  EXPECT_THAT(EvalText("ENTRY e {\n  ROOT a = f32[2] parameter(0)\n}", {}),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("takes 1 arguments")));
+}
+
+}  // namespace
+}  // namespace hlocache::interp
