@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <functional>
 #include <limits>
@@ -119,9 +120,11 @@ class Evaluator {
       return Call(inst.callees[0], call_args);
     }
     if (!inst.shape_written) return Error(Unsupported(inst, "instructions without a shape"));
+    HLOCACHE_RETURN_IF_ERROR(CheckArity(inst));
     auto made = Literal::MakeZeros(inst.shape);
     if (!made) return Error(Unsupported(inst, made.error().message()));
     Literal out = std::move(*made);
+    HLOCACHE_RETURN_IF_ERROR(CheckShapes(inst, values, out));
     switch (op) {
       case Opcode::kConstant:
         HLOCACHE_RETURN_IF_ERROR(FillConstant(inst, out));
@@ -208,6 +211,14 @@ class Evaluator {
       case Opcode::kCompare:
         HLOCACHE_RETURN_IF_ERROR(Compare(inst, operand(0), operand(1), out));
         return out;
+      case Opcode::kSlice:
+      case Opcode::kReverse:
+      case Opcode::kPad:
+      case Opcode::kConcatenate:
+      case Opcode::kDynamicSlice:
+      case Opcode::kDynamicUpdateSlice:
+        HLOCACHE_RETURN_IF_ERROR(MoveData(inst, values, out));
+        return out;
       case Opcode::kReduce:
         HLOCACHE_RETURN_IF_ERROR(Reduce(inst, values, out));
         return out;
@@ -226,6 +237,292 @@ class Evaluator {
       return out;
     }
     return Error(Unsupported(inst, "'" + std::string(hlo::OpcodeName(op)) + "'"));
+  }
+
+  // The parser takes any operand count; the ops here index their operands, so a module with
+  // the wrong number is refused before it is evaluated.
+  Status CheckArity(const Instruction& inst) const {
+    size_t min = 0, max = 0;
+    switch (inst.opcode.opcode) {
+      case Opcode::kConstant:
+      case Opcode::kIota:
+        break;
+      case Opcode::kBroadcast:
+      case Opcode::kReshape:
+      case Opcode::kBitcast:
+      case Opcode::kCopy:
+      case Opcode::kTranspose:
+      case Opcode::kConvert:
+      case Opcode::kSlice:
+      case Opcode::kReverse:
+        min = max = 1;
+        break;
+      case Opcode::kCompare:
+      case Opcode::kDot:
+      case Opcode::kPad:
+        min = max = 2;
+        break;
+      case Opcode::kSelect:
+      case Opcode::kClamp:
+        min = max = 3;
+        break;
+      case Opcode::kDynamicSlice:
+      case Opcode::kConcatenate:
+        min = 1;
+        max = SIZE_MAX;
+        break;
+      case Opcode::kDynamicUpdateSlice:
+      case Opcode::kReduce:
+        min = 2;
+        max = SIZE_MAX;
+        break;
+      default:  // Elementwise: one or two operands.
+        min = 1;
+        max = 2;
+        break;
+    }
+    if (inst.operands.size() < min || inst.operands.size() > max) {
+      return InvalidArgument(m_.filename() + ":" + std::to_string(m_.LineOf(inst.offset)) + ": '" +
+                             std::string(inst.name) + "' (" +
+                             std::string(hlo::OpcodeName(inst.opcode.opcode)) + ") has " +
+                             std::to_string(inst.operands.size()) + " operands");
+    }
+    return Status::Ok();
+  }
+
+  // The parser does not infer shapes, so a module may claim any shape for any instruction. The
+  // evaluation below indexes operands by the output's shape; this refuses every combination that
+  // would make it read or write out of bounds, or mix element kinds.
+  Status CheckShapes(const Instruction& inst, const std::vector<Literal>& values,
+                     const Literal& out) const {
+    const Opcode op = inst.opcode.opcode;
+    auto bad = [&](const std::string& why) {
+      return InvalidArgument(m_.filename() + ":" + std::to_string(m_.LineOf(inst.offset)) + ": '" +
+                             std::string(inst.name) + "' (" + std::string(hlo::OpcodeName(op)) +
+                             "): " + why);
+    };
+    auto arg = [&](size_t k) -> const Literal& { return values[inst.operands[k]]; };
+    for (size_t k = 0; k < inst.operands.size(); ++k) {
+      if (arg(k).is_tuple()) return bad("operand " + std::to_string(k) + " is a tuple");
+    }
+    if (out.is_tuple() && op != Opcode::kReduce) return bad("a tuple result");
+    const auto& od = out.shape().dims;
+    const size_t rank = inst.operands.empty() ? 0 : arg(0).shape().dims.size();
+    const auto& in_dims = inst.operands.empty() ? od : arg(0).shape().dims;
+    auto is_scalar_int = [&](size_t k) { return arg(k).size() == 1 && !arg(k).is_float(); };
+    auto valid_dims = [](const std::vector<int64_t>& d, size_t r) {
+      std::vector<bool> seen(r, false);
+      for (int64_t x : d) {
+        if (x < 0 || static_cast<size_t>(x) >= r || seen[static_cast<size_t>(x)]) return false;
+        seen[static_cast<size_t>(x)] = true;
+      }
+      return true;
+    };
+    switch (op) {
+      case Opcode::kConstant:
+      case Opcode::kIota:
+        return Status::Ok();
+      case Opcode::kBroadcast: {
+        HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> d, Ints(inst, "dimensions"));
+        if (d.size() != rank) return bad("dimensions={...} does not match the operand's rank");
+        for (size_t k = 0; k < d.size(); ++k) {
+          if (d[k] < 0 || static_cast<size_t>(d[k]) >= od.size() ||
+              od[static_cast<size_t>(d[k])] != in_dims[k]) {
+            return bad("operand dimension " + std::to_string(k) + " does not map onto the result");
+          }
+        }
+        break;
+      }
+      case Opcode::kTranspose: {
+        HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> d, Ints(inst, "dimensions"));
+        if (d.size() != rank || od.size() != rank || !valid_dims(d, rank)) {
+          return bad("dimensions={...} is not a permutation of the operand's");
+        }
+        for (size_t k = 0; k < rank; ++k) {
+          if (od[k] != in_dims[static_cast<size_t>(d[k])]) return bad("result dimensions differ");
+        }
+        break;
+      }
+      case Opcode::kReshape:
+      case Opcode::kBitcast:
+      case Opcode::kCopy:
+      case Opcode::kConvert:
+        if (arg(0).size() != out.size()) return bad("the element count changes");
+        break;
+      case Opcode::kSelect:
+        if (arg(0).type() != PrimitiveType::kPred ||
+            (arg(0).size() != out.size() && arg(0).size() != 1)) {
+          return bad("the predicate is not pred of the result's shape");
+        }
+        for (size_t k : {1, 2}) {
+          if (arg(k).type() != out.type() || arg(k).size() != out.size()) {
+            return bad("operand " + std::to_string(k) + " is not of the result's shape");
+          }
+        }
+        break;
+      case Opcode::kClamp:
+        for (size_t k : {0, 1, 2}) {
+          if (arg(k).type() != out.type() ||
+              (arg(k).size() != out.size() && !(k != 1 && arg(k).size() == 1))) {
+            return bad("operand " + std::to_string(k) + " is not of the result's shape");
+          }
+        }
+        break;
+      case Opcode::kCompare:
+        if (out.type() != PrimitiveType::kPred || arg(0).type() != arg(1).type() ||
+            arg(0).size() != out.size() || arg(1).size() != out.size()) {
+          return bad("operands and result do not match");
+        }
+        break;
+      case Opcode::kDot: {
+        const auto lb = IntsOrEmpty(inst, "lhs_batch_dims"),
+                   rb = IntsOrEmpty(inst, "rhs_batch_dims");
+        const auto lc = IntsOrEmpty(inst, "lhs_contracting_dims");
+        const auto rc = IntsOrEmpty(inst, "rhs_contracting_dims");
+        const auto& ld = arg(0).shape().dims;
+        const auto& rd = arg(1).shape().dims;
+        std::vector<int64_t> lall = lb, rall = rb;
+        lall.insert(lall.end(), lc.begin(), lc.end());
+        rall.insert(rall.end(), rc.begin(), rc.end());
+        if (lb.size() != rb.size() || lc.size() != rc.size() || !valid_dims(lall, ld.size()) ||
+            !valid_dims(rall, rd.size())) {
+          return bad("batch and contracting dimensions do not pair up");
+        }
+        std::vector<int64_t> want;
+        for (size_t k = 0; k < lb.size(); ++k) {
+          if (ld[static_cast<size_t>(lb[k])] != rd[static_cast<size_t>(rb[k])]) {
+            return bad("batch dimensions differ in size");
+          }
+          want.push_back(ld[static_cast<size_t>(lb[k])]);
+        }
+        for (size_t k = 0; k < lc.size(); ++k) {
+          if (ld[static_cast<size_t>(lc[k])] != rd[static_cast<size_t>(rc[k])]) {
+            return bad("contracting dimensions differ in size");
+          }
+        }
+        for (size_t d = 0; d < ld.size(); ++d) {
+          if (std::find(lall.begin(), lall.end(), static_cast<int64_t>(d)) == lall.end()) {
+            want.push_back(ld[d]);
+          }
+        }
+        for (size_t d = 0; d < rd.size(); ++d) {
+          if (std::find(rall.begin(), rall.end(), static_cast<int64_t>(d)) == rall.end()) {
+            want.push_back(rd[d]);
+          }
+        }
+        if (want != od) return bad("the result's dimensions are not batch, lhs free, rhs free");
+        if (arg(0).is_float() != out.is_float() || arg(1).is_float() != out.is_float()) {
+          return bad("mixes integer and floating-point operands");
+        }
+        break;
+      }
+      case Opcode::kReduce: {
+        HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> d, Ints(inst, "dimensions"));
+        const size_t n = inst.operands.size() / 2;
+        if (inst.operands.size() % 2 != 0 || !valid_dims(d, rank)) {
+          return bad("operands, inits or dimensions={...} do not pair up");
+        }
+        std::vector<int64_t> kept;
+        for (size_t k = 0; k < rank; ++k) {
+          if (std::find(d.begin(), d.end(), static_cast<int64_t>(k)) == d.end()) {
+            kept.push_back(in_dims[k]);
+          }
+        }
+        if (out.is_tuple() != (n > 1) || (n > 1 && out.elements().size() != n)) {
+          return bad("the result does not hold one value per operand");
+        }
+        for (size_t k = 0; k < n; ++k) {
+          const Literal& result = n == 1 ? out : out.elements()[k];
+          if (result.is_tuple() || arg(k).shape().dims != in_dims || arg(n + k).size() != 1 ||
+              arg(n + k).type() != arg(k).type() || result.type() != arg(k).type() ||
+              result.shape().dims != kept) {
+            return bad("operand " + std::to_string(k) + ", its init and its result disagree");
+          }
+        }
+        break;
+      }
+      case Opcode::kSlice: {
+        HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> spec, SliceSpec(inst));
+        if (spec.size() != 3 * rank || od.size() != rank) return bad("slice={...} of another rank");
+        for (size_t k = 0; k < rank; ++k) {
+          const int64_t start = spec[3 * k], limit = spec[3 * k + 1], stride = spec[3 * k + 2];
+          if (start < 0 || limit < start || limit > in_dims[k] || stride < 1 ||
+              od[k] != (limit - start + stride - 1) / stride) {
+            return bad("slice bounds of dimension " + std::to_string(k) + " do not fit");
+          }
+        }
+        break;
+      }
+      case Opcode::kPad: {
+        HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> spec, PaddingSpec(inst));
+        if (spec.size() != 3 * rank || od.size() != rank || arg(1).size() != 1 ||
+            arg(1).type() != out.type()) {
+          return bad("padding or the padding value does not fit the operand");
+        }
+        for (size_t k = 0; k < rank; ++k) {
+          const int64_t low = spec[3 * k], high = spec[3 * k + 1], interior = spec[3 * k + 2];
+          if (interior < 0 ||
+              od[k] != low + high + in_dims[k] + std::max<int64_t>(in_dims[k] - 1, 0) * interior) {
+            return bad("padded size of dimension " + std::to_string(k) + " is wrong");
+          }
+        }
+        break;
+      }
+      case Opcode::kReverse: {
+        HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> d, Ints(inst, "dimensions"));
+        if (!valid_dims(d, rank) || od != in_dims) return bad("dimensions={...} do not fit");
+        break;
+      }
+      case Opcode::kConcatenate: {
+        HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> d, Ints(inst, "dimensions"));
+        if (d.size() != 1 || d[0] < 0 || static_cast<size_t>(d[0]) >= rank || od.size() != rank) {
+          return bad("dimensions={...} is not one dimension of the operands");
+        }
+        int64_t total = 0;
+        for (size_t k = 0; k < inst.operands.size(); ++k) {
+          const auto& kd = arg(k).shape().dims;
+          if (kd.size() != rank || arg(k).type() != out.type()) return bad("operands differ");
+          for (size_t j = 0; j < rank; ++j) {
+            if (j != static_cast<size_t>(d[0]) && kd[j] != od[j]) return bad("operands differ");
+          }
+          total += kd[static_cast<size_t>(d[0])];
+        }
+        if (total != od[static_cast<size_t>(d[0])]) return bad("sizes do not add up");
+        break;
+      }
+      case Opcode::kDynamicSlice:
+      case Opcode::kDynamicUpdateSlice: {
+        const size_t first = op == Opcode::kDynamicSlice ? 1 : 2;
+        if (inst.operands.size() != first + rank) return bad("wants one start index a dimension");
+        for (size_t k = first; k < inst.operands.size(); ++k) {
+          if (!is_scalar_int(k)) return bad("start indices must be integer scalars");
+        }
+        const auto& window = op == Opcode::kDynamicSlice ? od : arg(1).shape().dims;
+        if (window.size() != rank) return bad("window of another rank");
+        for (size_t k = 0; k < rank; ++k) {
+          if (window[k] > in_dims[k]) return bad("window larger than the operand");
+        }
+        if (op == Opcode::kDynamicUpdateSlice &&
+            (od != in_dims || arg(1).type() != out.type() || arg(0).type() != out.type())) {
+          return bad("the result is not of the operand's shape");
+        }
+        break;
+      }
+      default: {  // Elementwise.
+        for (size_t k = 0; k < inst.operands.size(); ++k) {
+          if (arg(k).size() != out.size() || arg(k).type() != arg(0).type()) {
+            return bad("operand " + std::to_string(k) + " is not of the result's shape");
+          }
+        }
+        const bool to_pred = op == Opcode::kIsFinite;
+        if (to_pred ? (out.type() != PrimitiveType::kPred || !arg(0).is_float())
+                    : arg(0).type() != out.type()) {
+          return bad("the result's element type is not the operands'");
+        }
+        break;
+      }
+    }
+    return Status::Ok();
   }
 
   template <typename Fn>
@@ -317,6 +614,155 @@ class Evaluator {
         }
       }
     }
+    return Status::Ok();
+  }
+
+  // slice={[start:limit:stride], ...}: the numbers, three a dimension (stride 1 when absent).
+  Result<std::vector<int64_t>> SliceSpec(const Instruction& inst) const {
+    const hlo::Attribute* a = inst.FindAttribute("slice");
+    if (a == nullptr) return Error(Unsupported(inst, "slice without slice={...}"));
+    std::vector<int64_t> out;
+    std::vector<int64_t> dim;
+    for (uint32_t t = a->value.begin; t < a->value.end; ++t) {
+      const hlo::Token& tok = m_.tokens[t];
+      if (tok.kind == hlo::TokenKind::kInt) {
+        int64_t v = 0;
+        std::string_view text = m_.TokenText(tok);
+        std::from_chars(text.data(), text.data() + text.size(), v);
+        dim.push_back(v);
+      } else if (tok.kind == hlo::TokenKind::kRBracket) {
+        if (dim.size() == 2) dim.push_back(1);
+        if (dim.size() != 3) return Error(Unsupported(inst, "this slice={...} spelling"));
+        out.insert(out.end(), dim.begin(), dim.end());
+        dim.clear();
+      }
+    }
+    return out;
+  }
+
+  // padding=low_high_interior per dimension, joined by 'x'.
+  Result<std::vector<int64_t>> PaddingSpec(const Instruction& inst) const {
+    const hlo::Attribute* a = inst.FindAttribute("padding");
+    if (a == nullptr) return Error(Unsupported(inst, "pad without padding="));
+    std::string text;
+    for (uint32_t t = a->value.begin; t < a->value.end; ++t) text += m_.TokenText(t);
+    std::vector<int64_t> out;
+    size_t pos = 0;
+    while (pos <= text.size()) {
+      size_t end = text.find('x', pos);
+      if (end == std::string::npos) end = text.size();
+      const std::string dim = text.substr(pos, end - pos);
+      std::vector<int64_t> parts;
+      size_t p = 0;
+      while (p <= dim.size()) {
+        size_t q = dim.find('_', p);
+        if (q == std::string::npos) q = dim.size();
+        int64_t v = 0;
+        if (std::from_chars(dim.data() + p, dim.data() + q, v).ec != std::errc()) {
+          return Error(Unsupported(inst, "padding=" + text));
+        }
+        parts.push_back(v);
+        p = q + 1;
+      }
+      if (parts.size() == 2) parts.push_back(0);
+      if (parts.size() != 3) return Error(Unsupported(inst, "padding=" + text));
+      out.insert(out.end(), parts.begin(), parts.end());
+      pos = end + 1;
+    }
+    return out;
+  }
+
+  // The ops that only move elements: slice, reverse, pad, concatenate, dynamic-slice and
+  // dynamic-update-slice. Each output element names its source by index arithmetic.
+  Status MoveData(const Instruction& inst, const std::vector<Literal>& values, Literal& out) {
+    const Literal& in = values[inst.operands[0]];
+    const auto& in_dims = in.shape().dims;
+    const auto in_strides = Strides(in_dims);
+    const size_t rank = in_dims.size();
+    const Opcode op = inst.opcode.opcode;
+    // Dynamic start indices: clamped so the window stays inside the operand.
+    std::vector<int64_t> starts(rank, 0);
+    if (op == Opcode::kDynamicSlice || op == Opcode::kDynamicUpdateSlice) {
+      const size_t first = op == Opcode::kDynamicSlice ? 1 : 2;
+      if (inst.operands.size() != first + rank) {
+        return Unsupported(inst, "dynamic slicing with one index operand");
+      }
+      const auto& window =
+          op == Opcode::kDynamicSlice ? out.shape().dims : values[inst.operands[1]].shape().dims;
+      for (size_t d = 0; d < rank; ++d) {
+        const Literal& s = values[inst.operands[first + d]];
+        const int64_t v = s.is_float() ? 0 : s.GetInt(0);
+        starts[d] = std::clamp<int64_t>(v, 0, std::max<int64_t>(0, in_dims[d] - window[d]));
+      }
+    }
+    if (op == Opcode::kDynamicUpdateSlice) {
+      for (size_t i = 0; i < out.size(); ++i) CopyElement(in, i, out, i);
+      const Literal& update = values[inst.operands[1]];
+      const auto out_strides = Strides(out.shape().dims);
+      ForEachIndex(update, [&](size_t i, const std::vector<int64_t>& idx) {
+        int64_t off = 0;
+        for (size_t d = 0; d < rank; ++d) off += (idx[d] + starts[d]) * out_strides[d];
+        CopyElement(update, i, out, static_cast<size_t>(off));
+      });
+      return Status::Ok();
+    }
+    if (op == Opcode::kConcatenate) {
+      HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> dims, Ints(inst, "dimensions"));
+      if (dims.size() != 1) return Unsupported(inst, "concatenate without one dimension");
+      const auto cd = static_cast<size_t>(dims[0]);
+      ForEachIndex(out, [&](size_t i, const std::vector<int64_t>& idx) {
+        int64_t pos = idx[cd];
+        for (int32_t operand_index : inst.operands) {
+          const Literal& part = values[operand_index];
+          const int64_t extent = part.shape().dims[cd];
+          if (pos < extent) {
+            std::vector<int64_t> src = idx;
+            src[cd] = pos;
+            CopyElement(part, static_cast<size_t>(Offset(src, Strides(part.shape().dims))), out, i);
+            return;
+          }
+          pos -= extent;
+        }
+      });
+      return Status::Ok();
+    }
+    std::vector<int64_t> spec;
+    std::vector<bool> reversed(rank, false);
+    if (op == Opcode::kSlice) {
+      HLOCACHE_ASSIGN_OR_RETURN(spec, SliceSpec(inst));
+      if (spec.size() != 3 * rank) return Unsupported(inst, "a slice of another rank");
+    } else if (op == Opcode::kPad) {
+      HLOCACHE_ASSIGN_OR_RETURN(spec, PaddingSpec(inst));
+      if (spec.size() != 3 * rank) return Unsupported(inst, "padding of another rank");
+    } else if (op == Opcode::kReverse) {
+      HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> dims, Ints(inst, "dimensions"));
+      for (int64_t d : dims) reversed[static_cast<size_t>(d)] = true;
+    }
+    const Literal* pad_value = op == Opcode::kPad ? &values[inst.operands[1]] : nullptr;
+    ForEachIndex(out, [&](size_t i, const std::vector<int64_t>& idx) {
+      int64_t off = 0;
+      for (size_t d = 0; d < rank; ++d) {
+        int64_t src = idx[d];
+        if (op == Opcode::kSlice) {
+          src = spec[3 * d] + idx[d] * spec[3 * d + 2];
+        } else if (op == Opcode::kPad) {
+          // Output position = low + src * (interior + 1); anything else is padding.
+          const int64_t rel = idx[d] - spec[3 * d];
+          const int64_t step = spec[3 * d + 2] + 1;
+          if (rel < 0 || rel % step != 0 || rel / step >= in_dims[d]) {
+            CopyElement(*pad_value, 0, out, i);
+            return;
+          }
+          src = rel / step;
+        } else if (op == Opcode::kReverse && reversed[d]) {
+          src = in_dims[d] - 1 - idx[d];
+        } else if (op == Opcode::kDynamicSlice) {
+          src = starts[d] + idx[d];
+        }
+        off += src * in_strides[d];
+      }
+      CopyElement(in, static_cast<size_t>(off), out, i);
+    });
     return Status::Ok();
   }
 

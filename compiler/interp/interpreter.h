@@ -4,9 +4,10 @@
 //
 // Ops: parameter, constant, iota, the elementwise unary and binary arithmetic, logical and
 // comparison ops, select, clamp, convert, broadcast, reshape, bitcast (same element type), copy,
-// transpose, reduce (any reduction computation, variadic), dot (batch and contracting
-// dimensions), tuple, get-tuple-element, call. Element types pred, s8..s64, u8..u64, f32, f64.
-// Anything else is kUnimplemented-style kFailedPrecondition naming the op and its line.
+// transpose, slice, dynamic-slice, dynamic-update-slice, concatenate, pad (negative and
+// interior padding included), reverse, reduce (any reduction computation, variadic), dot (batch
+// and contracting dimensions), tuple, get-tuple-element, call. Element types pred, s8..s64,
+// u8..u64, f32, f64. Anything else is kFailedPrecondition, naming the op and its line.
 //
 // Thread safety: Evaluate is reentrant; the module is only read.
 #pragma once

@@ -254,11 +254,86 @@ ENTRY e {
   EXPECT_EQ(FloatsOf(*r), (std::vector<double>{2.25}));
 }
 
+TEST(InterpreterTest, SlicesPadsConcatenatesAndReverses) {
+  auto r = EvalText(R"(ENTRY e {
+  a = s32[3,4] iota(), iota_dimension=1
+  b = s32[3,4] iota(), iota_dimension=0
+  m = s32[3,4] multiply(b, b)
+  x = s32[3,4] add(a, m)
+  sl = s32[2,2] slice(x), slice={[1:3], [0:4:2]}
+  rv = s32[3,4] reverse(x), dimensions={0,1}
+  zero = s32[] constant(-9)
+  pd = s32[1,4] pad(sl, zero), padding=-1_0x1_0_1
+  cc = s32[2,4] concatenate(sl, sl), dimensions={1}
+  ROOT t = (s32[2,2], s32[3,4], s32[1,4], s32[2,4]) tuple(sl, rv, pd, cc)
+})",
+                    {});
+  ASSERT_THAT(r, IsOk());
+  // x[i][j] = j + i*i: rows {0,1,2,3}, {1,2,3,4}, {4,5,6,7}.
+  EXPECT_EQ(IntsOf(r->elements()[0]), (std::vector<int64_t>{1, 3, 4, 6}));
+  EXPECT_EQ(IntsOf(r->elements()[1]), (std::vector<int64_t>{7, 6, 5, 4, 4, 3, 2, 1, 3, 2, 1, 0}));
+  // Row 0 of sl dropped (low -1); in the row, one pad before and one between the values.
+  EXPECT_EQ(IntsOf(r->elements()[2]), (std::vector<int64_t>{-9, 4, -9, 6}));
+  EXPECT_EQ(IntsOf(r->elements()[3]), (std::vector<int64_t>{1, 3, 1, 3, 4, 6, 4, 6}));
+}
+
+TEST(InterpreterTest, DynamicSlicesClampTheirStarts) {
+  auto r = EvalText(R"(ENTRY e {
+  a = s32[5] iota(), iota_dimension=0
+  i = s32[] parameter(0)
+  ds = s32[2] dynamic-slice(a, i), dynamic_slice_sizes={2}
+  u = s32[2] constant({70, 80})
+  dus = s32[5] dynamic-update-slice(a, u, i)
+  ROOT t = (s32[2], s32[5]) tuple(ds, dus)
+})",
+                    {Ints(PrimitiveType::kS32, {}, {9})});
+  ASSERT_THAT(r, IsOk());
+  // A start of 9 is clamped to 3, the last start that keeps the window inside.
+  EXPECT_EQ(IntsOf(r->elements()[0]), (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(IntsOf(r->elements()[1]), (std::vector<int64_t>{0, 1, 2, 70, 80}));
+}
+
+TEST(InterpreterTest, ShapesThatDoNotFitTheirOpsAreRefusedNotRead) {
+  // The parser infers no shapes: each of these would index out of bounds if evaluated.
+  const std::vector<std::string> bad = {
+      "ENTRY e {\n  a = f32[4] parameter(0)\n  b = f32[3] constant({1, 2, 3})\n"
+      "  ROOT s = f32[4] add(a, b)\n}",
+      "ENTRY e {\n  a = f32[4] parameter(0)\n  b = s32[4] constant({1, 2, 3, 4})\n"
+      "  ROOT s = f32[4] add(a, b)\n}",
+      "ENTRY e {\n  a = f32[4] parameter(0)\n  ROOT b = f32[5,4] broadcast(a), dimensions={0}\n}",
+      "ENTRY e {\n  a = f32[4] parameter(0)\n  ROOT s = f32[3] slice(a), slice={[2:5]}\n}",
+      "ENTRY e {\n  a = f32[4] parameter(0)\n  ROOT t = f32[4] transpose(a), dimensions={1}\n}",
+      "ENTRY e {\n  a = f32[4] parameter(0)\n  b = f32[3,2] constant({{1,2},{3,4},{5,6}})\n"
+      "  ROOT d = f32[2] dot(a, b), lhs_contracting_dims={0}, rhs_contracting_dims={0}\n}",
+      "ENTRY e {\n  a = f32[4] parameter(0)\n  z = f32[] constant(0)\n"
+      "  ROOT p = f32[8] pad(a, z), padding=1_1_1\n}",
+      "ENTRY e {\n  a = f32[4] parameter(0)\n  i = s32[] constant(0)\n"
+      "  ROOT d = f32[5] dynamic-slice(a, i), dynamic_slice_sizes={5}\n}",
+      "ENTRY e {\n  a = f32[4] parameter(0)\n  ROOT r = f32[5] reshape(a)\n}",
+  };
+  for (const std::string& text : bad) {
+    EXPECT_THAT(EvalText(text, {Floats(PrimitiveType::kF32, {4}, {1, 2, 3, 4})}),
+                StatusIs(StatusCode::kInvalidArgument, HasSubstr("t.hlo:")))
+        << text;
+  }
+  // The right size for that padding (1 + 1 + 4 + 3 interior) evaluates.
+  auto padded = EvalText(
+      "ENTRY e {\n  a = f32[4] parameter(0)\n  z = f32[] constant(0)\n"
+      "  ROOT p = f32[9] pad(a, z), padding=1_1_1\n}",
+      {Floats(PrimitiveType::kF32, {4}, {1, 2, 3, 4})});
+  ASSERT_THAT(padded, IsOk());
+  EXPECT_EQ(FloatsOf(*padded), (std::vector<double>{0, 1, 0, 2, 0, 3, 0, 4, 0}));
+}
+
 TEST(InterpreterTest, UnsupportedInputsAreNamedErrors) {
   EXPECT_THAT(
       EvalText("ENTRY e {\n  a = f32[4] parameter(0)\n  ROOT s = f32[4] sort(a), dimensions={0}\n}",
                {Floats(PrimitiveType::kF32, {4}, {1, 2, 3, 4})}),
       StatusIs(StatusCode::kFailedPrecondition, HasSubstr("t.hlo:3:")));
+  EXPECT_THAT(
+      EvalText("ENTRY e {\n  a = s32[2] parameter(0)\n  ROOT p = s32[3] pad(a), padding=0_1\n}",
+               {Ints(PrimitiveType::kS32, {2}, {1, 2})}),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr("t.hlo:3: 'p' (pad) has 1 operands")));
   EXPECT_THAT(EvalText("ENTRY e {\n  ROOT c = f32[4] constant({...})\n}", {}),
               StatusIs(StatusCode::kFailedPrecondition, HasSubstr("elided")));
   EXPECT_THAT(EvalText("ENTRY e {\n  ROOT a = bf16[2] parameter(0)\n}",
