@@ -53,6 +53,13 @@ class Evaluator {
  public:
   explicit Evaluator(const hlo::Module& m) : m_(m) {}
 
+  Result<Literal> Constant(const Instruction& inst) const {
+    auto made = Literal::MakeZeros(inst.shape);
+    if (!made) return Error(Unsupported(inst, made.error().message()));
+    HLOCACHE_RETURN_IF_ERROR(FillConstant(inst, *made));
+    return std::move(*made);
+  }
+
   Result<Literal> Call(int32_t comp_index, std::span<const Literal> args) {
     const Computation& comp = m_.computations[static_cast<size_t>(comp_index)];
     std::vector<Literal> values(comp.instructions.size());
@@ -1171,6 +1178,13 @@ Result<Literal> Evaluate(const hlo::Module& module, std::span<const Literal> arg
     }
   }
   return Evaluator(module).Call(module.entry, arguments);
+}
+
+Result<Literal> ConstantValue(const hlo::Module& module, const hlo::Instruction& constant) {
+  if (constant.opcode.opcode != Opcode::kConstant) {
+    return Error(InvalidArgument("'" + std::string(constant.name) + "' is not a constant"));
+  }
+  return Evaluator(module).Constant(constant);
 }
 
 }  // namespace hlocache::interp

@@ -25,4 +25,7 @@ namespace hlocache::interp {
 // type the interpreter does not implement, or elided constants ("FILE:LINE: ..." names it).
 Result<Literal> Evaluate(const hlo::Module& module, std::span<const Literal> arguments);
 
+// The value of a constant instruction of `module` (the code generator embeds it).
+Result<Literal> ConstantValue(const hlo::Module& module, const hlo::Instruction& constant);
+
 }  // namespace hlocache::interp

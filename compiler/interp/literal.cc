@@ -1,5 +1,6 @@
 #include "compiler/interp/literal.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -139,6 +140,102 @@ std::string Literal::ToString() const {
     }
   }
   out += '}';
+  return out;
+}
+
+namespace {
+
+template <typename T>
+void AppendAs(std::string& out, T v) {
+  char buf[sizeof(T)];
+  std::memcpy(buf, &v, sizeof(T));
+  out.append(buf, sizeof(T));
+}
+
+template <typename T>
+T ReadAs(std::string_view bytes, size_t i) {
+  T v;
+  std::memcpy(&v, bytes.data() + i * sizeof(T), sizeof(T));
+  return v;
+}
+
+}  // namespace
+
+std::string ToBytes(const Literal& a) {
+  std::string out;
+  const int bits = hlo::PrimitiveTypeBits(a.type());
+  out.reserve(a.size() * static_cast<size_t>(std::max(bits, 8) / 8));
+  for (size_t i = 0; i < a.size(); ++i) {
+    switch (a.type()) {
+      case PrimitiveType::kF32:
+        AppendAs(out, static_cast<float>(a.GetFloat(i)));
+        break;
+      case PrimitiveType::kF64:
+        AppendAs(out, a.GetFloat(i));
+        break;
+      case PrimitiveType::kPred:
+      case PrimitiveType::kS8:
+      case PrimitiveType::kU8:
+        AppendAs(out, static_cast<uint8_t>(a.GetInt(i)));
+        break;
+      case PrimitiveType::kS16:
+      case PrimitiveType::kU16:
+        AppendAs(out, static_cast<uint16_t>(a.GetInt(i)));
+        break;
+      case PrimitiveType::kS32:
+      case PrimitiveType::kU32:
+        AppendAs(out, static_cast<uint32_t>(a.GetInt(i)));
+        break;
+      default:
+        AppendAs(out, static_cast<uint64_t>(a.GetInt(i)));
+        break;
+    }
+  }
+  return out;
+}
+
+Result<Literal> FromBytes(const hlo::Shape& shape, std::string_view bytes) {
+  HLOCACHE_ASSIGN_OR_RETURN(Literal out, Literal::MakeZeros(shape));
+  if (out.is_tuple()) return Error(InvalidArgument("FromBytes takes an array shape"));
+  const size_t width = static_cast<size_t>(std::max(hlo::PrimitiveTypeBits(shape.type), 8) / 8);
+  if (bytes.size() != out.size() * width) {
+    return Error(InvalidArgument(std::to_string(bytes.size()) + " bytes for " +
+                                 hlo::CanonicalShapeText(shape)));
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    switch (shape.type) {
+      case PrimitiveType::kF32:
+        out.SetFloat(i, ReadAs<float>(bytes, i));
+        break;
+      case PrimitiveType::kF64:
+        out.SetFloat(i, ReadAs<double>(bytes, i));
+        break;
+      case PrimitiveType::kPred:
+        out.SetInt(i, ReadAs<uint8_t>(bytes, i));
+        break;
+      case PrimitiveType::kS8:
+        out.SetInt(i, ReadAs<int8_t>(bytes, i));
+        break;
+      case PrimitiveType::kU8:
+        out.SetInt(i, ReadAs<uint8_t>(bytes, i));
+        break;
+      case PrimitiveType::kS16:
+        out.SetInt(i, ReadAs<int16_t>(bytes, i));
+        break;
+      case PrimitiveType::kU16:
+        out.SetInt(i, ReadAs<uint16_t>(bytes, i));
+        break;
+      case PrimitiveType::kS32:
+        out.SetInt(i, ReadAs<int32_t>(bytes, i));
+        break;
+      case PrimitiveType::kU32:
+        out.SetInt(i, ReadAs<uint32_t>(bytes, i));
+        break;
+      default:
+        out.SetInt(i, static_cast<int64_t>(ReadAs<uint64_t>(bytes, i)));
+        break;
+    }
+  }
   return out;
 }
 

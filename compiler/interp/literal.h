@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -61,6 +62,11 @@ class Literal {
   std::vector<int64_t> ints_;
   std::vector<Literal> tuple_;
 };
+
+// The dense row-major bytes of an array literal as a buffer of its C type holds them (pred as one
+// byte, 0 or 1), and back. FromBytes: kInvalidArgument when `bytes` has the wrong size.
+std::string ToBytes(const Literal& array);
+Result<Literal> FromBytes(const hlo::Shape& shape, std::string_view bytes);
 
 // Rounds to the value set of a floating-point type (f32 or f64).
 double RoundToType(double v, hlo::PrimitiveType type);
