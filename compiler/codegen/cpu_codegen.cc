@@ -367,6 +367,18 @@ class Lowering {
       }
     }
     const bool is_float = hlo::IsFloat(inst.shape.type);
+    // What HLO does not define does not reach the C++ compiler as code it would reject.
+    const bool logical =
+        op == Opcode::kAnd || op == Opcode::kOr || op == Opcode::kXor || op == Opcode::kNot;
+    if (op == Opcode::kIsFinite) {
+      if (!hlo::IsFloat(Op(comp, inst, 0).shape.type) || inst.shape.type != PrimitiveType::kPred) {
+        return Unsupported(inst, "is-finite other than floats to pred");
+      }
+    } else if (inst.shape.type == PrimitiveType::kPred && !logical) {
+      return Unsupported(inst, "arithmetic on pred");
+    } else if (is_float && logical) {
+      return Unsupported(inst, "bitwise ops on floats");
+    }
     auto unary = [&](const std::string& f) {
       Loop(index, inst, f + "(" + operand(0) + "[i])");
       return Status::Ok();

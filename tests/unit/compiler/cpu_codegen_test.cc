@@ -162,6 +162,16 @@ TEST(CpuCodegenTest, UnsupportedOpsAreNamedWithTheirLine) {
   EXPECT_THAT(LowerToCpp(*module),
               StatusIs(StatusCode::kFailedPrecondition, HasSubstr("g.hlo:3:")));
   EXPECT_THAT(LowerToCpp(*module), StatusIs(StatusCode::kFailedPrecondition, HasSubstr("'dot'")));
+  // Ops HLO leaves undefined are refused rather than handed to c++ as code it would reject.
+  for (const char* text :
+       {"ENTRY e {\n  a = pred[2] parameter(0)\n  ROOT s = pred[2] subtract(a, a)\n}",
+        "ENTRY e {\n  a = f32[2] parameter(0)\n  ROOT n = f32[2] not(a)\n}",
+        "ENTRY e {\n  a = s32[2] parameter(0)\n  ROOT f = pred[2] is-finite(a)\n}"}) {
+    auto m = hlo::ParseModule(text, "g.hlo");
+    ASSERT_THAT(m, IsOk());
+    EXPECT_THAT(LowerToCpp(*m), StatusIs(StatusCode::kFailedPrecondition, HasSubstr("g.hlo:3:")))
+        << text;
+  }
 }
 
 }  // namespace
