@@ -1,5 +1,6 @@
 #include "compiler/codegen/cpu_codegen.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -328,6 +329,10 @@ class Lowering {
       case Opcode::kBroadcast:
       case Opcode::kTranspose:
         return IndexMap(comp, index, inst);
+      case Opcode::kDot:
+        return Dot(comp, index, inst);
+      case Opcode::kReduce:
+        return Reduce(comp, index, inst);
       case Opcode::kSelect: {
         const Instruction& p = Op(comp, inst, 0);
         if (p.shape.type != PrimitiveType::kPred || !same_count(1) || !same_count(2) ||
@@ -483,6 +488,207 @@ class Lowering {
       }
     }
     return Unsupported(inst, "'" + std::string(hlo::OpcodeName(op)) + "'");
+  }
+
+  static std::string IntArray(const std::string& name, const std::vector<int64_t>& v) {
+    std::string out = "    static const int64_t " + name + "[] = {";
+    for (size_t k = 0; k < v.size(); ++k) out += (k ? ", " : "") + Int(v[k]);
+    if (v.empty()) out += "0";
+    return out + "};\n";
+  }
+
+  static int64_t Product(const std::vector<int64_t>& v) {
+    int64_t p = 1;
+    for (int64_t x : v) p *= x;
+    return p;
+  }
+
+  static std::vector<int64_t> StridesOf(const std::vector<int64_t>& dims) {
+    std::vector<int64_t> s(dims.size(), 1);
+    for (size_t k = dims.size(); k-- > 1;) s[k - 1] = s[k] * dims[k];
+    return s;
+  }
+
+  // Adds to `offsets` (one per name in `strides`) the row-major digits of `linear` over `dims`,
+  // each times its stride.
+  static std::string Digits(const std::string& linear, const std::string& dims, size_t rank,
+                            const std::vector<std::pair<std::string, std::string>>& offsets) {
+    std::string out = "      { int64_t rest = " + linear +
+                      ";\n        for (int d = " + std::to_string(rank) +
+                      " - 1; d >= 0; --d) {\n          const int64_t x = rest % " + dims +
+                      "[d];\n          rest /= " + dims + "[d];\n";
+    for (const auto& [offset, strides] : offsets) {
+      out += "          " + offset + " += x * " + strides + "[d];\n";
+    }
+    return out + "        }\n      }\n";
+  }
+
+  // dot: the result's dimensions are the batch ones, lhs's free ones, then rhs's free ones.
+  // Floats accumulate in double over the contracting dimensions in row-major order and are
+  // rounded once, as the interpreter does.
+  Status Dot(const hlo::Computation& comp, int32_t index, const Instruction& inst) {
+    const Instruction& lhs = Op(comp, inst, 0);
+    const Instruction& rhs = Op(comp, inst, 1);
+    auto list = [&](const char* name) -> std::vector<int64_t> {
+      const hlo::Attribute* a = inst.FindAttribute(name);
+      if (a == nullptr) return {};
+      auto v = m_.IntList(*a);
+      return v ? *v : std::vector<int64_t>();
+    };
+    const auto lb = list("lhs_batch_dims"), rb = list("rhs_batch_dims");
+    const auto lc = list("lhs_contracting_dims"), rc = list("rhs_contracting_dims");
+    const auto& ld = lhs.shape.dims;
+    const auto& rd = rhs.shape.dims;
+    auto in_range = [](const std::vector<int64_t>& v, size_t rank) {
+      std::vector<bool> seen(rank, false);
+      for (int64_t x : v) {
+        if (x < 0 || static_cast<size_t>(x) >= rank || seen[static_cast<size_t>(x)]) return false;
+        seen[static_cast<size_t>(x)] = true;
+      }
+      return true;
+    };
+    std::vector<int64_t> lall = lb, rall = rb;
+    lall.insert(lall.end(), lc.begin(), lc.end());
+    rall.insert(rall.end(), rc.begin(), rc.end());
+    if (lb.size() != rb.size() || lc.size() != rc.size() || !in_range(lall, ld.size()) ||
+        !in_range(rall, rd.size()) ||
+        hlo::IsFloat(lhs.shape.type) != hlo::IsFloat(inst.shape.type) ||
+        hlo::IsFloat(rhs.shape.type) != hlo::IsFloat(inst.shape.type) ||
+        inst.shape.type == PrimitiveType::kPred) {
+      return Unsupported(inst, "this dot");
+    }
+    const auto ls = StridesOf(ld), rs = StridesOf(rd);
+    std::vector<int64_t> want, to_l, to_r;
+    for (size_t k = 0; k < lb.size(); ++k) {
+      const auto l = static_cast<size_t>(lb[k]), r = static_cast<size_t>(rb[k]);
+      if (ld[l] != rd[r]) return Unsupported(inst, "batch dimensions of different sizes");
+      want.push_back(ld[l]);
+      to_l.push_back(ls[l]);
+      to_r.push_back(rs[r]);
+    }
+    for (size_t d = 0; d < ld.size(); ++d) {
+      if (std::find(lall.begin(), lall.end(), static_cast<int64_t>(d)) != lall.end()) continue;
+      want.push_back(ld[d]);
+      to_l.push_back(ls[d]);
+      to_r.push_back(0);
+    }
+    for (size_t d = 0; d < rd.size(); ++d) {
+      if (std::find(rall.begin(), rall.end(), static_cast<int64_t>(d)) != rall.end()) continue;
+      want.push_back(rd[d]);
+      to_l.push_back(0);
+      to_r.push_back(rs[d]);
+    }
+    if (want != inst.shape.dims) return Unsupported(inst, "a dot result of other dimensions");
+    std::vector<int64_t> cdims, lcs, rcs;
+    for (size_t k = 0; k < lc.size(); ++k) {
+      const auto l = static_cast<size_t>(lc[k]), r = static_cast<size_t>(rc[k]);
+      if (ld[l] != rd[r]) return Unsupported(inst, "contracting dimensions of different sizes");
+      cdims.push_back(ld[l]);
+      lcs.push_back(ls[l]);
+      rcs.push_back(rs[r]);
+    }
+    const std::string t = CType(inst.shape.type);
+    const bool is_float = hlo::IsFloat(inst.shape.type);
+    const std::string acc_type = is_float ? "double" : "uint64_t";
+    auto load = [&](const std::string& v, const std::string& off) {
+      return is_float ? "double(" + v + "[" + off + "])"
+                      : "static_cast<uint64_t>(static_cast<int64_t>(" + v + "[" + off + "]))";
+    };
+    out_ += "  {\n" + IntArray("od", want) + IntArray("ol", to_l) + IntArray("orr", to_r) +
+            IntArray("cd", cdims) + IntArray("cl", lcs) + IntArray("cr", rcs);
+    out_ += "    for (int64_t i = 0; i < " + Int(Count(inst)) +
+            "; ++i) {\n      int64_t lo = 0, ro = 0;\n";
+    out_ += Digits("i", "od", want.size(), {{"lo", "ol"}, {"ro", "orr"}});
+    out_ += "      " + acc_type + " acc = 0;\n      for (int64_t c = 0; c < " +
+            Int(Product(cdims)) + "; ++c) {\n        int64_t l2 = lo, r2 = ro;\n";
+    out_ += Digits("c", "cd", cdims.size(), {{"l2", "cl"}, {"r2", "cr"}});
+    out_ += "        acc += " + load(Var(inst.operands[0]), "l2") + " * " +
+            load(Var(inst.operands[1]), "r2") + ";\n      }\n      " + Var(index) +
+            "[i] = static_cast<" + t + ">(" + (is_float ? "acc" : "static_cast<int64_t>(acc)") +
+            ");\n    }\n  }\n";
+    return Status::Ok();
+  }
+
+  // reduce of one operand whose computation is one binary op of its two parameters (sum, max,
+  // product, ...): folds over the reduced dimensions in row-major order from the init, as the
+  // interpreter does.
+  Status Reduce(const hlo::Computation& comp, int32_t index, const Instruction& inst) {
+    if (inst.operands.size() != 2 || inst.callees.size() != 1) {
+      return Unsupported(inst, "reduce of several operands");
+    }
+    const Instruction& in = Op(comp, inst, 0);
+    const Instruction& init = Op(comp, inst, 1);
+    const hlo::Computation& f = m_.computations[static_cast<size_t>(inst.callees[0])];
+    const Instruction& root = f.instructions[static_cast<size_t>(f.root)];
+    const char* helper = nullptr;
+    switch (root.opcode.opcode) {
+      case Opcode::kAdd:
+        helper = "hc_add";
+        break;
+      case Opcode::kMultiply:
+        helper = "hc_mul";
+        break;
+      case Opcode::kMaximum:
+        helper = "hc_max";
+        break;
+      case Opcode::kMinimum:
+        helper = "hc_min";
+        break;
+      default:
+        break;
+    }
+    if (helper == nullptr || f.instructions.size() != 3 || root.operands.size() != 2 ||
+        root.opcode.phase != hlo::AsyncPhase::kNone) {
+      return Unsupported(inst,
+                         "reduce with this computation (one add, multiply, maximum or "
+                         "minimum of the two parameters is supported)");
+    }
+    // Which parameter each operand of the root is: parameter 0 is the accumulator.
+    std::string args[2];
+    for (size_t k = 0; k < 2; ++k) {
+      const Instruction& p = f.instructions[static_cast<size_t>(root.operands[k])];
+      if (p.opcode.opcode != Opcode::kParameter || p.shape.type != inst.shape.type) {
+        return Unsupported(inst, "reduce with this computation");
+      }
+      args[k] = p.parameter_number == 0 ? "acc" : "x";
+    }
+    if (args[0] == args[1] || in.shape.type != inst.shape.type ||
+        init.shape.type != inst.shape.type || Count(init) != 1 ||
+        (inst.shape.type == PrimitiveType::kPred)) {
+      return Unsupported(inst, "reduce with these types");
+    }
+    const hlo::Attribute* a = inst.FindAttribute("dimensions");
+    if (a == nullptr) return Unsupported(inst, "reduce without dimensions={...}");
+    HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> d, m_.IntList(*a));
+    const auto& id = in.shape.dims;
+    const auto is_ = StridesOf(id);
+    std::vector<bool> reduced(id.size(), false);
+    for (int64_t x : d) {
+      if (x < 0 || static_cast<size_t>(x) >= id.size() || reduced[static_cast<size_t>(x)]) {
+        return Unsupported(inst, "these reduce dimensions");
+      }
+      reduced[static_cast<size_t>(x)] = true;
+    }
+    std::vector<int64_t> kd, ks, rd, rs;
+    for (size_t k = 0; k < id.size(); ++k) {
+      (reduced[k] ? rd : kd).push_back(id[k]);
+      (reduced[k] ? rs : ks).push_back(is_[k]);
+    }
+    if (kd != inst.shape.dims) return Unsupported(inst, "a reduce result of other dimensions");
+    const std::string t = CType(inst.shape.type);
+    out_ +=
+        "  {\n" + IntArray("kd", kd) + IntArray("ks", ks) + IntArray("rd", rd) + IntArray("rs", rs);
+    out_ +=
+        "    for (int64_t i = 0; i < " + Int(Count(inst)) + "; ++i) {\n      int64_t base = 0;\n";
+    out_ += Digits("i", "kd", kd.size(), {{"base", "ks"}});
+    out_ += "      " + t + " acc = " + Var(inst.operands[1]) +
+            "[0];\n      for (int64_t c = 0; c < " + Int(Product(rd)) +
+            "; ++c) {\n        int64_t off = base;\n";
+    out_ += Digits("c", "rd", rd.size(), {{"off", "rs"}});
+    out_ += "        const " + t + " x = " + Var(inst.operands[0]) +
+            "[off];\n        acc = " + helper + "<" + t + ">(" + args[0] + ", " + args[1] +
+            ");\n      }\n      " + Var(index) + "[i] = acc;\n    }\n  }\n";
+    return Status::Ok();
   }
 
   // broadcast and transpose: each result element reads the operand at an offset that is a sum

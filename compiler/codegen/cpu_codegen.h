@@ -10,7 +10,9 @@
 // same canonical module gives the same source, byte for byte.
 //
 // Ops so far: parameter, constant, iota, the elementwise unary and binary arithmetic, compare,
-// select, convert, broadcast, reshape, copy, bitcast, transpose, and a tuple at the root.
+// select, convert, broadcast, reshape, copy, bitcast, transpose, dot (batch and contracting
+// dimensions), reduce of one operand by add, multiply, maximum or minimum, and a tuple at the
+// root.
 // Element types pred, s8..s64, u8..u64, f32, f64. Anything else is kFailedPrecondition naming
 // the op and its line.
 //

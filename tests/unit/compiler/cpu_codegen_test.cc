@@ -153,15 +153,65 @@ TEST(CpuCodegenTest, ShapesConstantsConversionsAndPredicates) {
       {Array(PrimitiveType::kF32, {2, 3}, {1.5, -1e10, NAN, 2.9, 4e9, -0.5})});
 }
 
+TEST(CpuCodegenTest, DotsAndReductionsMatchTheInterpreterBitForBit) {
+  ExpectCompiledMatchesInterpreter(R"(
+sum {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, y)
+}
+max {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT m = f32[] maximum(y, x)
+}
+ENTRY e {
+  a = f32[2,3,4] parameter(0)
+  b = f32[2,4,5] parameter(1)
+  bmm = f32[2,3,5] dot(a, b), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}
+  z = f32[] constant(0)
+  rows = f32[2,5] reduce(bmm, z), dimensions={1}, to_apply=sum
+  ninf = f32[] constant(-inf)
+  mx = f32[3] reduce(a, ninf), dimensions={0,2}, to_apply=max
+  all = f32[] reduce(a, z), dimensions={0,1,2}, to_apply=sum
+  ROOT o = (f32[2,3,5], f32[2,5], f32[3], f32[]) tuple(bmm, rows, mx, all)
+})",
+                                   {[] {
+                                      std::vector<double> v;
+                                      for (int i = 0; i < 24; ++i) v.push_back(0.1 * i - 1.3);
+                                      return Array(PrimitiveType::kF32, {2, 3, 4}, v);
+                                    }(),
+                                    [] {
+                                      std::vector<double> v;
+                                      for (int i = 0; i < 40; ++i) v.push_back(1.0 / (i + 1));
+                                      return Array(PrimitiveType::kF32, {2, 4, 5}, v);
+                                    }()});
+  ExpectCompiledMatchesInterpreter(R"(
+mul {
+  x = s64[] parameter(0)
+  y = s64[] parameter(1)
+  ROOT m = s64[] multiply(x, y)
+}
+ENTRY e {
+  a = s64[3,2] parameter(0)
+  b = s64[2] parameter(1)
+  mv = s64[3] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  one = s64[] constant(1)
+  p = s64[2] reduce(a, one), dimensions={0}, to_apply=mul
+  ROOT o = (s64[3], s64[2]) tuple(mv, p)
+})",
+                                   {Array(PrimitiveType::kS64, {3, 2}, {4e9, 3, -5, 7, 1, 2}),
+                                    Array(PrimitiveType::kS64, {2}, {5e9, -2})});
+}
+
 TEST(CpuCodegenTest, UnsupportedOpsAreNamedWithTheirLine) {
   auto module = hlo::ParseModule(
-      "ENTRY e {\n  a = f32[2,2] parameter(0)\n  ROOT d = f32[2,2] dot(a, a), "
-      "lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}",
+      "ENTRY e {\n  a = f32[2,2] parameter(0)\n  ROOT s = f32[2,2] sort(a), dimensions={0}\n}",
       "g.hlo");
   ASSERT_THAT(module, IsOk());
   EXPECT_THAT(LowerToCpp(*module),
               StatusIs(StatusCode::kFailedPrecondition, HasSubstr("g.hlo:3:")));
-  EXPECT_THAT(LowerToCpp(*module), StatusIs(StatusCode::kFailedPrecondition, HasSubstr("'dot'")));
+  EXPECT_THAT(LowerToCpp(*module), StatusIs(StatusCode::kFailedPrecondition, HasSubstr("'sort'")));
   // Ops HLO leaves undefined are refused rather than handed to c++ as code it would reject.
   for (const char* text :
        {"ENTRY e {\n  a = pred[2] parameter(0)\n  ROOT s = pred[2] subtract(a, a)\n}",
