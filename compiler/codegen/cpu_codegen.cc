@@ -258,6 +258,7 @@ class Lowering {
     const Instruction& inst = comp.instructions[static_cast<size_t>(index)];
     const Opcode op = inst.opcode.opcode;
     if (inst.opcode.phase != hlo::AsyncPhase::kNone) return Unsupported(inst, "asynchronous ops");
+    HLOCACHE_RETURN_IF_ERROR(interp::CheckOperandCount(m_, inst));
     if (op == Opcode::kTuple) {
       if (index != comp.root) return Unsupported(inst, "tuples other than the root");
       for (size_t k = 0; k < inst.operands.size(); ++k) {

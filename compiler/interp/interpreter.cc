@@ -49,6 +49,63 @@ std::pair<double, double> IntRange(PrimitiveType t) {
   return {-std::ldexp(1.0, bits - 1), std::ldexp(1.0, bits - 1) - 1};
 }
 
+// The parser takes any operand count; the core ops index their operands, so a module with
+// the wrong number is refused before it is evaluated or lowered.
+Status OperandCountStatus(const hlo::Module& m, const hlo::Instruction& inst) {
+  size_t min = 0, max = 0;
+  switch (inst.opcode.opcode) {
+    case Opcode::kConstant:
+    case Opcode::kIota:
+    case Opcode::kParameter:
+      break;
+    case Opcode::kTuple:
+    case Opcode::kCall:
+      max = SIZE_MAX;
+      break;
+    case Opcode::kBroadcast:
+    case Opcode::kReshape:
+    case Opcode::kBitcast:
+    case Opcode::kCopy:
+    case Opcode::kTranspose:
+    case Opcode::kConvert:
+    case Opcode::kSlice:
+    case Opcode::kReverse:
+    case Opcode::kGetTupleElement:
+      min = max = 1;
+      break;
+    case Opcode::kCompare:
+    case Opcode::kDot:
+    case Opcode::kPad:
+      min = max = 2;
+      break;
+    case Opcode::kSelect:
+    case Opcode::kClamp:
+      min = max = 3;
+      break;
+    case Opcode::kDynamicSlice:
+    case Opcode::kConcatenate:
+      min = 1;
+      max = SIZE_MAX;
+      break;
+    case Opcode::kDynamicUpdateSlice:
+    case Opcode::kReduce:
+      min = 2;
+      max = SIZE_MAX;
+      break;
+    default:  // Elementwise: one or two operands.
+      min = 1;
+      max = 2;
+      break;
+  }
+  if (inst.operands.size() < min || inst.operands.size() > max) {
+    return InvalidArgument(m.filename() + ":" + std::to_string(m.LineOf(inst.offset)) + ": '" +
+                           std::string(inst.name) + "' (" +
+                           std::string(hlo::OpcodeName(inst.opcode.opcode)) + ") has " +
+                           std::to_string(inst.operands.size()) + " operands");
+  }
+  return Status::Ok();
+}
+
 class Evaluator {
  public:
   explicit Evaluator(const hlo::Module& m) : m_(m) {}
@@ -127,7 +184,7 @@ class Evaluator {
       return Call(inst.callees[0], call_args);
     }
     if (!inst.shape_written) return Error(Unsupported(inst, "instructions without a shape"));
-    HLOCACHE_RETURN_IF_ERROR(CheckArity(inst));
+    HLOCACHE_RETURN_IF_ERROR(OperandCountStatus(m_, inst));
     auto made = Literal::MakeZeros(inst.shape);
     if (!made) return Error(Unsupported(inst, made.error().message()));
     Literal out = std::move(*made);
@@ -244,57 +301,6 @@ class Evaluator {
       return out;
     }
     return Error(Unsupported(inst, "'" + std::string(hlo::OpcodeName(op)) + "'"));
-  }
-
-  // The parser takes any operand count; the ops here index their operands, so a module with
-  // the wrong number is refused before it is evaluated.
-  Status CheckArity(const Instruction& inst) const {
-    size_t min = 0, max = 0;
-    switch (inst.opcode.opcode) {
-      case Opcode::kConstant:
-      case Opcode::kIota:
-        break;
-      case Opcode::kBroadcast:
-      case Opcode::kReshape:
-      case Opcode::kBitcast:
-      case Opcode::kCopy:
-      case Opcode::kTranspose:
-      case Opcode::kConvert:
-      case Opcode::kSlice:
-      case Opcode::kReverse:
-        min = max = 1;
-        break;
-      case Opcode::kCompare:
-      case Opcode::kDot:
-      case Opcode::kPad:
-        min = max = 2;
-        break;
-      case Opcode::kSelect:
-      case Opcode::kClamp:
-        min = max = 3;
-        break;
-      case Opcode::kDynamicSlice:
-      case Opcode::kConcatenate:
-        min = 1;
-        max = SIZE_MAX;
-        break;
-      case Opcode::kDynamicUpdateSlice:
-      case Opcode::kReduce:
-        min = 2;
-        max = SIZE_MAX;
-        break;
-      default:  // Elementwise: one or two operands.
-        min = 1;
-        max = 2;
-        break;
-    }
-    if (inst.operands.size() < min || inst.operands.size() > max) {
-      return InvalidArgument(m_.filename() + ":" + std::to_string(m_.LineOf(inst.offset)) + ": '" +
-                             std::string(inst.name) + "' (" +
-                             std::string(hlo::OpcodeName(inst.opcode.opcode)) + ") has " +
-                             std::to_string(inst.operands.size()) + " operands");
-    }
-    return Status::Ok();
   }
 
   // The parser does not infer shapes, so a module may claim any shape for any instruction. The
@@ -1185,6 +1191,10 @@ Result<Literal> ConstantValue(const hlo::Module& module, const hlo::Instruction&
     return Error(InvalidArgument("'" + std::string(constant.name) + "' is not a constant"));
   }
   return Evaluator(module).Constant(constant);
+}
+
+Status CheckOperandCount(const hlo::Module& module, const hlo::Instruction& inst) {
+  return OperandCountStatus(module, inst);
 }
 
 }  // namespace hlocache::interp

@@ -25,6 +25,10 @@ namespace hlocache::interp {
 // type the interpreter does not implement, or elided constants ("FILE:LINE: ..." names it).
 Result<Literal> Evaluate(const hlo::Module& module, std::span<const Literal> arguments);
 
+// kInvalidArgument (naming file:line) when `inst` has an operand count its op does not take.
+// The parser accepts any count; the interpreter and the code generator index operands by it.
+Status CheckOperandCount(const hlo::Module& module, const hlo::Instruction& inst);
+
 // The value of a constant instruction of `module` (the code generator embeds it).
 Result<Literal> ConstantValue(const hlo::Module& module, const hlo::Instruction& constant);
 

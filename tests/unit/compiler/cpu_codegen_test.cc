@@ -222,6 +222,12 @@ TEST(CpuCodegenTest, UnsupportedOpsAreNamedWithTheirLine) {
     EXPECT_THAT(LowerToCpp(*m), StatusIs(StatusCode::kFailedPrecondition, HasSubstr("g.hlo:3:")))
         << text;
   }
+  // A malformed module (an operand count its op does not take) is an input error.
+  auto malformed = hlo::ParseModule(
+      "ENTRY e {\n  a = f32[2] parameter(0)\n  ROOT s = f32[2] select(a)\n}", "g.hlo");
+  ASSERT_THAT(malformed, IsOk());
+  EXPECT_THAT(LowerToCpp(*malformed), StatusIs(StatusCode::kInvalidArgument,
+                                               HasSubstr("g.hlo:3: 's' (select) has 1 operands")));
 }
 
 }  // namespace
