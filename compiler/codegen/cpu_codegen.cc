@@ -133,8 +133,7 @@ template <class To, class From> To hc_cvt(From x) {
   if constexpr (std::is_same_v<To, bool>) {
     return x != 0;
   } else if constexpr (kFloat<To>) {
-    if constexpr (std::is_same_v<From, uint64_t>) return static_cast<To>(static_cast<double>(x));
-    else return static_cast<To>(static_cast<double>(x));
+    return static_cast<To>(static_cast<double>(x));  // Through double, as the interpreter does.
   } else if constexpr (kFloat<From>) {
     const double v = x;
     if (std::isnan(v)) return 0;
