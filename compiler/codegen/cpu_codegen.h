@@ -3,7 +3,8 @@
 // The generated code exports one function,
 //   extern "C" int hlocache_entry(const void* const* params, void* const* results);
 // `params[i]` points to parameter i's elements and `results[k]` to the k-th leaf of the result
-// (the result itself when it is not a tuple), dense in row-major order. Each instruction becomes
+// (the result itself when it is not a tuple), dense in row-major order. It returns 0, or 1 when
+// it could not allocate its intermediate buffers (it never throws). Each instruction becomes
 // one loop over its elements, with XLA's integer, NaN and conversion semantics spelled out
 // (wrapping arithmetic, x/0 = -1, saturating float-to-int conversion) so that the executable
 // computes what the reference interpreter computes. The text depends only on the module: the
