@@ -505,12 +505,6 @@ class Lowering {
     return p;
   }
 
-  static std::vector<int64_t> StridesOf(const std::vector<int64_t>& dims) {
-    std::vector<int64_t> s(dims.size(), 1);
-    for (size_t k = dims.size(); k-- > 1;) s[k - 1] = s[k] * dims[k];
-    return s;
-  }
-
   // Adds to `offsets` (one per name in `strides`) the row-major digits of `linear` over `dims`,
   // each times its stride.
   static std::string Digits(const std::string& linear, const std::string& dims, size_t rank,
@@ -541,25 +535,18 @@ class Lowering {
     const auto lc = list("lhs_contracting_dims"), rc = list("rhs_contracting_dims");
     const auto& ld = lhs.shape.dims;
     const auto& rd = rhs.shape.dims;
-    auto in_range = [](const std::vector<int64_t>& v, size_t rank) {
-      std::vector<bool> seen(rank, false);
-      for (int64_t x : v) {
-        if (x < 0 || static_cast<size_t>(x) >= rank || seen[static_cast<size_t>(x)]) return false;
-        seen[static_cast<size_t>(x)] = true;
-      }
-      return true;
-    };
     std::vector<int64_t> lall = lb, rall = rb;
     lall.insert(lall.end(), lc.begin(), lc.end());
     rall.insert(rall.end(), rc.begin(), rc.end());
-    if (lb.size() != rb.size() || lc.size() != rc.size() || !in_range(lall, ld.size()) ||
-        !in_range(rall, rd.size()) ||
+    if (lb.size() != rb.size() || lc.size() != rc.size() ||
+        !hlo::AreDistinctDimensions(lall, ld.size()) ||
+        !hlo::AreDistinctDimensions(rall, rd.size()) ||
         hlo::IsFloat(lhs.shape.type) != hlo::IsFloat(inst.shape.type) ||
         hlo::IsFloat(rhs.shape.type) != hlo::IsFloat(inst.shape.type) ||
         inst.shape.type == PrimitiveType::kPred) {
       return Unsupported(inst, "this dot");
     }
-    const auto ls = StridesOf(ld), rs = StridesOf(rd);
+    const auto ls = hlo::RowMajorStrides(ld), rs = hlo::RowMajorStrides(rd);
     std::vector<int64_t> want, to_l, to_r;
     for (size_t k = 0; k < lb.size(); ++k) {
       const auto l = static_cast<size_t>(lb[k]), r = static_cast<size_t>(rb[k]);
@@ -663,14 +650,12 @@ class Lowering {
     if (a == nullptr) return Unsupported(inst, "reduce without dimensions={...}");
     HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> d, m_.IntList(*a));
     const auto& id = in.shape.dims;
-    const auto is_ = StridesOf(id);
-    std::vector<bool> reduced(id.size(), false);
-    for (int64_t x : d) {
-      if (x < 0 || static_cast<size_t>(x) >= id.size() || reduced[static_cast<size_t>(x)]) {
-        return Unsupported(inst, "these reduce dimensions");
-      }
-      reduced[static_cast<size_t>(x)] = true;
+    const auto is_ = hlo::RowMajorStrides(id);
+    if (!hlo::AreDistinctDimensions(d, id.size())) {
+      return Unsupported(inst, "these reduce dimensions");
     }
+    std::vector<bool> reduced(id.size(), false);
+    for (int64_t x : d) reduced[static_cast<size_t>(x)] = true;
     std::vector<int64_t> kd, ks, rd, rs;
     for (size_t k = 0; k < id.size(); ++k) {
       (reduced[k] ? rd : kd).push_back(id[k]);
@@ -702,8 +687,7 @@ class Lowering {
     HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> d, m_.IntList(*a));
     const auto& od = inst.shape.dims;
     const auto& id = in.shape.dims;
-    std::vector<int64_t> in_strides(id.size(), 1);
-    for (size_t k = id.size(); k-- > 1;) in_strides[k - 1] = in_strides[k] * id[k];
+    const std::vector<int64_t> in_strides = hlo::RowMajorStrides(id);
     std::vector<int64_t> map(od.size(), 0);
     if (in.shape.type != inst.shape.type) return Unsupported(inst, "a change of element type");
     if (inst.opcode.opcode == Opcode::kBroadcast) {
@@ -718,13 +702,9 @@ class Lowering {
     } else {
       if (d.size() != od.size() || d.size() != id.size())
         return Unsupported(inst, "this transpose");
-      std::vector<bool> seen(d.size(), false);
+      if (!hlo::AreDistinctDimensions(d, d.size())) return Unsupported(inst, "this transpose");
       for (size_t k = 0; k < d.size(); ++k) {
-        if (d[k] < 0 || static_cast<size_t>(d[k]) >= d.size() || seen[static_cast<size_t>(d[k])] ||
-            od[k] != id[static_cast<size_t>(d[k])]) {
-          return Unsupported(inst, "this transpose");
-        }
-        seen[static_cast<size_t>(d[k])] = true;
+        if (od[k] != id[static_cast<size_t>(d[k])]) return Unsupported(inst, "this transpose");
         map[k] = in_strides[static_cast<size_t>(d[k])];
       }
     }

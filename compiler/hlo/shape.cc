@@ -60,6 +60,21 @@ std::optional<int64_t> Shape::ElementCount() const {
   return n;
 }
 
+std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> strides(dims.size(), 1);
+  for (size_t i = dims.size(); i-- > 1;) strides[i - 1] = strides[i] * dims[i];
+  return strides;
+}
+
+bool AreDistinctDimensions(const std::vector<int64_t>& dims, size_t rank) {
+  std::vector<bool> seen(rank, false);
+  for (int64_t d : dims) {
+    if (d < 0 || static_cast<size_t>(d) >= rank || seen[static_cast<size_t>(d)]) return false;
+    seen[static_cast<size_t>(d)] = true;
+  }
+  return true;
+}
+
 bool Shape::HasDefaultLayout() const {
   if (!layout) return true;
   if (!layout->details.empty()) return false;

@@ -98,6 +98,13 @@ struct Shape {
   bool HasDefaultLayout() const;
 };
 
+// Row-major element strides of `dims`: the last dimension's is 1.
+std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& dims);
+
+// Whether `dims` names distinct dimensions of a shape of rank `rank` (as dimensions={...},
+// permutations and contracting dimensions must).
+bool AreDistinctDimensions(const std::vector<int64_t>& dims, size_t rank);
+
 // Appends the shape's canonical text: default layouts omitted, no spaces. Tuples as
 // "(a, b)" with one space after commas, as XLA prints them.
 void AppendCanonicalShape(const Shape& shape, std::string& out);

@@ -17,12 +17,6 @@ using hlo::Opcode;
 using hlo::PrimitiveType;
 using hlo::Shape;
 
-std::vector<int64_t> Strides(const std::vector<int64_t>& dims) {
-  std::vector<int64_t> s(dims.size(), 1);
-  for (size_t i = dims.size(); i-- > 1;) s[i - 1] = s[i] * dims[i];
-  return s;
-}
-
 // Steps a row-major multi-index; false after the last one.
 bool Next(std::vector<int64_t>& index, const std::vector<int64_t>& dims) {
   for (size_t d = dims.size(); d-- > 0;) {
@@ -207,7 +201,7 @@ class Evaluator {
         HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> dims, Ints(inst, "dimensions"));
         const Literal& in = operand(0);
         if (dims.size() != in.shape().dims.size()) return Error(InvalidArgument("bad broadcast"));
-        const auto in_strides = Strides(in.shape().dims);
+        const auto in_strides = hlo::RowMajorStrides(in.shape().dims);
         ForEachIndex(out, [&](size_t i, const std::vector<int64_t>& idx) {
           int64_t off = 0;
           for (size_t k = 0; k < dims.size(); ++k) off += idx[dims[k]] * in_strides[k];
@@ -232,7 +226,7 @@ class Evaluator {
       case Opcode::kTranspose: {
         HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> perm, Ints(inst, "dimensions"));
         const Literal& in = operand(0);
-        const auto in_strides = Strides(in.shape().dims);
+        const auto in_strides = hlo::RowMajorStrides(in.shape().dims);
         if (perm.size() != in_strides.size()) return Error(InvalidArgument("bad transpose"));
         ForEachIndex(out, [&](size_t i, const std::vector<int64_t>& idx) {
           int64_t off = 0;
@@ -323,14 +317,6 @@ class Evaluator {
     const size_t rank = inst.operands.empty() ? 0 : arg(0).shape().dims.size();
     const auto& in_dims = inst.operands.empty() ? od : arg(0).shape().dims;
     auto is_scalar_int = [&](size_t k) { return arg(k).size() == 1 && !arg(k).is_float(); };
-    auto valid_dims = [](const std::vector<int64_t>& d, size_t r) {
-      std::vector<bool> seen(r, false);
-      for (int64_t x : d) {
-        if (x < 0 || static_cast<size_t>(x) >= r || seen[static_cast<size_t>(x)]) return false;
-        seen[static_cast<size_t>(x)] = true;
-      }
-      return true;
-    };
     switch (op) {
       case Opcode::kConstant:
       case Opcode::kIota:
@@ -348,7 +334,7 @@ class Evaluator {
       }
       case Opcode::kTranspose: {
         HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> d, Ints(inst, "dimensions"));
-        if (d.size() != rank || od.size() != rank || !valid_dims(d, rank)) {
+        if (d.size() != rank || od.size() != rank || !hlo::AreDistinctDimensions(d, rank)) {
           return bad("dimensions={...} is not a permutation of the operand's");
         }
         for (size_t k = 0; k < rank; ++k) {
@@ -397,8 +383,9 @@ class Evaluator {
         std::vector<int64_t> lall = lb, rall = rb;
         lall.insert(lall.end(), lc.begin(), lc.end());
         rall.insert(rall.end(), rc.begin(), rc.end());
-        if (lb.size() != rb.size() || lc.size() != rc.size() || !valid_dims(lall, ld.size()) ||
-            !valid_dims(rall, rd.size())) {
+        if (lb.size() != rb.size() || lc.size() != rc.size() ||
+            !hlo::AreDistinctDimensions(lall, ld.size()) ||
+            !hlo::AreDistinctDimensions(rall, rd.size())) {
           return bad("batch and contracting dimensions do not pair up");
         }
         std::vector<int64_t> want;
@@ -432,7 +419,7 @@ class Evaluator {
       case Opcode::kReduce: {
         HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> d, Ints(inst, "dimensions"));
         const size_t n = inst.operands.size() / 2;
-        if (inst.operands.size() % 2 != 0 || !valid_dims(d, rank)) {
+        if (inst.operands.size() % 2 != 0 || !hlo::AreDistinctDimensions(d, rank)) {
           return bad("operands, inits or dimensions={...} do not pair up");
         }
         std::vector<int64_t> kept;
@@ -483,7 +470,8 @@ class Evaluator {
       }
       case Opcode::kReverse: {
         HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> d, Ints(inst, "dimensions"));
-        if (!valid_dims(d, rank) || od != in_dims) return bad("dimensions={...} do not fit");
+        if (!hlo::AreDistinctDimensions(d, rank) || od != in_dims)
+          return bad("dimensions={...} do not fit");
         break;
       }
       case Opcode::kConcatenate: {
@@ -690,7 +678,7 @@ class Evaluator {
   Status MoveData(const Instruction& inst, const std::vector<Literal>& values, Literal& out) {
     const Literal& in = values[inst.operands[0]];
     const auto& in_dims = in.shape().dims;
-    const auto in_strides = Strides(in_dims);
+    const auto in_strides = hlo::RowMajorStrides(in_dims);
     const size_t rank = in_dims.size();
     const Opcode op = inst.opcode.opcode;
     // Dynamic start indices: clamped so the window stays inside the operand.
@@ -711,7 +699,7 @@ class Evaluator {
     if (op == Opcode::kDynamicUpdateSlice) {
       for (size_t i = 0; i < out.size(); ++i) CopyElement(in, i, out, i);
       const Literal& update = values[inst.operands[1]];
-      const auto out_strides = Strides(out.shape().dims);
+      const auto out_strides = hlo::RowMajorStrides(out.shape().dims);
       ForEachIndex(update, [&](size_t i, const std::vector<int64_t>& idx) {
         int64_t off = 0;
         for (size_t d = 0; d < rank; ++d) off += (idx[d] + starts[d]) * out_strides[d];
@@ -731,7 +719,9 @@ class Evaluator {
           if (pos < extent) {
             std::vector<int64_t> src = idx;
             src[cd] = pos;
-            CopyElement(part, static_cast<size_t>(Offset(src, Strides(part.shape().dims))), out, i);
+            CopyElement(part,
+                        static_cast<size_t>(Offset(src, hlo::RowMajorStrides(part.shape().dims))),
+                        out, i);
             return;
           }
           pos -= extent;
@@ -1056,7 +1046,7 @@ class Evaluator {
     Literal* outs[64];
     if (n > 64) return Unsupported(inst, "reduce of more than 64 operands");
     for (size_t k = 0; k < n; ++k) outs[k] = n == 1 ? &out : &out.elements()[k];
-    const auto strides = Strides(in_dims);
+    const auto strides = hlo::RowMajorStrides(in_dims);
     std::vector<int64_t> kept(kept_dims.size(), 0);
     size_t out_i = 0;
     bool more_out = true;
@@ -1117,7 +1107,7 @@ class Evaluator {
     const auto lf = free_dims(ld.size(), lb, lc), rf = free_dims(rd.size(), rb, rc);
     std::vector<int64_t> contract_dims;
     for (int64_t d : lc) contract_dims.push_back(ld[static_cast<size_t>(d)]);
-    const auto ls = Strides(ld), rs = Strides(rd);
+    const auto ls = hlo::RowMajorStrides(ld), rs = hlo::RowMajorStrides(rd);
     const bool float_acc = out.is_float();
     ForEachIndex(out, [&](size_t i, const std::vector<int64_t>& idx) {
       std::vector<int64_t> li(ld.size(), 0), ri(rd.size(), 0);
