@@ -2,25 +2,35 @@
 //
 // The generated code exports one function,
 //   extern "C" int hlocache_entry(const void* const* params, void* const* results);
-// `params[i]` points to parameter i's elements and `results[k]` to the k-th leaf of the result
-// (the result itself when it is not a tuple), dense in row-major order. It returns 0, or 1 when
-// it could not allocate its intermediate buffers (it never throws). Each instruction becomes
-// one loop over its elements, with XLA's integer, NaN and conversion semantics spelled out
-// (wrapping arithmetic, x/0 = -1, saturating float-to-int conversion) so that the executable
-// computes what the reference interpreter computes. The text depends only on the module: the
-// same canonical module gives the same source, byte for byte.
+// `params[j]` points to the j-th array leaf of the parameters (parameters in order, tuples
+// flattened depth-first) and `results[k]` to the k-th array leaf of the result, each dense in
+// row-major order whatever layout the module names (pred as one byte, f16/bf16 as their 16
+// bits). It returns 0, or 1 when it could not allocate its intermediate buffers (it never
+// throws).
 //
-// Ops so far: parameter, constant, iota, the elementwise unary and binary arithmetic, compare,
-// select, convert, broadcast, reshape, copy, bitcast, transpose, dot (batch and contracting
-// dimensions), reduce of one operand by add, multiply, maximum or minimum, and a tuple at the
-// root.
-// Element types pred, s8..s64, u8..u64, f32, f64. Anything else is kFailedPrecondition naming
-// the op and its line.
+// Each computation the entry reaches becomes one static function (call, fusion and reduction
+// computations included). Chains of elementwise ops whose intermediate values have one use are
+// fused into one loop; everything else writes its own buffer (small ones on the stack). XLA's
+// integer, NaN and conversion semantics are spelled out (wrapping arithmetic, x/0 = -1,
+// saturating float-to-int conversion) and floating-point math runs in double, rounded once, so
+// the executable computes exactly what the reference interpreter computes. The text depends
+// only on the module: the same canonical module gives the same source, byte for byte.
+//
+// Ops: parameter, constant, iota, the elementwise unary and binary arithmetic, logical and
+// shift ops, compare, select, clamp, convert, broadcast, reshape, copy, bitcast, transpose,
+// slice, dynamic-slice, dynamic-update-slice, concatenate, pad, reverse, reduce (variadic, any
+// computation), dot (batch and contracting dimensions), tuple, get-tuple-element, call and
+// fusion. Element types pred, s8..s64, u8..u64, f16, bf16, f32, f64.
+//
+// Errors: kFailedPrecondition for an op, type or form it does not lower, naming the op, its
+// file:line and the instruction; kInvalidArgument for a module whose shapes do not follow from
+// its ops (the reference interpreter's rules, interp::CheckShapes).
 //
 // Thread safety: pure function.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "compiler/hlo/module.h"
@@ -30,5 +40,13 @@ namespace hlocache::compiler {
 inline constexpr const char* kEntrySymbol = "hlocache_entry";
 
 Result<std::string> LowerToCpp(const hlo::Module& module);
+
+// The array leaves of the entry computation's parameters and result, in the order of
+// hlocache_entry's params[] and results[]. kInvalidArgument without an entry computation.
+struct EntryLeaves {
+  std::vector<hlo::Shape> parameters;
+  std::vector<hlo::Shape> results;
+};
+Result<EntryLeaves> EntryLeavesOf(const hlo::Module& module);
 
 }  // namespace hlocache::compiler

@@ -100,6 +100,29 @@ Status OperandCountStatus(const hlo::Module& m, const hlo::Instruction& inst) {
   return Status::Ok();
 }
 
+// What shape checking needs to know of a value: its shape. Lets one checker serve the
+// interpreter (on literals) and the code generator (on declared shapes).
+class ShapeView {
+ public:
+  explicit ShapeView(const Shape& shape) : shape_(&shape) {}
+  const Shape& shape() const { return *shape_; }
+  PrimitiveType type() const { return shape_->type; }
+  bool is_tuple() const { return shape_->IsTuple(); }
+  bool is_float() const { return hlo::IsFloat(shape_->type); }
+  size_t size() const {
+    auto n = shape_->ElementCount();
+    return n ? static_cast<size_t>(*n) : 0;
+  }
+  std::vector<ShapeView> elements() const {
+    std::vector<ShapeView> out;
+    for (const Shape& e : shape_->tuple_elements) out.emplace_back(e);
+    return out;
+  }
+
+ private:
+  const Shape* shape_;
+};
+
 class Evaluator {
  public:
   explicit Evaluator(const hlo::Module& m) : m_(m) {}
@@ -182,7 +205,9 @@ class Evaluator {
     auto made = Literal::MakeZeros(inst.shape);
     if (!made) return Error(Unsupported(inst, made.error().message()));
     Literal out = std::move(*made);
-    HLOCACHE_RETURN_IF_ERROR(CheckShapes(inst, values, out));
+    std::vector<ShapeView> operand_shapes;
+    for (int32_t k : inst.operands) operand_shapes.emplace_back(values[k].shape());
+    HLOCACHE_RETURN_IF_ERROR(CheckShapes(inst, operand_shapes, ShapeView(out.shape())));
     switch (op) {
       case Opcode::kConstant:
         HLOCACHE_RETURN_IF_ERROR(FillConstant(inst, out));
@@ -297,18 +322,19 @@ class Evaluator {
     return Error(Unsupported(inst, "'" + std::string(hlo::OpcodeName(op)) + "'"));
   }
 
+ public:
   // The parser does not infer shapes, so a module may claim any shape for any instruction. The
   // evaluation below indexes operands by the output's shape; this refuses every combination that
   // would make it read or write out of bounds, or mix element kinds.
-  Status CheckShapes(const Instruction& inst, const std::vector<Literal>& values,
-                     const Literal& out) const {
+  Status CheckShapes(const Instruction& inst, std::span<const ShapeView> operands,
+                     const ShapeView& out) const {
     const Opcode op = inst.opcode.opcode;
     auto bad = [&](const std::string& why) {
       return InvalidArgument(m_.filename() + ":" + std::to_string(m_.LineOf(inst.offset)) + ": '" +
                              std::string(inst.name) + "' (" + std::string(hlo::OpcodeName(op)) +
                              "): " + why);
     };
-    auto arg = [&](size_t k) -> const Literal& { return values[inst.operands[k]]; };
+    auto arg = [&](size_t k) -> const ShapeView& { return operands[k]; };
     for (size_t k = 0; k < inst.operands.size(); ++k) {
       if (arg(k).is_tuple()) return bad("operand " + std::to_string(k) + " is a tuple");
     }
@@ -432,7 +458,7 @@ class Evaluator {
           return bad("the result does not hold one value per operand");
         }
         for (size_t k = 0; k < n; ++k) {
-          const Literal& result = n == 1 ? out : out.elements()[k];
+          const ShapeView result = n == 1 ? out : out.elements()[k];
           if (result.is_tuple() || arg(k).shape().dims != in_dims || arg(n + k).size() != 1 ||
               arg(n + k).type() != arg(k).type() || result.type() != arg(k).type() ||
               result.shape().dims != kept) {
@@ -526,6 +552,7 @@ class Evaluator {
     return Status::Ok();
   }
 
+ private:
   template <typename Fn>
   static void ForEachIndex(const Literal& out, Fn fn) {
     const auto& dims = out.shape().dims;
@@ -619,6 +646,7 @@ class Evaluator {
   }
 
   // slice={[start:limit:stride], ...}: the numbers, three a dimension (stride 1 when absent).
+ public:
   Result<std::vector<int64_t>> SliceSpec(const Instruction& inst) const {
     const hlo::Attribute* a = inst.FindAttribute("slice");
     if (a == nullptr) return Error(Unsupported(inst, "slice without slice={...}"));
@@ -673,6 +701,7 @@ class Evaluator {
     return out;
   }
 
+ private:
   // The ops that only move elements: slice, reverse, pad, concatenate, dynamic-slice and
   // dynamic-update-slice. Each output element names its source by index arithmetic.
   Status MoveData(const Instruction& inst, const std::vector<Literal>& values, Literal& out) {
@@ -1181,6 +1210,22 @@ Result<Literal> ConstantValue(const hlo::Module& module, const hlo::Instruction&
     return Error(InvalidArgument("'" + std::string(constant.name) + "' is not a constant"));
   }
   return Evaluator(module).Constant(constant);
+}
+
+Status CheckShapes(const hlo::Module& module, const hlo::Instruction& inst,
+                   std::span<const hlo::Shape* const> operand_shapes) {
+  HLOCACHE_RETURN_IF_ERROR(OperandCountStatus(module, inst));
+  std::vector<ShapeView> operands;
+  for (const hlo::Shape* s : operand_shapes) operands.emplace_back(*s);
+  return Evaluator(module).CheckShapes(inst, operands, ShapeView(inst.shape));
+}
+
+Result<std::vector<int64_t>> SliceSpec(const hlo::Module& module, const hlo::Instruction& slice) {
+  return Evaluator(module).SliceSpec(slice);
+}
+
+Result<std::vector<int64_t>> PaddingSpec(const hlo::Module& module, const hlo::Instruction& pad) {
+  return Evaluator(module).PaddingSpec(pad);
 }
 
 Status CheckOperandCount(const hlo::Module& module, const hlo::Instruction& inst) {

@@ -7,7 +7,7 @@
 // transpose, slice, dynamic-slice, dynamic-update-slice, concatenate, pad (negative and
 // interior padding included), reverse, reduce (any reduction computation, variadic), dot (batch
 // and contracting dimensions), tuple, get-tuple-element, call. Element types pred, s8..s64,
-// u8..u64, f32, f64. Anything else is kFailedPrecondition, naming the op and its line.
+// u8..u64, f16, bf16, f32, f64. Anything else is kFailedPrecondition, naming the op and its line.
 //
 // Thread safety: Evaluate is reentrant; the module is only read.
 #pragma once
@@ -28,6 +28,18 @@ Result<Literal> Evaluate(const hlo::Module& module, std::span<const Literal> arg
 // kInvalidArgument (naming file:line) when `inst` has an operand count its op does not take.
 // The parser accepts any count; the interpreter and the code generator index operands by it.
 Status CheckOperandCount(const hlo::Module& module, const hlo::Instruction& inst);
+
+// kInvalidArgument (naming file:line) when `inst`'s declared shape does not follow from its
+// operands' shapes and attributes, for the ops whose evaluation indexes by shape (everything but
+// parameter, tuple, get-tuple-element and call). The parser infers nothing, so a module may
+// claim any shape; both the interpreter and the code generator refuse such a module this way.
+Status CheckShapes(const hlo::Module& module, const hlo::Instruction& inst,
+                   std::span<const hlo::Shape* const> operand_shapes);
+
+// slice={[start:limit:stride], ...} and padding=low_high_interior x ... as start, limit, stride
+// (or low, high, interior) per dimension.
+Result<std::vector<int64_t>> SliceSpec(const hlo::Module& module, const hlo::Instruction& slice);
+Result<std::vector<int64_t>> PaddingSpec(const hlo::Module& module, const hlo::Instruction& pad);
 
 // The value of a constant instruction of `module` (the code generator embeds it).
 Result<Literal> ConstantValue(const hlo::Module& module, const hlo::Instruction& constant);

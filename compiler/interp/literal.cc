@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "compiler/interp/half.h"
+
 namespace hlocache::interp {
 
 using hlo::PrimitiveType;
@@ -20,6 +22,8 @@ bool IsSupportedType(PrimitiveType type) {
     case PrimitiveType::kU16:
     case PrimitiveType::kU32:
     case PrimitiveType::kU64:
+    case PrimitiveType::kF16:
+    case PrimitiveType::kBF16:
     case PrimitiveType::kF32:
     case PrimitiveType::kF64:
       return true;
@@ -29,7 +33,16 @@ bool IsSupportedType(PrimitiveType type) {
 }
 
 double RoundToType(double v, PrimitiveType type) {
-  return type == PrimitiveType::kF32 ? static_cast<double>(static_cast<float>(v)) : v;
+  switch (type) {
+    case PrimitiveType::kF32:
+      return static_cast<double>(static_cast<float>(v));
+    case PrimitiveType::kF16:
+      return DecodeHalf(EncodeHalf(v, kF16Format), kF16Format);
+    case PrimitiveType::kBF16:
+      return DecodeHalf(EncodeHalf(v, kBF16Format), kBF16Format);
+    default:
+      return v;
+  }
 }
 
 int64_t WrapToType(int64_t v, PrimitiveType type) {
@@ -173,6 +186,12 @@ std::string ToBytes(const Literal& a) {
       case PrimitiveType::kF64:
         AppendAs(out, a.GetFloat(i));
         break;
+      case PrimitiveType::kF16:
+        AppendAs(out, EncodeHalf(a.GetFloat(i), kF16Format));
+        break;
+      case PrimitiveType::kBF16:
+        AppendAs(out, EncodeHalf(a.GetFloat(i), kBF16Format));
+        break;
       case PrimitiveType::kPred:
       case PrimitiveType::kS8:
       case PrimitiveType::kU8:
@@ -209,6 +228,12 @@ Result<Literal> FromBytes(const hlo::Shape& shape, std::string_view bytes) {
         break;
       case PrimitiveType::kF64:
         out.SetFloat(i, ReadAs<double>(bytes, i));
+        break;
+      case PrimitiveType::kF16:
+        out.SetFloat(i, DecodeHalf(ReadAs<uint16_t>(bytes, i), kF16Format));
+        break;
+      case PrimitiveType::kBF16:
+        out.SetFloat(i, DecodeHalf(ReadAs<uint16_t>(bytes, i), kBF16Format));
         break;
       case PrimitiveType::kPred:
         out.SetInt(i, ReadAs<uint8_t>(bytes, i));

@@ -68,7 +68,7 @@ class Literal {
 std::string ToBytes(const Literal& array);
 Result<Literal> FromBytes(const hlo::Shape& shape, std::string_view bytes);
 
-// Rounds to the value set of a floating-point type (f32 or f64).
+// Rounds to the value set of a floating-point type (f16, bf16, f32 or f64).
 double RoundToType(double v, hlo::PrimitiveType type);
 // Wraps to the value set of an integer type (two's complement), or 0/1 for pred.
 int64_t WrapToType(int64_t v, hlo::PrimitiveType type);
