@@ -40,6 +40,41 @@ int RunVerify(const std::string& dir, std::ostream& out, std::ostream& err);
 int RunGc(const std::string& dir, const std::string& max_size, std::ostream& out,
           std::ostream& err);
 
+struct CompileSettings {
+  std::string target;  // Empty: this host's best CPU level.
+  std::string output;  // Empty: KEY.hloart in the current folder.
+  std::string cxx = "c++";
+  double timeout_seconds = 600;
+};
+
+// `hlocache compile FILE`: keys the module, compiles it in a worker process and writes the
+// artifact; prints "KEY  PATH  BYTES bytes  SECONDS s".
+int RunCompile(const std::string& file, const CompileSettings& settings, std::ostream& out,
+               std::ostream& err);
+
+struct RunSettings {
+  std::string inputs = "random";  // random | zeros
+  uint64_t seed = 1;
+  bool check = false;
+  std::string artifact;  // Run this artifact instead of compiling FILE.
+};
+
+// `hlocache run FILE`: compiles (or loads --artifact), runs on generated inputs, prints each
+// result leaf's shape and XXH3-128 and the run time; --check compares with the interpreter
+// (integers exact, floats within 1e-5 relative) and exits 1 on a mismatch.
+int RunRun(const std::string& file, const CompileSettings& compile, const RunSettings& settings,
+           std::ostream& out, std::ostream& err);
+
+struct WorkerSettings {
+  std::string input, output, key, name, target, temp_root;
+  std::string cxx = "c++";
+  uint64_t memory_limit_bytes = 0;
+};
+
+// `hlocache compile-worker`: the child process of compiler::WorkerPool. Reads the module from
+// --input, writes the artifact to --output; on failure prints one line "<code>: <message>".
+int RunCompileWorker(const WorkerSettings& settings, std::ostream& err);
+
 // "1073741824", "512M", "10G", "2GiB": bytes.
 Result<uint64_t> ParseByteSize(std::string_view text);
 

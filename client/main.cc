@@ -71,6 +71,46 @@ int Main(int argc, char** argv) {
   gc->add_option("--max-size", max_size, "size to shrink to: bytes, or with K, M, G, T")
       ->required();
 
+  CompileSettings compile_settings;
+  RunSettings run_settings;
+  WorkerSettings worker_settings;
+  auto add_compile_flags = [&](CLI::App* cmd) {
+    cmd->add_option("--target", compile_settings.target,
+                    "cpu-x86-64-v2|v3|v4 (default: this host's best level)");
+    cmd->add_option("--cxx", compile_settings.cxx, "the C++ compiler to build with")
+        ->capture_default_str();
+    cmd->add_option("--timeout", compile_settings.timeout_seconds,
+                    "seconds before the compile is killed")
+        ->capture_default_str();
+  };
+  CLI::App* compile =
+      app.add_subcommand("compile", "compile an HLO module into an executable artifact");
+  add_compile_flags(compile);
+  compile->add_option("file", file_a, "HLO text file ('-' = stdin)")->required();
+  compile->add_option("-o,--output", compile_settings.output,
+                      "where to write the artifact (default: KEY.hloart)");
+
+  CLI::App* run = app.add_subcommand(
+      "run", "compile an HLO module, run it on generated inputs, and print its results' checksums");
+  add_compile_flags(run);
+  run->add_option("file", file_a, "HLO text file ('-' = stdin)")->required();
+  run->add_option("--inputs", run_settings.inputs, "random or zeros")->capture_default_str();
+  run->add_option("--seed", run_settings.seed, "seed for random inputs")->capture_default_str();
+  run->add_flag("--check", run_settings.check,
+                "compare with the reference interpreter (exit 1 on a mismatch)");
+  run->add_option("--artifact", run_settings.artifact, "run this artifact instead of compiling");
+
+  CLI::App* worker = app.add_subcommand("compile-worker", "");  // Internal: the pool's child.
+  worker->group("");
+  worker->add_option("--input", worker_settings.input)->required();
+  worker->add_option("--output", worker_settings.output)->required();
+  worker->add_option("--key", worker_settings.key)->required();
+  worker->add_option("--name", worker_settings.name);
+  worker->add_option("--target", worker_settings.target);
+  worker->add_option("--temp-root", worker_settings.temp_root);
+  worker->add_option("--cxx", worker_settings.cxx);
+  worker->add_option("--memory-limit", worker_settings.memory_limit_bytes);
+
   CLI::App* serve = app.add_subcommand("serve", "run the artifact server");
   serve->allow_extras();
 
@@ -88,6 +128,9 @@ int Main(int argc, char** argv) {
   if (*stats) return RunStats(store_dir, std::cout, std::cerr);
   if (*verify) return RunVerify(store_dir, std::cout, std::cerr);
   if (*gc) return RunGc(store_dir, max_size, std::cout, std::cerr);
+  if (*compile) return RunCompile(file_a, compile_settings, std::cout, std::cerr);
+  if (*run) return RunRun(file_a, compile_settings, run_settings, std::cout, std::cerr);
+  if (*worker) return RunCompileWorker(worker_settings, std::cerr);
   if (*serve) {
     std::cerr << "hlocache serve: the artifact server is not built yet\n";
     return 1;

@@ -27,7 +27,7 @@ std::string DefaultCompilerId() {
   std::string toolchain = "gcc-" + std::to_string(__GNUC__) + "." + std::to_string(__GNUC_MINOR__) +
                           "." + std::to_string(__GNUC_PATCHLEVEL__);
 #endif
-  return toolchain + "/hlocache-codegen-1/O2";
+  return toolchain + "/" + kCodegenVersion + "/O2";
 }
 
 }  // namespace hlocache::compiler

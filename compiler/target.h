@@ -11,8 +11,12 @@ namespace hlocache::compiler {
 std::string HostCpuTarget();
 
 // Names the toolchain, code generator version and optimization level whose output a key stands
-// for: "gcc-12.2.0/hlocache-codegen-1/O2". A new code generator version bumps the number, so keys
+// for: "gcc-12.2.0/hlocache-codegen-2/O2". A new code generator version bumps the number, so keys
 // of old executables stop matching.
 std::string DefaultCompilerId();
+
+// The code generator's version, part of every compiler id. Bumped whenever generated code or
+// its calling convention changes, so that keys of older executables stop matching.
+inline constexpr const char* kCodegenVersion = "hlocache-codegen-2";
 
 }  // namespace hlocache::compiler

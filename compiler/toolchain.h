@@ -28,6 +28,9 @@ struct ToolchainOptions {
   std::chrono::milliseconds timeout = std::chrono::minutes(10);
   // RLIMIT_AS for the compiler's processes; 0 for none.
   uint64_t memory_limit_bytes = 0;
+  // False inside a compile worker: the compiler stays in the worker's process group, so killing
+  // the worker's group kills the compiler too.
+  bool own_process_group = true;
 };
 
 class Toolchain {
@@ -41,7 +44,7 @@ class Toolchain {
   const std::filesystem::path& cxx_path() const { return cxx_path_; }
 
   // The compiler id: toolchain version, code generator version and optimization flags, e.g.
-  // "gcc-12.2.0/hlocache-codegen-1/O2". Keys of executables built by another toolchain or
+  // "gcc-12.2.0/hlocache-codegen-2/O2". Keys of executables built by another toolchain or
   // code generator never match.
   std::string CompilerId() const;
 

@@ -416,6 +416,7 @@ class Lowering {
     const Opcode op = inst.opcode.opcode;
     if (op == Opcode::kParameter) return Status::Ok();  // Bound in the signature.
     if (inst.opcode.phase != hlo::AsyncPhase::kNone) return Unsupported(inst, "asynchronous ops");
+    if (!interp::IsCoreOp(op)) return Unsupported(inst, "'" + std::string(hlo::OpcodeName(op)) + "'");
     HLOCACHE_RETURN_IF_ERROR(interp::CheckOperandCount(m_, inst));
     if (!inst.shape_written) return Unsupported(inst, "instructions without a shape");
     HLOCACHE_RETURN_IF_ERROR(CheckShape(inst, inst.shape));

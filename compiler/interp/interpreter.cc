@@ -54,6 +54,7 @@ Status OperandCountStatus(const hlo::Module& m, const hlo::Instruction& inst) {
       break;
     case Opcode::kTuple:
     case Opcode::kCall:
+    case Opcode::kFusion:
       max = SIZE_MAX;
       break;
     case Opcode::kBroadcast:
@@ -194,7 +195,10 @@ class Evaluator {
       }
       return t.elements()[static_cast<size_t>(index)];
     }
-    if (op == Opcode::kCall) {
+    if (!IsCoreOp(op)) {
+      return Error(Unsupported(inst, "'" + std::string(hlo::OpcodeName(op)) + "'"));
+    }
+    if (op == Opcode::kCall || op == Opcode::kFusion) {
       if (inst.callees.size() != 1) return Error(Unsupported(inst, "call without one callee"));
       std::vector<Literal> call_args;
       for (size_t k = 0; k < inst.operands.size(); ++k) call_args.push_back(operand(k));
@@ -1210,6 +1214,72 @@ Result<Literal> ConstantValue(const hlo::Module& module, const hlo::Instruction&
     return Error(InvalidArgument("'" + std::string(constant.name) + "' is not a constant"));
   }
   return Evaluator(module).Constant(constant);
+}
+
+bool IsCoreOp(hlo::Opcode op) {
+  switch (op) {
+    case Opcode::kParameter:
+    case Opcode::kConstant:
+    case Opcode::kIota:
+    case Opcode::kTuple:
+    case Opcode::kGetTupleElement:
+    case Opcode::kCall:
+    case Opcode::kFusion:
+    case Opcode::kBroadcast:
+    case Opcode::kReshape:
+    case Opcode::kBitcast:
+    case Opcode::kCopy:
+    case Opcode::kTranspose:
+    case Opcode::kConvert:
+    case Opcode::kSelect:
+    case Opcode::kClamp:
+    case Opcode::kCompare:
+    case Opcode::kSlice:
+    case Opcode::kReverse:
+    case Opcode::kPad:
+    case Opcode::kConcatenate:
+    case Opcode::kDynamicSlice:
+    case Opcode::kDynamicUpdateSlice:
+    case Opcode::kReduce:
+    case Opcode::kDot:
+    case Opcode::kAbs:
+    case Opcode::kNegate:
+    case Opcode::kSign:
+    case Opcode::kNot:
+    case Opcode::kExp:
+    case Opcode::kExpm1:
+    case Opcode::kLog:
+    case Opcode::kLog1p:
+    case Opcode::kSqrt:
+    case Opcode::kRsqrt:
+    case Opcode::kTanh:
+    case Opcode::kLogistic:
+    case Opcode::kCos:
+    case Opcode::kSin:
+    case Opcode::kFloor:
+    case Opcode::kCeil:
+    case Opcode::kRoundNearestAfz:
+    case Opcode::kRoundNearestEven:
+    case Opcode::kIsFinite:
+    case Opcode::kAdd:
+    case Opcode::kSubtract:
+    case Opcode::kMultiply:
+    case Opcode::kDivide:
+    case Opcode::kRemainder:
+    case Opcode::kPower:
+    case Opcode::kAtan2:
+    case Opcode::kMaximum:
+    case Opcode::kMinimum:
+    case Opcode::kAnd:
+    case Opcode::kOr:
+    case Opcode::kXor:
+    case Opcode::kShiftLeft:
+    case Opcode::kShiftRightLogical:
+    case Opcode::kShiftRightArithmetic:
+      return true;
+    default:
+      return false;
+  }
 }
 
 Status CheckShapes(const hlo::Module& module, const hlo::Instruction& inst,

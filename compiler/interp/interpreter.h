@@ -6,7 +6,7 @@
 // comparison ops, select, clamp, convert, broadcast, reshape, bitcast (same element type), copy,
 // transpose, slice, dynamic-slice, dynamic-update-slice, concatenate, pad (negative and
 // interior padding included), reverse, reduce (any reduction computation, variadic), dot (batch
-// and contracting dimensions), tuple, get-tuple-element, call. Element types pred, s8..s64,
+// and contracting dimensions), tuple, get-tuple-element, call, fusion. Element types pred, s8..s64,
 // u8..u64, f16, bf16, f32, f64. Anything else is kFailedPrecondition, naming the op and its line.
 //
 // Thread safety: Evaluate is reentrant; the module is only read.
@@ -28,6 +28,9 @@ Result<Literal> Evaluate(const hlo::Module& module, std::span<const Literal> arg
 // kInvalidArgument (naming file:line) when `inst` has an operand count its op does not take.
 // The parser accepts any count; the interpreter and the code generator index operands by it.
 Status CheckOperandCount(const hlo::Module& module, const hlo::Instruction& inst);
+
+// Whether `op` is one of the ops above (fusion is evaluated as a call of its computation).
+bool IsCoreOp(hlo::Opcode op);
 
 // kInvalidArgument (naming file:line) when `inst`'s declared shape does not follow from its
 // operands' shapes and attributes, for the ops whose evaluation indexes by shape (everything but

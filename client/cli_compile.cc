@@ -1,0 +1,306 @@
+// `hlocache compile`, `hlocache run` and the worker they (and the server) start,
+// `hlocache compile-worker`.
+#include <unistd.h>
+
+#include <cmath>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <random>
+#include <sstream>
+
+#include "client/commands.h"
+#include "common/fast_hash.h"
+#include "compiler/artifact/container.h"
+#include "compiler/artifact/loader.h"
+#include "compiler/build.h"
+#include "compiler/codegen/cpu_codegen.h"
+#include "compiler/hlo/parser.h"
+#include "compiler/interp/interpreter.h"
+#include "compiler/target.h"
+#include "compiler/toolchain.h"
+#include "compiler/worker_pool.h"
+
+namespace hlocache::client {
+namespace {
+
+using interp::Literal;
+
+Result<std::string> ReadInput(const std::string& path) {
+  std::stringstream ss;
+  if (path == "-") {
+    ss << std::cin.rdbuf();
+    return ss.str();
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error(NotFound(path + ": cannot be opened"));
+  ss << in.rdbuf();
+  if (in.bad()) return Error(IoError(path + ": read failed"));
+  return ss.str();
+}
+
+Status WriteOutput(const std::string& path, std::string_view bytes) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.close();
+    if (!out) {
+      std::remove(tmp.c_str());
+      return IoError(path + ": cannot be written");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return IoError(path + ": cannot be written");
+  }
+  return Status::Ok();
+}
+
+std::string SelfExecutable() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("hlocache");
+}
+
+struct Compiled {
+  std::string key;
+  std::string artifact;
+  double seconds = 0;
+};
+
+// Keys the module for the toolchain that will build it, then compiles it in a worker process.
+Result<Compiled> CompileThroughWorker(const std::string& file, const std::string& text,
+                                      const hlo::Module& module, const CompileSettings& settings) {
+  compiler::ToolchainOptions toolchain_options;
+  toolchain_options.cxx = settings.cxx;
+  HLOCACHE_ASSIGN_OR_RETURN(compiler::Toolchain toolchain,
+                            compiler::Toolchain::Probe(toolchain_options));
+  KeySettings key_settings;
+  key_settings.target = settings.target;
+  key_settings.compiler_id = toolchain.CompilerId();
+  auto keyed = KeyModule(module, key_settings);
+  if (!keyed) {
+    if (keyed.error().message().find("elided") != std::string::npos) {
+      return Error(FailedPrecondition(keyed.error().message() +
+                                      "; a module with elided constants cannot be compiled"));
+    }
+    return Error(keyed.error());
+  }
+  compiler::WorkerPoolOptions options;
+  options.worker_binary = SelfExecutable();
+  options.worker_args = {"--cxx", toolchain.cxx_path().string()};
+  options.workers = 1;
+  options.timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(settings.timeout_seconds * 1000));
+  compiler::WorkerPool pool(options);
+  compiler::CompileRequest request{keyed->key.text, text, keyed->target, file};
+  HLOCACHE_ASSIGN_OR_RETURN(compiler::CompileOutcome outcome, pool.Compile(request));
+  return Compiled{keyed->key.text, std::move(outcome.artifact), outcome.seconds};
+}
+
+// Arguments for every entry parameter: zeros, or a seeded pseudo-random fill (floats in
+// [-1, 1), signed integers in [-8, 8], unsigned in [0, 16], pred 0 or 1).
+Result<std::vector<Literal>> MakeInputs(const hlo::Module& module, const std::string& kind,
+                                        uint64_t seed) {
+  if (kind != "random" && kind != "zeros") {
+    return Error(InvalidArgument("--inputs must be random or zeros, not '" + kind + "'"));
+  }
+  const hlo::Computation& entry = module.computations[static_cast<size_t>(module.entry)];
+  std::mt19937_64 rng(seed);
+  std::vector<Literal> out;
+  for (int32_t p : entry.parameters) {
+    HLOCACHE_ASSIGN_OR_RETURN(Literal l,
+                              Literal::MakeZeros(entry.instructions[static_cast<size_t>(p)].shape));
+    std::vector<Literal*> leaves{&l};
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      if (leaves[i]->is_tuple()) {
+        for (Literal& e : leaves[i]->elements()) leaves.push_back(&e);
+      }
+    }
+    if (kind == "random") {
+      for (Literal* leaf : leaves) {
+        if (leaf->is_tuple()) continue;
+        for (size_t e = 0; e < leaf->size(); ++e) {
+          const uint64_t r = rng();
+          if (leaf->is_float()) {
+            leaf->SetFloat(e, static_cast<double>(r >> 11) * 0x1p-52 - 1.0);
+          } else if (leaf->type() == hlo::PrimitiveType::kPred) {
+            leaf->SetInt(e, static_cast<int64_t>(r & 1));
+          } else if (hlo::IsUnsignedInt(leaf->type())) {
+            leaf->SetInt(e, static_cast<int64_t>(r % 17));
+          } else {
+            leaf->SetInt(e, static_cast<int64_t>(r % 17) - 8);
+          }
+        }
+      }
+    }
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+void Flatten(const Literal& l, std::vector<const Literal*>& out) {
+  if (l.is_tuple()) {
+    for (const Literal& e : l.elements()) Flatten(e, out);
+  } else {
+    out.push_back(&l);
+  }
+}
+
+// Floats agree when both are NaN, or within 1e-5 relative (1e-6 absolute near zero).
+bool Close(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+  if (std::isinf(a) || std::isinf(b)) return a == b;
+  return std::fabs(a - b) <= std::max(1e-6, 1e-5 * std::fabs(b));
+}
+
+}  // namespace
+
+int RunCompileWorker(const WorkerSettings& settings, std::ostream& err) {
+  auto fail = [&](const Status& s) {
+    err << s.ToString() << "\n";
+    return 1;
+  };
+  auto text = ReadInput(settings.input);
+  if (!text) return fail(text.error());
+  auto module = hlo::ParseModule(std::move(*text), settings.name);
+  if (!module) return fail(module.error());
+  compiler::ToolchainOptions options;
+  options.cxx = settings.cxx;
+  options.temp_root = settings.temp_root;
+  options.memory_limit_bytes = settings.memory_limit_bytes;
+  options.own_process_group = false;  // Killing this worker's group kills its compilers.
+  auto toolchain = compiler::Toolchain::Probe(options);
+  if (!toolchain) return fail(toolchain.error());
+  auto artifact = compiler::BuildArtifact(*module, *toolchain, {settings.key, settings.target});
+  if (!artifact) return fail(artifact.error());
+  if (Status s = WriteOutput(settings.output, *artifact); !s.ok()) return fail(s);
+  return 0;
+}
+
+int RunCompile(const std::string& file, const CompileSettings& settings, std::ostream& out,
+               std::ostream& err) {
+  auto text = ReadInput(file);
+  if (!text) {
+    err << "hlocache compile: " << text.error().message() << "\n";
+    return 1;
+  }
+  auto module = hlo::ParseModule(*text, file);
+  if (!module) {
+    err << module.error().message() << "\n";
+    return 1;
+  }
+  auto compiled = CompileThroughWorker(file, *text, *module, settings);
+  if (!compiled) {
+    err << compiled.error().message() << "\n";
+    return 1;
+  }
+  std::string path = settings.output;
+  if (path.empty()) path = compiled->key + ".hloart";
+  if (Status s = WriteOutput(path, compiled->artifact); !s.ok()) {
+    err << "hlocache compile: " << s.message() << "\n";
+    return 1;
+  }
+  out << compiled->key << "  " << path << "  " << compiled->artifact.size() << " bytes  "
+      << std::fixed << std::setprecision(2) << compiled->seconds << " s\n";
+  return 0;
+}
+
+int RunRun(const std::string& file, const CompileSettings& compile, const RunSettings& settings,
+           std::ostream& out, std::ostream& err) {
+  auto fail = [&](const std::string& message) {
+    err << message << "\n";
+    return 1;
+  };
+  auto text = ReadInput(file);
+  if (!text) return fail("hlocache run: " + text.error().message());
+  auto module = hlo::ParseModule(*text, file);
+  if (!module) return fail(module.error().message());
+  auto abi = compiler::EntryLeavesOf(*module);
+  if (!abi) return fail(abi.error().message());
+  auto inputs = MakeInputs(*module, settings.inputs, settings.seed);
+  if (!inputs) return fail("hlocache run: " + inputs.error().message());
+
+  std::string artifact;
+  if (!settings.artifact.empty()) {
+    auto bytes = ReadInput(settings.artifact);
+    if (!bytes) return fail("hlocache run: " + bytes.error().message());
+    artifact = std::move(*bytes);
+  } else {
+    auto compiled = CompileThroughWorker(file, *text, *module, compile);
+    if (!compiled) return fail(compiled.error().message());
+    artifact = std::move(compiled->artifact);
+  }
+  auto loaded = compiler::LoadedExecutable::Load(artifact);
+  if (!loaded) return fail("hlocache run: " + loaded.error().message());
+
+  std::vector<const Literal*> in_leaves;
+  for (const Literal& a : *inputs) Flatten(a, in_leaves);
+  if (in_leaves.size() != abi->parameters.size()) return fail("hlocache run: parameter mismatch");
+  std::vector<std::string> in_bytes;
+  std::vector<const void*> params;
+  for (const Literal* l : in_leaves) in_bytes.push_back(interp::ToBytes(*l));
+  for (const std::string& b : in_bytes) params.push_back(b.data());
+  std::vector<std::string> out_bytes;
+  std::vector<void*> results;
+  for (const hlo::Shape& s : abi->results) {
+    const int64_t n = s.ElementCount().value_or(0);
+    const int64_t width = std::max(hlo::PrimitiveTypeBits(s.type), 8) / 8;
+    out_bytes.emplace_back(static_cast<size_t>(n * width), '\0');
+  }
+  for (std::string& b : out_bytes) results.push_back(b.data());
+  auto entry = reinterpret_cast<int (*)(const void* const*, void* const*)>((*loaded)->entry());
+  const auto start = std::chrono::steady_clock::now();
+  if (entry(params.data(), results.data()) != 0) {
+    return fail("hlocache run: the executable ran out of memory");
+  }
+  const double run_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  for (size_t k = 0; k < out_bytes.size(); ++k) {
+    const XXH128_hash_t h = XXH3_128bits(out_bytes[k].data(), out_bytes[k].size());
+    out << "result " << k << "  " << hlo::CanonicalShapeText(abi->results[k])
+        << "  xxh3=" << std::hex << std::setw(16) << std::setfill('0') << h.high64 << std::setw(16)
+        << h.low64 << std::dec << std::setfill(' ') << "\n";
+  }
+  out << "ran in " << std::fixed << std::setprecision(3) << run_ms << " ms\n";
+  if (!settings.check) return 0;
+
+  const auto interp_start = std::chrono::steady_clock::now();
+  auto expected = interp::Evaluate(*module, *inputs);
+  if (!expected) return fail("hlocache run --check: " + expected.error().message());
+  const double interp_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - interp_start)
+          .count();
+  std::vector<const Literal*> want;
+  Flatten(*expected, want);
+  size_t mismatched = 0, exact = 0, total = 0;
+  for (size_t k = 0; k < want.size() && k < out_bytes.size(); ++k) {
+    auto got = interp::FromBytes(want[k]->shape(), out_bytes[k]);
+    if (!got) return fail("hlocache run --check: " + got.error().message());
+    for (size_t e = 0; e < got->size(); ++e, ++total) {
+      const bool same = got->is_float() ? Close(got->GetFloat(e), want[k]->GetFloat(e))
+                                        : got->GetInt(e) == want[k]->GetInt(e);
+      const bool bits = got->is_float()
+                            ? (got->GetFloat(e) == want[k]->GetFloat(e) ||
+                               (std::isnan(got->GetFloat(e)) && std::isnan(want[k]->GetFloat(e))))
+                            : same;
+      exact += bits;
+      if (!same && mismatched++ < 5) {
+        err << "result " << k << " element " << e << ": executable "
+            << (got->is_float() ? std::to_string(got->GetFloat(e)) : std::to_string(got->GetInt(e)))
+            << ", interpreter "
+            << (got->is_float() ? std::to_string(want[k]->GetFloat(e))
+                                : std::to_string(want[k]->GetInt(e)))
+            << "\n";
+      }
+    }
+  }
+  out << "check: " << (mismatched == 0 ? "match" : "MISMATCH") << ", " << exact << " of " << total
+      << " elements identical, " << mismatched
+      << " outside tolerance (integers exact; floats 1e-5 relative); interpreter " << std::fixed
+      << std::setprecision(3) << interp_ms << " ms\n";
+  return mismatched == 0 ? 0 : 1;
+}
+
+}  // namespace hlocache::client

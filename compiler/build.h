@@ -1,0 +1,27 @@
+// One module to one artifact: lower to C++, compile with the system toolchain, wrap in the
+// artifact container (schema/artifact-container.md). This is what a compile worker does, in its
+// own process (compiler/worker_pool.h).
+//
+// Thread safety: pure function of its inputs; compiles may run concurrently.
+#pragma once
+
+#include <string>
+
+#include "common/status.h"
+#include "compiler/hlo/module.h"
+#include "compiler/toolchain.h"
+
+namespace hlocache::compiler {
+
+struct BuildRequest {
+  std::string key;     // Stored in the artifact's header; the caller computed it.
+  std::string target;  // cpu-x86-64-v2|v3|v4; empty for this host's best level.
+};
+
+// The artifact's bytes. Errors: those of LowerToCpp (kFailedPrecondition for what the code
+// generator does not support, kInvalidArgument for malformed modules) and of
+// Toolchain::CompileSharedObject.
+Result<std::string> BuildArtifact(const hlo::Module& module, const Toolchain& toolchain,
+                                  const BuildRequest& request);
+
+}  // namespace hlocache::compiler
