@@ -12,10 +12,12 @@
 #include "client/commands.h"
 #include "common/fast_hash.h"
 #include "compiler/artifact/container.h"
+#include "compiler/artifact/execute.h"
 #include "compiler/artifact/loader.h"
 #include "compiler/build.h"
 #include "compiler/codegen/cpu_codegen.h"
 #include "compiler/hlo/parser.h"
+#include "compiler/interp/arguments.h"
 #include "compiler/interp/interpreter.h"
 #include "compiler/target.h"
 #include "compiler/toolchain.h"
@@ -99,62 +101,6 @@ Result<Compiled> CompileThroughWorker(const std::string& file, const std::string
   return Compiled{keyed->key.text, std::move(outcome.artifact), outcome.seconds};
 }
 
-// Arguments for every entry parameter: zeros, or a seeded pseudo-random fill (floats in
-// [-1, 1), signed integers in [-8, 8], unsigned in [0, 16], pred 0 or 1).
-Result<std::vector<Literal>> MakeInputs(const hlo::Module& module, const std::string& kind,
-                                        uint64_t seed) {
-  if (kind != "random" && kind != "zeros") {
-    return Error(InvalidArgument("--inputs must be random or zeros, not '" + kind + "'"));
-  }
-  const hlo::Computation& entry = module.computations[static_cast<size_t>(module.entry)];
-  std::mt19937_64 rng(seed);
-  std::vector<Literal> out;
-  for (int32_t p : entry.parameters) {
-    HLOCACHE_ASSIGN_OR_RETURN(Literal l,
-                              Literal::MakeZeros(entry.instructions[static_cast<size_t>(p)].shape));
-    std::vector<Literal*> leaves{&l};
-    for (size_t i = 0; i < leaves.size(); ++i) {
-      if (leaves[i]->is_tuple()) {
-        for (Literal& e : leaves[i]->elements()) leaves.push_back(&e);
-      }
-    }
-    if (kind == "random") {
-      for (Literal* leaf : leaves) {
-        if (leaf->is_tuple()) continue;
-        for (size_t e = 0; e < leaf->size(); ++e) {
-          const uint64_t r = rng();
-          if (leaf->is_float()) {
-            leaf->SetFloat(e, static_cast<double>(r >> 11) * 0x1p-52 - 1.0);
-          } else if (leaf->type() == hlo::PrimitiveType::kPred) {
-            leaf->SetInt(e, static_cast<int64_t>(r & 1));
-          } else if (hlo::IsUnsignedInt(leaf->type())) {
-            leaf->SetInt(e, static_cast<int64_t>(r % 17));
-          } else {
-            leaf->SetInt(e, static_cast<int64_t>(r % 17) - 8);
-          }
-        }
-      }
-    }
-    out.push_back(std::move(l));
-  }
-  return out;
-}
-
-void Flatten(const Literal& l, std::vector<const Literal*>& out) {
-  if (l.is_tuple()) {
-    for (const Literal& e : l.elements()) Flatten(e, out);
-  } else {
-    out.push_back(&l);
-  }
-}
-
-// Floats agree when both are NaN, or within 1e-5 relative (1e-6 absolute near zero).
-bool Close(double a, double b) {
-  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
-  if (std::isinf(a) || std::isinf(b)) return a == b;
-  return std::fabs(a - b) <= std::max(1e-6, 1e-5 * std::fabs(b));
-}
-
 }  // namespace
 
 int RunCompileWorker(const WorkerSettings& settings, std::ostream& err) {
@@ -219,7 +165,13 @@ int RunRun(const std::string& file, const CompileSettings& compile, const RunSet
   if (!module) return fail(module.error().message());
   auto abi = compiler::EntryLeavesOf(*module);
   if (!abi) return fail(abi.error().message());
-  auto inputs = MakeInputs(*module, settings.inputs, settings.seed);
+  if (settings.inputs != "random" && settings.inputs != "zeros") {
+    return fail("hlocache run: --inputs must be random or zeros, not '" + settings.inputs + "'");
+  }
+  auto inputs = interp::MakeArguments(
+      *module,
+      settings.inputs == "zeros" ? interp::ArgumentFill::kZeros : interp::ArgumentFill::kRandom,
+      settings.seed);
   if (!inputs) return fail("hlocache run: " + inputs.error().message());
 
   std::string artifact;
@@ -235,26 +187,10 @@ int RunRun(const std::string& file, const CompileSettings& compile, const RunSet
   auto loaded = compiler::LoadedExecutable::Load(artifact);
   if (!loaded) return fail("hlocache run: " + loaded.error().message());
 
-  std::vector<const Literal*> in_leaves;
-  for (const Literal& a : *inputs) Flatten(a, in_leaves);
-  if (in_leaves.size() != abi->parameters.size()) return fail("hlocache run: parameter mismatch");
-  std::vector<std::string> in_bytes;
-  std::vector<const void*> params;
-  for (const Literal* l : in_leaves) in_bytes.push_back(interp::ToBytes(*l));
-  for (const std::string& b : in_bytes) params.push_back(b.data());
-  std::vector<std::string> out_bytes;
-  std::vector<void*> results;
-  for (const hlo::Shape& s : abi->results) {
-    const int64_t n = s.ElementCount().value_or(0);
-    const int64_t width = std::max(hlo::PrimitiveTypeBits(s.type), 8) / 8;
-    out_bytes.emplace_back(static_cast<size_t>(n * width), '\0');
-  }
-  for (std::string& b : out_bytes) results.push_back(b.data());
-  auto entry = reinterpret_cast<int (*)(const void* const*, void* const*)>((*loaded)->entry());
   const auto start = std::chrono::steady_clock::now();
-  if (entry(params.data(), results.data()) != 0) {
-    return fail("hlocache run: the executable ran out of memory");
-  }
+  auto ran = compiler::Execute(**loaded, *abi, *inputs);
+  if (!ran) return fail("hlocache run: " + ran.error().message());
+  const std::vector<std::string>& out_bytes = *ran;
   const double run_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   for (size_t k = 0; k < out_bytes.size(); ++k) {
@@ -273,34 +209,16 @@ int RunRun(const std::string& file, const CompileSettings& compile, const RunSet
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - interp_start)
           .count();
   std::vector<const Literal*> want;
-  Flatten(*expected, want);
-  size_t mismatched = 0, exact = 0, total = 0;
-  for (size_t k = 0; k < want.size() && k < out_bytes.size(); ++k) {
-    auto got = interp::FromBytes(want[k]->shape(), out_bytes[k]);
-    if (!got) return fail("hlocache run --check: " + got.error().message());
-    for (size_t e = 0; e < got->size(); ++e, ++total) {
-      const bool same = got->is_float() ? Close(got->GetFloat(e), want[k]->GetFloat(e))
-                                        : got->GetInt(e) == want[k]->GetInt(e);
-      const bool bits = got->is_float()
-                            ? (got->GetFloat(e) == want[k]->GetFloat(e) ||
-                               (std::isnan(got->GetFloat(e)) && std::isnan(want[k]->GetFloat(e))))
-                            : same;
-      exact += bits;
-      if (!same && mismatched++ < 5) {
-        err << "result " << k << " element " << e << ": executable "
-            << (got->is_float() ? std::to_string(got->GetFloat(e)) : std::to_string(got->GetInt(e)))
-            << ", interpreter "
-            << (got->is_float() ? std::to_string(want[k]->GetFloat(e))
-                                : std::to_string(want[k]->GetInt(e)))
-            << "\n";
-      }
-    }
-  }
-  out << "check: " << (mismatched == 0 ? "match" : "MISMATCH") << ", " << exact << " of " << total
-      << " elements identical, " << mismatched
+  interp::FlattenLeaves(*expected, want);
+  auto compared = interp::CompareWithInterpreter(want, out_bytes);
+  if (!compared) return fail("hlocache run --check: " + compared.error().message());
+  if (compared->mismatched != 0) err << compared->first_mismatch << "\n";
+  out << "check: " << (compared->mismatched == 0 ? "match" : "MISMATCH") << ", "
+      << compared->identical << " of " << compared->elements << " elements identical, "
+      << compared->mismatched
       << " outside tolerance (integers exact; floats 1e-5 relative); interpreter " << std::fixed
       << std::setprecision(3) << interp_ms << " ms\n";
-  return mismatched == 0 ? 0 : 1;
+  return compared->mismatched == 0 ? 0 : 1;
 }
 
 }  // namespace hlocache::client

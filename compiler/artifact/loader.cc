@@ -32,7 +32,7 @@ bool RunsOnHost(std::string_view target) {
   return level != 0 && level <= CpuLevel(HostCpuTarget());
 }
 
-Result<void*> OpenSharedObjectInMemory(std::string_view bytes, const std::string& name) {
+Result<InMemoryLibrary> InMemoryLibrary::Open(std::string_view bytes, const std::string& name) {
   const int fd = ::memfd_create(name.c_str(), MFD_CLOEXEC);
   if (fd < 0) {
     return Error(IoError("cannot create a memory file for " + name + ": " + std::strerror(errno)));
@@ -51,12 +51,17 @@ Result<void*> OpenSharedObjectInMemory(std::string_view bytes, const std::string
   const std::string path = "/proc/self/fd/" + std::to_string(fd);
   ::dlerror();  // Clear any stale error.
   void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  const std::string reason = handle == nullptr ? DlError() : std::string();
-  ::close(fd);  // The mapping keeps the memory file alive as long as the library is loaded.
   if (handle == nullptr) {
+    const std::string reason = DlError();
+    ::close(fd);
     return Error(InvalidArgument("cannot load " + name + " as a shared object: " + reason));
   }
-  return handle;
+  return InMemoryLibrary(handle, fd);
+}
+
+InMemoryLibrary::~InMemoryLibrary() {
+  if (handle_ != nullptr) ::dlclose(handle_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
 Result<std::unique_ptr<LoadedExecutable>> LoadedExecutable::Load(std::string_view artifact_bytes) {
@@ -70,24 +75,23 @@ Result<std::unique_ptr<LoadedExecutable>> LoadedExecutable::Load(std::string_vie
     return Error(FailedPrecondition("artifact " + h.key + " is built for " + h.target +
                                     ", which this host (" + HostCpuTarget() + ") cannot run"));
   }
-  HLOCACHE_ASSIGN_OR_RETURN(void* handle,
-                            OpenSharedObjectInMemory(artifact.payload, "hlocache-" + h.key));
+  HLOCACHE_ASSIGN_OR_RETURN(InMemoryLibrary library,
+                            InMemoryLibrary::Open(artifact.payload, "hlocache-" + h.key));
   ::dlerror();
-  void* entry = ::dlsym(handle, h.entry_symbol.c_str());
+  void* entry = ::dlsym(library.handle(), h.entry_symbol.c_str());
   if (entry == nullptr) {
     const std::string reason = DlError();
-    ::dlclose(handle);
     return Error(InvalidArgument("artifact " + h.key + " has no entry symbol '" + h.entry_symbol +
                                  "': " + reason));
   }
-  return std::unique_ptr<LoadedExecutable>(new LoadedExecutable(h, handle, entry));
+  return std::unique_ptr<LoadedExecutable>(new LoadedExecutable(h, std::move(library), entry));
 }
 
-LoadedExecutable::~LoadedExecutable() { ::dlclose(handle_); }
+LoadedExecutable::~LoadedExecutable() = default;
 
 Result<void*> LoadedExecutable::Symbol(const std::string& name) const {
   ::dlerror();
-  void* sym = ::dlsym(handle_, name.c_str());
+  void* sym = ::dlsym(library_.handle(), name.c_str());
   if (sym == nullptr) return Error(NotFound("no symbol '" + name + "' in " + header_.key));
   return sym;
 }

@@ -13,11 +13,35 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "common/status.h"
 #include "compiler/artifact/container.h"
 
 namespace hlocache::compiler {
+
+// A shared object loaded from memory (memfd_create, then dlopen of /proc/self/fd/N). The memory
+// file stays open while the library is loaded: the dynamic loader knows a library by the path
+// it was opened with, so fd N must not be reused for another library while this one is loaded,
+// or dlopen would return this library for that one.
+//
+// Ownership: owns the library handle (dlclose) and the memory file; move-only.
+class InMemoryLibrary {
+ public:
+  // `name` shows in /proc/self/maps and in loader errors. Errors: kIoError when no memory file
+  // can be made; kInvalidArgument when the bytes are not a loadable shared object.
+  static Result<InMemoryLibrary> Open(std::string_view bytes, const std::string& name);
+  InMemoryLibrary(InMemoryLibrary&& other) noexcept
+      : handle_(std::exchange(other.handle_, nullptr)), fd_(std::exchange(other.fd_, -1)) {}
+  InMemoryLibrary& operator=(InMemoryLibrary&&) = delete;
+  ~InMemoryLibrary();
+  void* handle() const { return handle_; }
+
+ private:
+  InMemoryLibrary(void* handle, int fd) : handle_(handle), fd_(fd) {}
+  void* handle_;
+  int fd_;
+};
 
 class LoadedExecutable {
  public:
@@ -38,17 +62,13 @@ class LoadedExecutable {
   Result<void*> Symbol(const std::string& name) const;
 
  private:
-  LoadedExecutable(ArtifactHeader header, void* handle, void* entry)
-      : header_(std::move(header)), handle_(handle), entry_(entry) {}
+  LoadedExecutable(ArtifactHeader header, InMemoryLibrary library, void* entry)
+      : header_(std::move(header)), library_(std::move(library)), entry_(entry) {}
 
   ArtifactHeader header_;
-  void* handle_;
+  InMemoryLibrary library_;
   void* entry_;
 };
-
-// Opens shared-object bytes through a memory file. The caller owns the returned handle
-// (dlclose). `name` shows in /proc/self/maps and in loader errors.
-Result<void*> OpenSharedObjectInMemory(std::string_view bytes, const std::string& name);
 
 // Whether executables built for `target` run on this host: cpu-x86-64-vN for N up to the host's
 // level; never a GPU target (those go through the CUDA runtime, not dlopen).

@@ -980,19 +980,40 @@ class Lowering {
                       : "static_cast<uint64_t>(static_cast<int64_t>(" + v + "[" + off + "]))";
     };
     const std::string out = Materialize(index, inst);
-    body_ += "  {\n" + IntArray("od", want) + IntArray("ol", to_l) + IntArray("orr", to_r) +
-             IntArray("cd", cdims) + IntArray("cl", lcs) + IntArray("cr", rcs);
-    body_ += "    for (int64_t i = 0; i < " + Int(Count(inst.shape)) +
-             "; ++i) {\n      int64_t lo = 0, ro = 0;\n";
-    body_ += Digits("i", "od", want.size(), {{"lo", "ol"}, {"ro", "orr"}});
-    body_ += "      " + acc_type + " acc = 0;\n      for (int64_t c = 0; c < " +
-             Int(Product(cdims)) + "; ++c) {\n        int64_t l2 = lo, r2 = ro;\n";
-    body_ += Digits("c", "cd", cdims.size(), {{"l2", "cl"}, {"r2", "cr"}});
-    body_ += "        acc += " + load(Buffer(inst, 0), "l2") + " * " + load(Buffer(inst, 1), "r2") +
-             ";\n      }\n      " + out + "[i] = " +
+    // Nested loops over the result (d0, d1, ...) around nested loops over the contracting
+    // dimensions (c0, c1, ...): offsets are affine in the loop variables, so the innermost loop
+    // is a strided dot product the C++ compiler can vectorize.
+    std::string loff = "0", roff = "0";
+    for (size_t k = 0; k < want.size(); ++k) {
+      const std::string d = "d" + std::to_string(k);
+      if (to_l[k] != 0) loff += " + " + d + " * " + Int(to_l[k]);
+      if (to_r[k] != 0) roff += " + " + d + " * " + Int(to_r[k]);
+    }
+    for (size_t k = 0; k < cdims.size(); ++k) {
+      const std::string c = "c" + std::to_string(k);
+      loff += " + " + c + " * " + Int(lcs[k]);
+      roff += " + " + c + " * " + Int(rcs[k]);
+    }
+    std::string indent = "    ";
+    body_ += "  {\n    int64_t o = 0;\n";
+    for (size_t k = 0; k < want.size(); ++k) {
+      body_ += indent + "for (int64_t d" + std::to_string(k) + " = 0; d" + std::to_string(k) +
+               " < " + Int(want[k]) + "; ++d" + std::to_string(k) + ")\n";
+      indent += "  ";
+    }
+    body_ += indent + "{\n" + indent + "  " + acc_type + " acc = 0;\n";
+    std::string inner = indent + "  ";
+    for (size_t k = 0; k < cdims.size(); ++k) {
+      body_ += inner + "for (int64_t c" + std::to_string(k) + " = 0; c" + std::to_string(k) +
+               " < " + Int(cdims[k]) + "; ++c" + std::to_string(k) + ")\n";
+      inner += "  ";
+    }
+    body_ += inner + "acc += " + load(Buffer(inst, 0), loff) + " * " + load(Buffer(inst, 1), roff) +
+             ";\n";
+    body_ += indent + "  " + out + "[o++] = " +
              (is_float ? "hc_store<" + t + ">(acc)"
                        : "static_cast<" + t + ">(static_cast<int64_t>(acc))") +
-             ";\n    }\n  }\n";
+             ";\n" + indent + "}\n  }\n";
     return Status::Ok();
   }
 

@@ -51,20 +51,26 @@ inline uint16_t hc_encode_half(double v, int eb, int m) {
   if (bits >= inf) bits = inf;
   return static_cast<uint16_t>(sign | bits);
 }
-inline double hc_decode_half(uint16_t bits, int eb, int m) {
-  const int bias = (1 << (eb - 1)) - 1;
-  const uint32_t mask = (1u << eb) - 1u;
-  const uint32_t exponent = (bits >> m) & mask;
-  const uint32_t mantissa = bits & ((1u << m) - 1u);
-  double v;
-  if (exponent == mask) v = mantissa != 0 ? std::nan("") : HUGE_VAL;
-  else if (exponent == 0) v = std::ldexp(static_cast<double>(mantissa), 1 - bias - m);
-  else v = std::ldexp(static_cast<double>(mantissa | (1u << m)), static_cast<int>(exponent) - bias - m);
-  return (bits & 0x8000u) ? -v : v;
+// Decoding is exact, so it can take the short way through float's bits.
+inline double hc_load(hc_bf16 x) {
+  const uint32_t u = static_cast<uint32_t>(x.bits) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
 }
-
-inline double hc_load(hc_f16 x) { return hc_decode_half(x.bits, 5, 10); }
-inline double hc_load(hc_bf16 x) { return hc_decode_half(x.bits, 8, 7); }
+inline double hc_load(hc_f16 x) {
+  const uint32_t sign = static_cast<uint32_t>(x.bits & 0x8000u) << 16;
+  const uint32_t em = x.bits & 0x7fffu;
+  if (em < 0x400u) {  // Zero or subnormal: em units of 2^-24.
+    const double v = static_cast<double>(em) * 0x1p-24;
+    return sign ? -v : v;
+  }
+  const uint32_t u = em >= 0x7c00u ? (sign | 0x7f800000u | ((em & 0x3ffu) << 13))
+                                   : (sign | ((em + ((127u - 15u) << 10)) << 13));
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
 inline double hc_load(float x) { return x; }
 inline double hc_load(double x) { return x; }
 template <class T> T hc_store(double v) {

@@ -1142,30 +1142,41 @@ class Evaluator {
     for (int64_t d : lc) contract_dims.push_back(ld[static_cast<size_t>(d)]);
     const auto ls = hlo::RowMajorStrides(ld), rs = hlo::RowMajorStrides(rd);
     const bool float_acc = out.is_float();
-    ForEachIndex(out, [&](size_t i, const std::vector<int64_t>& idx) {
-      std::vector<int64_t> li(ld.size(), 0), ri(rd.size(), 0);
-      size_t k = 0;
-      for (size_t b = 0; b < lb.size(); ++b, ++k) li[lb[b]] = ri[rb[b]] = idx[k];
-      for (int64_t d : lf) li[static_cast<size_t>(d)] = idx[k++];
-      for (int64_t d : rf) ri[static_cast<size_t>(d)] = idx[k++];
-      double facc = 0;
-      uint64_t iacc = 0;
+    // The offsets of every contraction step, in row-major order of the contracting dimensions,
+    // computed once: each result element then adds them to its own batch and free offsets.
+    std::vector<std::pair<int64_t, int64_t>> steps;
+    {
       std::vector<int64_t> c(contract_dims.size(), 0);
       bool more =
           std::all_of(contract_dims.begin(), contract_dims.end(), [](int64_t d) { return d > 0; });
       while (more) {
+        int64_t lo = 0, ro = 0;
         for (size_t j = 0; j < c.size(); ++j) {
-          li[static_cast<size_t>(lc[j])] = c[j];
-          ri[static_cast<size_t>(rc[j])] = c[j];
+          lo += c[j] * ls[static_cast<size_t>(lc[j])];
+          ro += c[j] * rs[static_cast<size_t>(rc[j])];
         }
-        const auto lo = static_cast<size_t>(Offset(li, ls)),
-                   ro = static_cast<size_t>(Offset(ri, rs));
-        if (float_acc) {
-          facc += lhs.AsDouble(lo) * rhs.AsDouble(ro);
-        } else {
-          iacc += static_cast<uint64_t>(lhs.GetInt(lo)) * static_cast<uint64_t>(rhs.GetInt(ro));
-        }
+        steps.emplace_back(lo, ro);
         more = !c.empty() && Next(c, contract_dims);
+      }
+    }
+    ForEachIndex(out, [&](size_t i, const std::vector<int64_t>& idx) {
+      int64_t lbase = 0, rbase = 0;
+      size_t k = 0;
+      for (size_t b = 0; b < lb.size(); ++b, ++k) {
+        lbase += idx[k] * ls[static_cast<size_t>(lb[b])];
+        rbase += idx[k] * rs[static_cast<size_t>(rb[b])];
+      }
+      for (int64_t d : lf) lbase += idx[k++] * ls[static_cast<size_t>(d)];
+      for (int64_t d : rf) rbase += idx[k++] * rs[static_cast<size_t>(d)];
+      double facc = 0;
+      uint64_t iacc = 0;
+      for (const auto& [lo, ro] : steps) {
+        const auto l = static_cast<size_t>(lbase + lo), r = static_cast<size_t>(rbase + ro);
+        if (float_acc) {
+          facc += lhs.AsDouble(l) * rhs.AsDouble(r);
+        } else {
+          iacc += static_cast<uint64_t>(lhs.GetInt(l)) * static_cast<uint64_t>(rhs.GetInt(r));
+        }
       }
       Store(out, i, facc, static_cast<int64_t>(iacc));
     });

@@ -466,5 +466,47 @@ TEST(CpuCodegenTest, ElementwiseChainsFuseIntoOneLoop) {
   EXPECT_NE(source.find("hc_sub<float>((hc_store<float>(std::tanh("), std::string::npos) << source;
 }
 
+// Many executables live in one process (a client caches them): each must stay itself, whatever
+// was loaded or unloaded before it.
+TEST(CpuCodegenTest, ExecutablesLoadedTogetherStayDistinct) {
+  auto toolchain = Toolchain::Probe(ToolchainOptions());
+  ASSERT_THAT(toolchain, IsOk());
+  std::vector<std::unique_ptr<LoadedExecutable>> loaded;
+  for (int k = 0; k < 4; ++k) {
+    auto module = hlo::ParseModule("ENTRY e {\n  a = s32[2] parameter(0)\n  c = s32[] constant(" +
+                                       std::to_string(k) +
+                                       ")\n  b = s32[2] broadcast(c), dimensions={}\n  ROOT s = "
+                                       "s32[2] add(a, b)\n}",
+                                   "k.hlo");
+    ASSERT_THAT(module, IsOk());
+    auto source = LowerToCpp(*module);
+    ASSERT_THAT(source, IsOk());
+    auto so = toolchain->CompileSharedObject(*source, HostCpuTarget());
+    ASSERT_THAT(so, IsOk());
+    ArtifactHeader header;
+    header.key = "v1-0000000000000000000000000000000" + std::to_string(k);
+    header.target = HostCpuTarget();
+    header.compiler_id = toolchain->CompilerId();
+    header.payload_kind = std::string(kPayloadSharedObject);
+    header.entry_symbol = kEntrySymbol;
+    auto exe = LoadedExecutable::Load(EncodeArtifact(header, *so));
+    ASSERT_THAT(exe, IsOk());
+    loaded.push_back(std::move(*exe));
+    if (k == 1) loaded.erase(loaded.begin());  // Unloading one frees its slot for the next.
+  }
+  ASSERT_EQ(loaded.size(), 3u);
+  const int expected_constant[] = {1, 2, 3};
+  for (size_t i = 0; i < loaded.size(); ++i) {
+    const int32_t in[2] = {10, 20};
+    int32_t out[2] = {0, 0};
+    const void* params[] = {in};
+    void* results[] = {out};
+    auto entry = reinterpret_cast<int (*)(const void* const*, void* const*)>(loaded[i]->entry());
+    ASSERT_EQ(entry(params, results), 0);
+    EXPECT_EQ(out[0], 10 + expected_constant[i]) << "executable " << i << " ran another's code";
+    EXPECT_EQ(out[1], 20 + expected_constant[i]);
+  }
+}
+
 }  // namespace
 }  // namespace hlocache::compiler

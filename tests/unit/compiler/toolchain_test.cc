@@ -83,14 +83,13 @@ TEST_F(ToolchainTest, CompilesASharedObjectThatLoadsAndRuns) {
   EXPECT_EQ(so->substr(0, 4),
             "\x7f"
             "ELF");
-  auto handle = OpenSharedObjectInMemory(*so, "toolchain-test");
-  ASSERT_THAT(handle, IsOk());
-  auto entry = reinterpret_cast<long (*)(long)>(::dlsym(*handle, "hlocache_entry"));
+  auto library = InMemoryLibrary::Open(*so, "toolchain-test");
+  ASSERT_THAT(library, IsOk());
+  auto entry = reinterpret_cast<long (*)(long)>(::dlsym(library->handle(), "hlocache_entry"));
   ASSERT_NE(entry, nullptr);
   EXPECT_EQ(entry(100), 5050);
   // Only what the generated code exports is visible.
-  EXPECT_EQ(::dlsym(*handle, "hidden_helper"), nullptr);
-  ::dlclose(*handle);
+  EXPECT_EQ(::dlsym(library->handle(), "hidden_helper"), nullptr);
   EXPECT_EQ(LeftoverFolders(), 0u);
 }
 

@@ -1,0 +1,42 @@
+// Arguments for running a module without its real inputs (`hlocache run`, tests, benchmarks),
+// and the comparison of an executable's results with the interpreter's.
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "compiler/hlo/module.h"
+#include "compiler/interp/literal.h"
+
+namespace hlocache::interp {
+
+enum class ArgumentFill { kZeros, kRandom };
+
+// One literal per entry parameter. kRandom is a seeded pseudo-random fill: floats uniform in
+// [-1, 1), signed integers in [-8, 8], unsigned ones in [0, 16], pred 0 or 1. Errors: those of
+// Literal::MakeZeros (unsupported types, dynamic shapes, too many elements).
+Result<std::vector<Literal>> MakeArguments(const hlo::Module& module, ArgumentFill fill,
+                                           uint64_t seed);
+
+// The array leaves of a literal, depth-first: the order of an executable's params[]/results[].
+void FlattenLeaves(const Literal& literal, std::vector<const Literal*>& out);
+
+struct Comparison {
+  uint64_t elements = 0;
+  uint64_t identical = 0;      // Bit-equal values (NaN equal to NaN).
+  uint64_t mismatched = 0;     // Outside tolerance.
+  std::string first_mismatch;  // "result 1 element 7: executable 0.5, interpreter 0.25".
+};
+
+// Compares result buffers (dense row-major bytes per leaf) with the interpreter's leaves.
+// Integers and pred must be equal; floats within 1e-5 relative (1e-6 absolute near zero), with
+// NaN only where NaN is expected. kInvalidArgument when the buffers do not fit the leaves.
+Result<Comparison> CompareWithInterpreter(std::span<const Literal* const> expected,
+                                          std::span<const std::string> buffers);
+
+}  // namespace hlocache::interp

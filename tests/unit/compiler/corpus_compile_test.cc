@@ -1,0 +1,251 @@
+// Every corpus module that uses only the core ops and element types is compiled by real
+// `hlocache compile-worker` processes, loaded from memory, run on seeded random inputs and
+// compared with the reference interpreter. Modules outside that set are skipped, each with its
+// reason, and the counts are printed.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "client/keying.h"
+#include "compiler/artifact/execute.h"
+#include "compiler/artifact/loader.h"
+#include "compiler/codegen/cpu_codegen.h"
+#include "compiler/hlo/parser.h"
+#include "compiler/interp/arguments.h"
+#include "compiler/interp/interpreter.h"
+#include "compiler/interp/literal.h"
+#include "compiler/target.h"
+#include "compiler/toolchain.h"
+#include "compiler/worker_pool.h"
+#include "tests/unit/status_matchers.h"
+
+#ifndef HLOCACHE_CORPUS_DIR
+#define HLOCACHE_CORPUS_DIR "../shared/corpus"
+#endif
+#ifndef HLOCACHE_BINARY
+#error "HLOCACHE_BINARY names the hlocache executable under test"
+#endif
+
+namespace hlocache::compiler {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Buffers above this are compiled but not run (the bound for running).
+constexpr uint64_t kRunBufferLimit = uint64_t{2} << 30;
+
+uint64_t ShapeBytes(const hlo::Shape& s) {
+  if (s.IsTuple()) {
+    uint64_t total = 0;
+    for (const hlo::Shape& e : s.tuple_elements) total += ShapeBytes(e);
+    return total;
+  }
+  const uint64_t width = static_cast<uint64_t>(std::max(hlo::PrimitiveTypeBits(s.type), 8) / 8);
+  return static_cast<uint64_t>(s.ElementCount().value_or(0)) * width;
+}
+
+// The first leaf of `s` the interpreter and code generator do not compute with, or empty.
+std::string UnsupportedLeaf(const hlo::Shape& s) {
+  if (s.IsTuple()) {
+    for (const hlo::Shape& e : s.tuple_elements) {
+      if (std::string why = UnsupportedLeaf(e); !why.empty()) return why;
+    }
+    return "";
+  }
+  if (s.is_buffer) return "buffer shapes";
+  if (!interp::IsSupportedType(s.type)) {
+    return "element type " + std::string(hlo::PrimitiveTypeName(s.type));
+  }
+  if (!s.ElementCount()) return "dynamic dimensions";
+  return "";
+}
+
+// Why the module is outside this op and type set, or empty when it is inside: decided
+// from the module alone (not from the code generator's verdict), so a lowering that wrongly
+// refuses a core op fails the test instead of being skipped.
+std::string OutsideCoreSet(const hlo::Module& m) {
+  if (m.HasElidedConstants()) return "elided constants";
+  std::vector<int32_t> pending{m.entry};
+  std::vector<bool> seen(m.computations.size(), false);
+  while (!pending.empty()) {
+    const int32_t c = pending.back();
+    pending.pop_back();
+    if (c < 0 || seen[static_cast<size_t>(c)]) continue;
+    seen[static_cast<size_t>(c)] = true;
+    for (const hlo::Instruction& inst : m.computations[static_cast<size_t>(c)].instructions) {
+      if (inst.opcode.phase != hlo::AsyncPhase::kNone || !interp::IsCoreOp(inst.opcode.opcode)) {
+        return "op " + std::string(hlo::OpcodeName(inst.opcode.opcode));
+      }
+      if (!inst.shape_written) return "instructions without shapes";
+      if (std::string why = UnsupportedLeaf(inst.shape); !why.empty()) return why;
+      for (int32_t callee : inst.callees) pending.push_back(callee);
+    }
+  }
+  return "";
+}
+
+std::vector<std::string> CorpusFiles() {
+  std::vector<std::string> out;
+  for (const char* sub : {"hlo", "torch_xla"}) {
+    const fs::path dir = fs::path(HLOCACHE_CORPUS_DIR) / sub;
+    if (!fs::is_directory(dir)) continue;
+    for (const auto& e : fs::directory_iterator(dir)) {
+      if (e.path().extension() == ".hlo") out.push_back(e.path().string());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+struct Tally {
+  std::mutex mu;
+  int compiled = 0, matched = 0, not_run = 0;
+  std::map<std::string, int> skipped;  // Reason -> modules.
+  std::vector<std::string> failures;
+  std::vector<std::string> matched_files;
+};
+
+TEST(CorpusCompileTest, EveryCoreOpModuleCompilesRunsAndMatchesTheInterpreter) {
+  const std::vector<std::string> files = CorpusFiles();
+  ASSERT_GE(files.size(), 400u) << "corpus not found at " << HLOCACHE_CORPUS_DIR;
+  auto toolchain = Toolchain::Probe(ToolchainOptions());
+  ASSERT_THAT(toolchain, IsOk());
+  WorkerPoolOptions options;
+  options.worker_binary = HLOCACHE_BINARY;
+  options.workers = 2;
+  options.max_queue = files.size();
+  WorkerPool pool(options);
+
+  Tally tally;
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < files.size();) {
+      const std::string& file = files[i];
+      const std::string name = fs::path(file).filename().string();
+      auto module = hlo::ParseModuleFile(file);
+      if (!module) {
+        std::lock_guard<std::mutex> lock(tally.mu);
+        tally.failures.push_back(name + ": " + module.error().message());
+        continue;
+      }
+      const std::string outside = OutsideCoreSet(*module);
+      if (!outside.empty()) {
+        std::lock_guard<std::mutex> lock(tally.mu);
+        ++tally.skipped[outside];
+        continue;
+      }
+      // Inside the set: the module must lower, unless its shapes contradict its ops (XLA's own
+      // tests include deliberately malformed modules); that is an input error, not a skip.
+      auto source = LowerToCpp(*module);
+      if (!source && source.error().code() == StatusCode::kInvalidArgument) {
+        std::lock_guard<std::mutex> lock(tally.mu);
+        ++tally.skipped["malformed (shapes do not follow from the ops)"];
+        continue;
+      }
+      if (!source) {
+        std::lock_guard<std::mutex> lock(tally.mu);
+        tally.failures.push_back(name + ": " + source.error().message());
+        continue;
+      }
+      client::KeySettings settings;
+      settings.compiler_id = toolchain->CompilerId();
+      auto keyed = client::KeyModule(*module, settings);
+      if (!keyed) {
+        std::lock_guard<std::mutex> lock(tally.mu);
+        tally.failures.push_back(name + ": " + keyed.error().message());
+        continue;
+      }
+      auto compiled = pool.Compile({keyed->key.text, std::string(module->source()), "", file});
+      if (!compiled) {
+        std::lock_guard<std::mutex> lock(tally.mu);
+        tally.failures.push_back(name + ": " + compiled.error().message());
+        continue;
+      }
+      {
+        std::lock_guard<std::mutex> lock(tally.mu);
+        ++tally.compiled;
+      }
+      auto abi = EntryLeavesOf(*module);
+      uint64_t bytes = 0;
+      for (const hlo::Shape& s : abi->parameters) bytes += ShapeBytes(s);
+      for (const hlo::Shape& s : abi->results) bytes += ShapeBytes(s);
+      if (bytes > kRunBufferLimit) {
+        std::lock_guard<std::mutex> lock(tally.mu);
+        ++tally.not_run;
+        continue;
+      }
+      std::string failure;
+      if (std::getenv("HLOCACHE_TEST_TRACE")) std::fprintf(stderr, "run %s\n", name.c_str());
+      auto loaded = LoadedExecutable::Load(compiled->artifact);
+      auto args = interp::MakeArguments(*module, interp::ArgumentFill::kRandom, 42);
+      if (!loaded) {
+        failure = "load: " + loaded.error().message();
+      } else if (!args) {
+        failure = "arguments: " + args.error().message();
+      } else {
+        auto ran = Execute(**loaded, *abi, *args);
+        auto expected = interp::Evaluate(*module, *args);
+        if (!ran) {
+          failure = "run: " + ran.error().message();
+        } else if (!expected) {
+          failure = "interpreter: " + expected.error().message();
+        } else {
+          std::vector<const interp::Literal*> leaves;
+          interp::FlattenLeaves(*expected, leaves);
+          auto compared = interp::CompareWithInterpreter(leaves, *ran);
+          if (!compared) {
+            failure = "compare: " + compared.error().message();
+          } else if (compared->mismatched != 0) {
+            failure = std::to_string(compared->mismatched) + " of " +
+                      std::to_string(compared->elements) +
+                      " elements differ; first: " + compared->first_mismatch;
+          }
+        }
+      }
+      std::lock_guard<std::mutex> lock(tally.mu);
+      if (failure.empty()) {
+        ++tally.matched;
+        tally.matched_files.push_back(name);
+      } else {
+        tally.failures.push_back(name + ": " + failure);
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) threads.emplace_back(work);
+  for (std::thread& t : threads) t.join();
+
+  int skipped = 0;
+  for (const auto& [reason, n] : tally.skipped) skipped += n;
+  std::printf(
+      "corpus: %zu modules; %d compiled, %d ran and matched the interpreter, %d compiled "
+      "but over the %llu-byte run bound; %d skipped, %zu failed\n",
+      files.size(), tally.compiled, tally.matched, tally.not_run,
+      static_cast<unsigned long long>(kRunBufferLimit), skipped, tally.failures.size());
+  std::vector<std::pair<int, std::string>> reasons;
+  for (const auto& [reason, n] : tally.skipped) reasons.emplace_back(n, reason);
+  std::sort(reasons.rbegin(), reasons.rend());
+  for (const auto& [n, reason] : reasons) std::printf("  skipped %3d: %s\n", n, reason.c_str());
+  for (const std::string& f : tally.failures) ADD_FAILURE() << f;
+  EXPECT_GE(tally.matched, 100) << "far fewer core-op modules than the corpus holds";
+  EXPECT_NE(std::find(tally.matched_files.begin(), tally.matched_files.end(),
+                      "bert__bert_single_graph_2.hlo"),
+            tally.matched_files.end())
+      << "PyTorch/XLA's BERT training graph must compile, run and match";
+  const WorkerPoolStats stats = pool.stats();
+  EXPECT_EQ(stats.running, 0u);
+  // Modules with equal keys (the corpus has a few duplicates) may share one compile.
+  EXPECT_EQ(stats.compiles + stats.coalesced, static_cast<uint64_t>(tally.compiled));
+}
+
+}  // namespace
+}  // namespace hlocache::compiler
