@@ -55,6 +55,7 @@ serve: build
 bench: build
 	./$(BUILD)/bench/key_bench
 	./$(BUILD)/bench/store_bench
+	./$(BUILD)/bench/compile_bench
 
 format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')
