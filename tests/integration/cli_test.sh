@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Drives the real `hlocache` binary: key, canon and why, their output formats and exit codes.
+# Drives the real `hlocache` binary: key, canon, why, the store commands, compile and run, their
+# output formats and exit codes.
 # Usage: cli_test.sh HLOCACHE_BINARY CORPUS_DIR
 set -uo pipefail
 BIN=$1
@@ -111,6 +112,30 @@ expect_rc 1 "verify of a plain directory" -- "$BIN" verify --dir "$WORK/plain"
 expect_rc 2 "gc with a bad size" -- "$BIN" gc --dir "$WORK/plain" --max-size 10Q
 expect_grep "unknown size unit" "$WORK/err" "gc explains the size"
 expect_rc 2 "gc without a size" -- "$BIN" gc --dir "$WORK/plain"
+
+# compile and run: an artifact from a worker process, a run checked against the interpreter.
+CORE="$CORPUS/hlo/xla__backends__cpu__benchmarks__hlo__layer_norm_1x4096x768_bf16.hlo"
+expect_rc 0 "compile" -- "$BIN" compile "$CORE" -o "$WORK/small.hloart"
+expect_grep "^v1-[0-9a-f]{32}  $WORK/small.hloart  [0-9]+ bytes  [0-9.]+ s\$" "$WORK/out" "compile line"
+[[ "$(head -c 8 "$WORK/small.hloart" | tail -c 7)" == "HLOART"$'\n' || -s "$WORK/small.hloart" ]] && pass || fail "compile wrote no artifact"
+expect_rc 0 "run --check" -- "$BIN" run --check "$CORE"
+expect_grep "^check: match" "$WORK/out" "run --check matches"
+expect_grep "^result 0  bf16\[1,4096,768\]  xxh3=[0-9a-f]{32}$" "$WORK/out" "run prints result shapes"
+expect_rc 0 "run a compiled artifact" -- "$BIN" run --artifact "$WORK/small.hloart" --inputs zeros "$CORE"
+cp "$WORK/out" "$WORK/run_zeros"
+expect_rc 0 "run again" -- "$BIN" run --artifact "$WORK/small.hloart" --inputs zeros "$CORE"
+cmp -s <(grep '^result' "$WORK/out") <(grep '^result' "$WORK/run_zeros") && pass || fail "runs on the same inputs differ"
+printf 'ENTRY e {\n  a = f32[4] parameter(0)\n  ROOT s = f32[4] sort(a), dimensions={0}\n}\n' >"$WORK/sort.hlo"
+expect_rc 1 "compile an unsupported op" -- "$BIN" compile "$WORK/sort.hlo"
+expect_grep "sort.hlo:3: the CPU code generator does not support 'sort'" "$WORK/err" "unsupported op named with its line"
+expect_rc 1 "compile elided constants" -- "$BIN" compile "$ELIDED"
+expect_grep "cannot be compiled" "$WORK/err" "elided constants cannot be compiled"
+printf 'ENTRY e {\n  a = f32[4] parameter(0)\n  ROOT s = f32[4] add(a, b)\n}\n' >"$WORK/bad.hlo"
+expect_rc 1 "compile a parse error" -- "$BIN" compile "$WORK/bad.hlo"
+expect_grep "bad.hlo:3:[0-9]+: error: undefined operand" "$WORK/err" "parse error located"
+expect_rc 1 "run with bad inputs" -- "$BIN" run --inputs nope --artifact x "$CORE"
+expect_grep "must be random or zeros" "$WORK/err" "run explains --inputs"
+[[ -z "$(ls -a "$WORK" | grep -E '\.tmp\.|\.hloart$' | grep -v '^small.hloart$')" ]] && pass || fail "compile left files behind: $(ls "$WORK")"
 
 echo "cli: $passed passed, $failed failed"
 [[ $failed -eq 0 ]]
