@@ -466,6 +466,37 @@ TEST(CpuCodegenTest, ElementwiseChainsFuseIntoOneLoop) {
   EXPECT_NE(source.find("hc_sub<float>((hc_store<float>(std::tanh("), std::string::npos) << source;
 }
 
+TEST(CpuCodegenTest, TheRemainingUnaryOpsBitcastCopyAndFusion) {
+  ExpectCompiledMatchesInterpreter(
+      R"(
+fused {
+  x = f32[2,4] parameter(0)
+  y = f32[2,4] parameter(1)
+  m = f32[2,4] multiply(x, y)
+  ROOT c = f32[2,4] cosine(m)
+}
+ENTRY e {
+  a = f32[8] parameter(0)
+  b = f32[8] parameter(1)
+  e1 = f32[8] exponential-minus-one(a)
+  l1 = f32[8] log-plus-one(b)
+  rs = f32[8] rsqrt(b)
+  c = f32[8] cosine(a)
+  s = f32[8] sine(a)
+  fl = f32[8] floor(a)
+  ce = f32[8] ceil(a)
+  ra = f32[8] round-nearest-afz(a)
+  at = f32[8] atan2(a, b)
+  bc = f32[2,4] bitcast(a)
+  cp = f32[2,4] copy(bc)
+  rb = f32[2,4] reshape(b)
+  fu = f32[2,4] fusion(cp, rb), kind=kLoop, calls=fused
+  ROOT o = (f32[8], f32[8], f32[8], f32[8], f32[8], f32[8], f32[8], f32[8], f32[8], f32[2,4]) tuple(e1, l1, rs, c, s, fl, ce, ra, at, fu)
+})",
+      {Array(PrimitiveType::kF32, {8}, {-2.5, -0.5, 0.5, 1.5, 2.5, -0.0, 1e-8, 3.75}),
+       Array(PrimitiveType::kF32, {8}, {0.25, 1, 2, 4, 1e-3, 100, 7, 0.5})});
+}
+
 // Many executables live in one process (a client caches them): each must stay itself, whatever
 // was loaded or unloaded before it.
 TEST(CpuCodegenTest, ExecutablesLoadedTogetherStayDistinct) {
