@@ -163,6 +163,7 @@ struct Tally {
   std::map<std::string, int> skipped;  // Reason -> modules.
   std::vector<std::string> failures;
   std::vector<std::string> matched_files;
+  std::vector<std::string> not_interpreted_files;
 };
 
 TEST(CorpusCompileTest, EveryCoreOpModuleCompilesRunsAndMatchesTheInterpreter) {
@@ -252,6 +253,7 @@ TEST(CorpusCompileTest, EveryCoreOpModuleCompilesRunsAndMatchesTheInterpreter) {
         } else if (InterpreterWork(*module, module->entry) > kInterpreterBudget) {
           std::lock_guard<std::mutex> lock(tally.mu);
           ++tally.not_interpreted;
+          tally.not_interpreted_files.push_back(name);
           continue;
         } else if (auto expected = interp::Evaluate(*module, *args); !expected) {
           failure = "interpreter: " + expected.error().message();
@@ -298,11 +300,21 @@ TEST(CorpusCompileTest, EveryCoreOpModuleCompilesRunsAndMatchesTheInterpreter) {
   for (const auto& [reason, n] : tally.skipped) reasons.emplace_back(n, reason);
   std::sort(reasons.rbegin(), reasons.rend());
   for (const auto& [n, reason] : reasons) std::printf("  skipped %3d: %s\n", n, reason.c_str());
+  std::sort(tally.not_interpreted_files.begin(), tally.not_interpreted_files.end());
+  for (const std::string& f : tally.not_interpreted_files) {
+    std::printf("  ran, over the interpreter budget (check with hlocache run --check): %s\n",
+                f.c_str());
+  }
   for (const std::string& f : tally.failures) ADD_FAILURE() << f;
   EXPECT_GE(tally.matched, 100) << "far fewer core-op modules than the corpus holds";
-  EXPECT_NE(std::find(tally.matched_files.begin(), tally.matched_files.end(),
-                      "bert__bert_single_graph_2.hlo"),
-            tally.matched_files.end())
+  // PyTorch/XLA's BERT training graph compiles and runs, and matches the interpreter whenever
+  // the budget covers it (it does at the default budget; the sanitizer build's is smaller).
+  auto has = [](const std::vector<std::string>& v, const char* f) {
+    return std::find(v.begin(), v.end(), f) != v.end();
+  };
+  constexpr const char* kBert = "bert__bert_single_graph_2.hlo";
+  EXPECT_TRUE(has(tally.matched_files, kBert) ||
+              (kInterpreterBudget < (uint64_t{1} << 28) && has(tally.not_interpreted_files, kBert)))
       << "PyTorch/XLA's BERT training graph must compile, run and match";
   const WorkerPoolStats stats = pool.stats();
   EXPECT_EQ(stats.running, 0u);
