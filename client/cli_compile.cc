@@ -2,16 +2,14 @@
 // `hlocache compile-worker`.
 #include <unistd.h>
 
-#include <cmath>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
-#include <random>
 #include <sstream>
 
 #include "client/commands.h"
 #include "common/fast_hash.h"
-#include "compiler/artifact/container.h"
+#include "common/file.h"
 #include "compiler/artifact/execute.h"
 #include "compiler/artifact/loader.h"
 #include "compiler/build.h"
@@ -19,7 +17,6 @@
 #include "compiler/hlo/parser.h"
 #include "compiler/interp/arguments.h"
 #include "compiler/interp/interpreter.h"
-#include "compiler/target.h"
 #include "compiler/toolchain.h"
 #include "compiler/worker_pool.h"
 
@@ -28,17 +25,14 @@ namespace {
 
 using interp::Literal;
 
+// A file's bytes; "-" reads standard input.
 Result<std::string> ReadInput(const std::string& path) {
-  std::stringstream ss;
   if (path == "-") {
+    std::stringstream ss;
     ss << std::cin.rdbuf();
     return ss.str();
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error(NotFound(path + ": cannot be opened"));
-  ss << in.rdbuf();
-  if (in.bad()) return Error(IoError(path + ": read failed"));
-  return ss.str();
+  return ReadWholeFile(path);
 }
 
 Status WriteOutput(const std::string& path, std::string_view bytes) {

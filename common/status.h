@@ -111,6 +111,11 @@ class [[nodiscard]] Result {
   const T* operator->() const { return &std::get<0>(v_); }
   T& value() & { return std::get<0>(v_); }
   const T& value() const& { return std::get<0>(v_); }
+  // The value, or `fallback` when there is none (like std::optional::value_or).
+  T value_or(T fallback) const& { return has_value() ? std::get<0>(v_) : std::move(fallback); }
+  T value_or(T fallback) && {
+    return has_value() ? std::get<0>(std::move(v_)) : std::move(fallback);
+  }
   // The error; only valid when !has_value().
   const Status& error() const { return std::get<1>(v_); }
 

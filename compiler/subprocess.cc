@@ -11,8 +11,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <sstream>
+
+#include "common/file.h"
 
 namespace hlocache::compiler {
 namespace fs = std::filesystem;
@@ -38,13 +39,6 @@ fs::path DefaultTempRoot() {
 }
 
 namespace {
-
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 void SleepMs(long ms) {
   struct timespec ts {
@@ -126,7 +120,7 @@ Result<ProcessOutcome> RunProcess(const fs::path& program, const std::vector<std
   if (group) ::kill(-pid, SIGKILL);  // Whatever it left running in its group.
   if (WIFEXITED(status)) outcome.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) outcome.signal = WTERMSIG(status);
-  outcome.output = ReadFile(output_path);
+  outcome.output = ReadWholeFile(output_path).value_or("");
   return outcome;
 }
 

@@ -27,7 +27,7 @@ std::string DefaultCompilerId() {
   std::string toolchain = "gcc-" + std::to_string(__GNUC__) + "." + std::to_string(__GNUC_MINOR__) +
                           "." + std::to_string(__GNUC_PATCHLEVEL__);
 #endif
-  return toolchain + "/" + kCodegenVersion + "/O2";
+  return toolchain + "/" + kCodegenVersion + "/" + kOptimization;
 }
 
 }  // namespace hlocache::compiler

@@ -18,5 +18,7 @@ std::string DefaultCompilerId();
 // The code generator's version, part of every compiler id. Bumped whenever generated code or
 // its calling convention changes, so that keys of older executables stop matching.
 inline constexpr const char* kCodegenVersion = "hlocache-codegen-2";
+// The optimization level every executable is compiled at, also part of the compiler id.
+inline constexpr const char* kOptimization = "O2";
 
 }  // namespace hlocache::compiler

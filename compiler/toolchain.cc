@@ -1,18 +1,9 @@
 #include "compiler/toolchain.h"
 
-#include "compiler/subprocess.h"
-#include "compiler/target.h"
-
-#include <fcntl.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -20,19 +11,14 @@
 #include <sstream>
 #include <vector>
 
+#include "common/file.h"
+#include "compiler/subprocess.h"
+#include "compiler/target.h"
+
 namespace hlocache::compiler {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr std::string_view kOptimization = "O2";
-
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 Result<fs::path> FindProgram(const std::string& name) {
   if (name.find('/') != std::string::npos) {
@@ -109,7 +95,7 @@ Result<Toolchain> Toolchain::Probe(ToolchainOptions options) {
 }
 
 std::string Toolchain::CompilerId() const {
-  return version_ + "/" + std::string(kCodegenVersion) + "/" + std::string(kOptimization);
+  return version_ + "/" + kCodegenVersion + "/" + kOptimization;
 }
 
 Result<std::string> Toolchain::CompileSharedObject(std::string_view source,
@@ -152,7 +138,7 @@ Result<std::string> Toolchain::CompileSharedObject(std::string_view source,
                           std::to_string(outcome.exit_code) +
                           "): " + FirstLines(outcome.output, 5)));
   }
-  std::string so = ReadFile(dir.path() / "module.so");
+  std::string so = ReadWholeFile(dir.path() / "module.so").value_or("");
   if (so.empty()) return Error(Internal("the C++ compiler succeeded but wrote no shared object"));
   return so;
 }

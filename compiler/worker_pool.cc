@@ -6,6 +6,7 @@
 #include <optional>
 #include <sstream>
 
+#include "common/file.h"
 #include "compiler/artifact/container.h"
 #include "compiler/subprocess.h"
 
@@ -34,13 +35,6 @@ Status ParseWorkerError(const std::string& output) {
     }
   }
   return Internal("the compile worker failed without saying why: " + FirstLines(output, 5));
-}
-
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 }  // namespace
@@ -144,7 +138,7 @@ Result<std::string> WorkerPool::RunJob(const CompileRequest& request) {
                           std::to_string(outcome.signal) + " (" + strsignal(outcome.signal) + ")"));
   }
   if (outcome.exit_code != 0) return Error(ParseWorkerError(outcome.output));
-  std::string artifact = ReadFile(job.path() / "artifact.bin");
+  std::string artifact = ReadWholeFile(job.path() / "artifact.bin").value_or("");
   if (auto decoded = DecodeArtifact(artifact); !decoded) {
     return Error(
         DataLoss("the compile worker returned a bad artifact: " + decoded.error().message()));

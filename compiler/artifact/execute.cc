@@ -30,8 +30,7 @@ Result<std::vector<std::string>> Execute(const LoadedExecutable& executable,
   std::vector<std::string> out;
   for (const hlo::Shape& s : leaves.results) {
     const int64_t n = s.ElementCount().value_or(0);
-    const int64_t width = std::max(hlo::PrimitiveTypeBits(s.type), 8) / 8;
-    out.emplace_back(static_cast<size_t>(n * width), '\0');
+    out.emplace_back(static_cast<size_t>(n * hlo::BufferElementBytes(s.type)), '\0');
   }
   std::vector<void*> results;
   for (std::string& b : out) results.push_back(b.data());

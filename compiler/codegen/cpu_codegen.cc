@@ -57,8 +57,6 @@ const char* CType(PrimitiveType t) {
   }
 }
 
-int64_t ElementBytes(PrimitiveType t) { return std::max(hlo::PrimitiveTypeBits(t), 8) / 8; }
-
 std::string Int(int64_t v) { return std::to_string(v) + "LL"; }
 
 // A double as C++ source that reads back to exactly that double.
@@ -97,16 +95,8 @@ int64_t Product(const std::vector<int64_t>& v) {
   return p;
 }
 
-// Same element type and dimensions, leaf by leaf (layouts do not change values).
-bool SameValues(const Shape& a, const Shape& b) {
-  if (a.IsTuple() != b.IsTuple()) return false;
-  if (!a.IsTuple()) return a.type == b.type && a.dims == b.dims && a.dynamic == b.dynamic;
-  if (a.tuple_elements.size() != b.tuple_elements.size()) return false;
-  for (size_t i = 0; i < a.tuple_elements.size(); ++i) {
-    if (!SameValues(a.tuple_elements[i], b.tuple_elements[i])) return false;
-  }
-  return true;
-}
+using hlo::AppendLeafShapes;
+using hlo::SameValues;
 
 // An array value held in a buffer: a C++ expression for a pointer to its first element.
 struct Leaf {
@@ -170,14 +160,6 @@ class Lowering {
     return InvalidArgument(m_.filename() + ":" + std::to_string(m_.LineOf(inst.offset)) + ": '" +
                            std::string(inst.name) + "' (" +
                            std::string(hlo::OpcodeName(inst.opcode.opcode)) + "): " + what);
-  }
-
-  static void AppendLeafShapes(const Shape& s, std::vector<const Shape*>& out) {
-    if (s.IsTuple()) {
-      for (const Shape& e : s.tuple_elements) AppendLeafShapes(e, out);
-    } else {
-      out.push_back(&s);
-    }
   }
 
   // Marks the computations the entry reaches (2 = reached and finished); a cycle is refused.
@@ -287,7 +269,7 @@ class Lowering {
   }
 
   static int64_t Count(const Shape& s) { return *s.ElementCount(); }
-  static int64_t Bytes(const Shape& s) { return Count(s) * ElementBytes(s.type); }
+  static int64_t Bytes(const Shape& s) { return Count(s) * hlo::BufferElementBytes(s.type); }
 
   const Instruction& Operand(const Instruction& inst, size_t k) const {
     return Inst(*comp_, inst.operands[k]);
@@ -416,7 +398,8 @@ class Lowering {
     const Opcode op = inst.opcode.opcode;
     if (op == Opcode::kParameter) return Status::Ok();  // Bound in the signature.
     if (inst.opcode.phase != hlo::AsyncPhase::kNone) return Unsupported(inst, "asynchronous ops");
-    if (!interp::IsCoreOp(op)) return Unsupported(inst, "'" + std::string(hlo::OpcodeName(op)) + "'");
+    if (!interp::IsCoreOp(op))
+      return Unsupported(inst, "'" + std::string(hlo::OpcodeName(op)) + "'");
     HLOCACHE_RETURN_IF_ERROR(interp::CheckOperandCount(m_, inst));
     if (!inst.shape_written) return Unsupported(inst, "instructions without a shape");
     HLOCACHE_RETURN_IF_ERROR(CheckShape(inst, inst.shape));
@@ -1150,26 +1133,19 @@ class Lowering {
 
 Result<std::string> LowerToCpp(const hlo::Module& module) { return Lowering(module).Run(); }
 
-namespace {
-void AppendLeaves(const Shape& s, std::vector<Shape>& out) {
-  if (s.IsTuple()) {
-    for (const Shape& e : s.tuple_elements) AppendLeaves(e, out);
-  } else {
-    out.push_back(s);
-  }
-}
-}  // namespace
-
 Result<EntryLeaves> EntryLeavesOf(const hlo::Module& module) {
   if (module.entry < 0) return Error(InvalidArgument(module.filename() + ": no entry computation"));
   const Computation& entry = module.computations[static_cast<size_t>(module.entry)];
-  EntryLeaves leaves;
+  std::vector<const Shape*> parameters, results;
   for (int32_t p : entry.parameters) {
     if (p < 0) return Error(InvalidArgument(module.filename() + ": a missing parameter"));
-    AppendLeaves(entry.instructions[static_cast<size_t>(p)].shape, leaves.parameters);
+    AppendLeafShapes(entry.instructions[static_cast<size_t>(p)].shape, parameters);
   }
   if (entry.root < 0) return Error(InvalidArgument(module.filename() + ": no root"));
-  AppendLeaves(entry.instructions[static_cast<size_t>(entry.root)].shape, leaves.results);
+  AppendLeafShapes(entry.instructions[static_cast<size_t>(entry.root)].shape, results);
+  EntryLeaves leaves;
+  for (const Shape* s : parameters) leaves.parameters.push_back(*s);
+  for (const Shape* s : results) leaves.results.push_back(*s);
   return leaves;
 }
 

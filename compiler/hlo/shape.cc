@@ -60,6 +60,24 @@ std::optional<int64_t> Shape::ElementCount() const {
   return n;
 }
 
+bool SameValues(const Shape& a, const Shape& b) {
+  if (a.IsTuple() != b.IsTuple()) return false;
+  if (!a.IsTuple()) return a.type == b.type && a.dims == b.dims;
+  if (a.tuple_elements.size() != b.tuple_elements.size()) return false;
+  for (size_t i = 0; i < a.tuple_elements.size(); ++i) {
+    if (!SameValues(a.tuple_elements[i], b.tuple_elements[i])) return false;
+  }
+  return true;
+}
+
+void AppendLeafShapes(const Shape& shape, std::vector<const Shape*>& out) {
+  if (shape.IsTuple()) {
+    for (const Shape& e : shape.tuple_elements) AppendLeafShapes(e, out);
+  } else {
+    out.push_back(&shape);
+  }
+}
+
 std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& dims) {
   std::vector<int64_t> strides(dims.size(), 1);
   for (size_t i = dims.size(); i-- > 1;) strides[i - 1] = strides[i] * dims[i];

@@ -63,6 +63,12 @@ enum class PrimitiveType : uint8_t {
 std::string_view PrimitiveTypeName(PrimitiveType type);
 std::optional<PrimitiveType> PrimitiveTypeFromName(std::string_view name);
 int PrimitiveTypeBits(PrimitiveType type);  // 0 for token, opaque and tuple.
+// Bytes one element takes in a dense buffer of executables and literals: pred and sub-byte types
+// take a whole byte.
+inline int64_t BufferElementBytes(PrimitiveType t) {
+  const int bits = PrimitiveTypeBits(t);
+  return (bits < 8 ? 8 : bits) / 8;
+}
 
 bool IsSignedInt(PrimitiveType t);
 bool IsUnsignedInt(PrimitiveType t);
@@ -104,6 +110,14 @@ std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& dims);
 // Whether `dims` names distinct dimensions of a shape of rank `rank` (as dimensions={...},
 // permutations and contracting dimensions must).
 bool AreDistinctDimensions(const std::vector<int64_t>& dims, size_t rank);
+
+// Whether values of the two shapes are interchangeable: layouts aside, the same tree of element
+// types and dimensions.
+bool SameValues(const Shape& a, const Shape& b);
+
+// Appends pointers to the array leaves of `shape` (itself when it is an array), depth-first:
+// the order in which executables take and return tuple elements.
+void AppendLeafShapes(const Shape& shape, std::vector<const Shape*>& out);
 
 // Appends the shape's canonical text: default layouts omitted, no spaces. Tuples as
 // "(a, b)" with one space after commas, as XLA prints them.

@@ -1186,18 +1186,6 @@ class Evaluator {
   const hlo::Module& m_;
 };
 
-// Whether values of the two shapes are interchangeable: layouts aside, the same tree of types
-// and dimensions.
-bool SameValues(const Shape& a, const Shape& b) {
-  if (a.IsTuple() != b.IsTuple()) return false;
-  if (!a.IsTuple()) return a.type == b.type && a.dims == b.dims;
-  if (a.tuple_elements.size() != b.tuple_elements.size()) return false;
-  for (size_t i = 0; i < a.tuple_elements.size(); ++i) {
-    if (!SameValues(a.tuple_elements[i], b.tuple_elements[i])) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 Result<Literal> Evaluate(const hlo::Module& module, std::span<const Literal> arguments) {
@@ -1211,7 +1199,7 @@ Result<Literal> Evaluate(const hlo::Module& module, std::span<const Literal> arg
   for (size_t p = 0; p < arguments.size(); ++p) {
     const Shape& want = entry.instructions[static_cast<size_t>(entry.parameters[p])].shape;
     const Shape& got = arguments[p].shape();
-    if (!SameValues(want, got)) {
+    if (!hlo::SameValues(want, got)) {
       return Error(InvalidArgument("argument " + std::to_string(p) + " is " +
                                    hlo::CanonicalShapeText(got) + ", the parameter is " +
                                    hlo::CanonicalShapeText(want)));

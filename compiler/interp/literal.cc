@@ -176,8 +176,7 @@ T ReadAs(std::string_view bytes, size_t i) {
 
 std::string ToBytes(const Literal& a) {
   std::string out;
-  const int bits = hlo::PrimitiveTypeBits(a.type());
-  out.reserve(a.size() * static_cast<size_t>(std::max(bits, 8) / 8));
+  out.reserve(a.size() * static_cast<size_t>(hlo::BufferElementBytes(a.type())));
   for (size_t i = 0; i < a.size(); ++i) {
     switch (a.type()) {
       case PrimitiveType::kF32:
@@ -216,7 +215,7 @@ std::string ToBytes(const Literal& a) {
 Result<Literal> FromBytes(const hlo::Shape& shape, std::string_view bytes) {
   HLOCACHE_ASSIGN_OR_RETURN(Literal out, Literal::MakeZeros(shape));
   if (out.is_tuple()) return Error(InvalidArgument("FromBytes takes an array shape"));
-  const size_t width = static_cast<size_t>(std::max(hlo::PrimitiveTypeBits(shape.type), 8) / 8);
+  const auto width = static_cast<size_t>(hlo::BufferElementBytes(shape.type));
   if (bytes.size() != out.size() * width) {
     return Error(InvalidArgument(std::to_string(bytes.size()) + " bytes for " +
                                  hlo::CanonicalShapeText(shape)));

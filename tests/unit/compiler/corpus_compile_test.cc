@@ -58,7 +58,7 @@ uint64_t ShapeBytes(const hlo::Shape& s) {
     for (const hlo::Shape& e : s.tuple_elements) total += ShapeBytes(e);
     return total;
   }
-  const uint64_t width = static_cast<uint64_t>(std::max(hlo::PrimitiveTypeBits(s.type), 8) / 8);
+  const auto width = static_cast<uint64_t>(hlo::BufferElementBytes(s.type));
   return static_cast<uint64_t>(s.ElementCount().value_or(0)) * width;
 }
 

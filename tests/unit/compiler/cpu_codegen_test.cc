@@ -8,9 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "compiler/artifact/container.h"
 #include "compiler/artifact/loader.h"
+#include "compiler/build.h"
 #include "compiler/hlo/parser.h"
+#include "compiler/interp/arguments.h"
 #include "compiler/interp/interpreter.h"
 #include "compiler/target.h"
 #include "compiler/toolchain.h"
@@ -38,14 +39,6 @@ Literal Array(PrimitiveType type, std::vector<int64_t> dims, const std::vector<d
   return l;
 }
 
-void Flatten(const Literal& l, std::vector<const Literal*>& out) {
-  if (l.is_tuple()) {
-    for (const Literal& e : l.elements()) Flatten(e, out);
-  } else {
-    out.push_back(&l);
-  }
-}
-
 // Compiles `text`, runs it on `args`, and checks the result against the interpreter's, bit for
 // bit. Returns the generated source.
 std::string ExpectCompiledMatchesInterpreter(const std::string& text,
@@ -66,22 +59,17 @@ std::string ExpectCompiledMatchesInterpreter(const std::string& text,
   auto toolchain = Toolchain::Probe(ToolchainOptions());
   EXPECT_THAT(toolchain, IsOk());
   if (!toolchain) return "";
-  auto so = toolchain->CompileSharedObject(*source, HostCpuTarget());
-  EXPECT_THAT(so, IsOk()) << *source;
-  if (!so) return "";
-  ArtifactHeader header;
-  header.key = "v1-00000000000000000000000000000000";
-  header.target = HostCpuTarget();
-  header.compiler_id = toolchain->CompilerId();
-  header.payload_kind = std::string(kPayloadSharedObject);
-  header.entry_symbol = kEntrySymbol;
-  auto loaded = LoadedExecutable::Load(EncodeArtifact(header, *so));
+  auto artifact =
+      BuildArtifact(*module, *toolchain, {"v1-00000000000000000000000000000000", HostCpuTarget()});
+  EXPECT_THAT(artifact, IsOk()) << *source;
+  if (!artifact) return "";
+  auto loaded = LoadedExecutable::Load(*artifact);
   EXPECT_THAT(loaded, IsOk());
   if (!loaded) return "";
 
   std::vector<const Literal*> in_leaves, leaves;
-  for (const Literal& a : args) Flatten(a, in_leaves);
-  Flatten(*expected, leaves);
+  for (const Literal& a : args) interp::FlattenLeaves(a, in_leaves);
+  interp::FlattenLeaves(*expected, leaves);
   auto abi = EntryLeavesOf(*module);
   EXPECT_THAT(abi, IsOk());
   EXPECT_EQ(abi->parameters.size(), in_leaves.size());
@@ -510,17 +498,10 @@ TEST(CpuCodegenTest, ExecutablesLoadedTogetherStayDistinct) {
                                        "s32[2] add(a, b)\n}",
                                    "k.hlo");
     ASSERT_THAT(module, IsOk());
-    auto source = LowerToCpp(*module);
-    ASSERT_THAT(source, IsOk());
-    auto so = toolchain->CompileSharedObject(*source, HostCpuTarget());
-    ASSERT_THAT(so, IsOk());
-    ArtifactHeader header;
-    header.key = "v1-0000000000000000000000000000000" + std::to_string(k);
-    header.target = HostCpuTarget();
-    header.compiler_id = toolchain->CompilerId();
-    header.payload_kind = std::string(kPayloadSharedObject);
-    header.entry_symbol = kEntrySymbol;
-    auto exe = LoadedExecutable::Load(EncodeArtifact(header, *so));
+    auto artifact = BuildArtifact(*module, *toolchain,
+                                  {"v1-0000000000000000000000000000000" + std::to_string(k), ""});
+    ASSERT_THAT(artifact, IsOk());
+    auto exe = LoadedExecutable::Load(*artifact);
     ASSERT_THAT(exe, IsOk());
     loaded.push_back(std::move(*exe));
     if (k == 1) loaded.erase(loaded.begin());  // Unloading one frees its slot for the next.

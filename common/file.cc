@@ -1,0 +1,17 @@
+#include "common/file.h"
+
+#include <fstream>
+#include <sstream>
+
+namespace hlocache {
+
+Result<std::string> ReadWholeFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error(NotFound(path.string() + ": cannot be opened"));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return Error(IoError(path.string() + ": read failed"));
+  return ss.str();
+}
+
+}  // namespace hlocache
