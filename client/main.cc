@@ -1,10 +1,13 @@
 // The `hlocache` command. Flags are parsed with CLI11; each subcommand is a function in
 // client/commands.h. Exit status: 0 success, 1 explained failure, 2 bad usage.
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
 #include <exception>
 #include <iostream>
 
 #include "client/commands.h"
+#include "server/serve_command.h"
 
 namespace {
 
@@ -111,8 +114,47 @@ int Main(int argc, char** argv) {
   worker->add_option("--cxx", worker_settings.cxx);
   worker->add_option("--memory-limit", worker_settings.memory_limit_bytes);
 
-  CLI::App* serve = app.add_subcommand("serve", "run the artifact server");
-  serve->allow_extras();
+  hlocache::server::ServeSettings serve_settings;
+  hlocache::server::ServerOptions& so = serve_settings.options;
+  std::string tokens_file, tls_cert, tls_key, worker_binary;
+  size_t compile_timeout_seconds = 600, io_timeout_seconds = 10;
+  CLI::App* serve = app.add_subcommand(
+      "serve", "run the artifact server on a store directory (stops cleanly on SIGTERM)");
+  serve->add_option("--dir", so.dir, "store directory")->capture_default_str();
+  serve->add_option("--listen", serve_settings.listen, "HOST:PORT or [IPV6]:PORT (port 0: any)")
+      ->capture_default_str();
+  serve->add_flag("--readonly", so.read_only, "refuse every write, whatever the token");
+  serve->add_option("--max-size", serve_settings.max_size,
+                    "store size cap (bytes, or with K, M, G, T); least recently used go first");
+  serve->add_option("--tokens", tokens_file, "file of 'ROLE TOKEN' lines (read, write, admin)");
+  serve->add_flag("--insecure-open", so.insecure_open,
+                  "listen beyond loopback without --tokens (anyone may write and delete)");
+  serve->add_option("--tls-cert", tls_cert, "PEM certificate: serve HTTPS");
+  serve->add_option("--tls-key", tls_key, "PEM private key of --tls-cert");
+  serve->add_option("--compile-workers", so.compile_workers, "compiles run at once")
+      ->capture_default_str();
+  serve
+      ->add_option("--compile-queue", so.compile_queue,
+                   "compiles that may wait for a worker before 503")
+      ->capture_default_str();
+  serve
+      ->add_option("--compile-timeout", compile_timeout_seconds,
+                   "seconds before a compile is killed")
+      ->capture_default_str();
+  serve->add_option("--max-body", serve_settings.max_body,
+                    "largest upload or HLO text accepted (default 4G)");
+  serve->add_option("--threads", so.threads, "connections served at once")->capture_default_str();
+  serve
+      ->add_option("--io-timeout", io_timeout_seconds,
+                   "seconds a client may stall while sending or receiving")
+      ->capture_default_str();
+  serve->add_flag("--verify-uploads", so.verify_uploads,
+                  "also check each upload's target, compiler id and payload kind");
+  serve->add_option("--access-log", so.access_log, "'-' (stderr), a file, or '' for none")
+      ->capture_default_str();
+  serve->add_flag("--access-log-json", so.access_log_json, "access log lines as JSON");
+  serve->add_option("--cxx", so.cxx, "the C++ compiler the compile workers use")
+      ->capture_default_str();
 
   try {
     app.parse(argc, argv);
@@ -132,8 +174,12 @@ int Main(int argc, char** argv) {
   if (*run) return RunRun(file_a, compile_settings, run_settings, std::cout, std::cerr);
   if (*worker) return RunCompileWorker(worker_settings, std::cerr);
   if (*serve) {
-    std::cerr << "hlocache serve: the artifact server is not built yet\n";
-    return 1;
+    so.tokens_file = tokens_file;
+    so.tls_cert = tls_cert;
+    so.tls_key = tls_key;
+    so.compile_timeout = std::chrono::seconds(compile_timeout_seconds);
+    so.io_timeout = std::chrono::seconds(std::max<size_t>(io_timeout_seconds, 1));
+    return hlocache::server::RunServe(std::move(serve_settings), std::cout, std::cerr);
   }
   return 2;
 }

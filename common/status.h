@@ -28,6 +28,7 @@ enum class StatusCode {
   kUnavailable,        // Busy or held elsewhere (a store locked by another process).
   kResourceExhausted,  // Out of space or over a limit (disk full, size cap, queue full).
   kDataLoss,           // Stored data found corrupt or unreadable.
+  kDeadlineExceeded,   // Ran past its time limit (a compile killed at its timeout).
 };
 
 std::string_view StatusCodeName(StatusCode code);
@@ -82,6 +83,9 @@ inline Status ResourceExhausted(std::string message) {
 }
 inline Status DataLoss(std::string message) {
   return Status(StatusCode::kDataLoss, std::move(message));
+}
+inline Status DeadlineExceeded(std::string message) {
+  return Status(StatusCode::kDeadlineExceeded, std::move(message));
 }
 
 // The error side of a Result, as returned by Error(status).

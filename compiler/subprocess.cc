@@ -79,6 +79,11 @@ Result<ProcessOutcome> RunProcess(const fs::path& program, const std::vector<std
   }
   const bool group = limits.own_process_group;
   if (pid == 0) {
+    // A server blocks SIGTERM and ignores SIGPIPE in its threads; the child starts clean.
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::signal(SIGPIPE, SIG_DFL);
     if (group) ::setpgid(0, 0);
     SetLimit(RLIMIT_AS, limits.memory_bytes);
     SetLimit(RLIMIT_CPU, limits.cpu_seconds);

@@ -124,7 +124,7 @@ Result<std::string> Toolchain::CompileSharedObject(std::string_view source,
                                                      0, options_.own_process_group}));
   if (outcome.timed_out) {
     return Error(
-        ResourceExhausted("the C++ compiler ran past its time limit of " +
+        DeadlineExceeded("the C++ compiler ran past its time limit of " +
                           std::to_string(std::chrono::duration<double>(options_.timeout).count()) +
                           " s and was killed"));
   }

@@ -51,7 +51,7 @@ class Toolchain {
   // Compiles one C++ translation unit into a shared object for `target` (cpu-x86-64-vN) and
   // returns its bytes. Errors: kInvalidArgument for a target this toolchain cannot build for;
   // kInternal when the compiler fails (the message holds its first error lines) or dies of a
-  // signal; kResourceExhausted when it runs past the time limit; kIoError for the temporary
+  // signal; kDeadlineExceeded when it runs past the time limit; kIoError for the temporary
   // folder.
   Result<std::string> CompileSharedObject(std::string_view source, std::string_view target) const;
 

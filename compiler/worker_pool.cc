@@ -28,7 +28,7 @@ Status ParseWorkerError(const std::string& output) {
   std::string line;
   while (std::getline(in, line)) {
     for (int c = static_cast<int>(StatusCode::kInvalidArgument);
-         c <= static_cast<int>(StatusCode::kDataLoss); ++c) {
+         c <= static_cast<int>(StatusCode::kDeadlineExceeded); ++c) {
       const auto code = static_cast<StatusCode>(c);
       const std::string prefix = std::string(StatusCodeName(code)) + ": ";
       if (line.rfind(prefix, 0) == 0) return Status(code, line.substr(prefix.size()));
@@ -78,6 +78,9 @@ Result<CompileOutcome> WorkerPool::Compile(const CompileRequest& request) {
     ++stats_.running;
   }
   Result<std::string> result = RunJob(request);
+  // Published while the flight is still registered: a request for this key arrives either
+  // before this point (and joins the flight) or after (and finds what was published).
+  if (result && request.publish) request.publish(*result);
   {
     std::lock_guard<std::mutex> lock(mu_);
     --stats_.running;
@@ -129,7 +132,7 @@ Result<std::string> WorkerPool::RunJob(const CompileRequest& request) {
                                        "worker.log", options_.on_worker_started));
   if (outcome.timed_out) {
     return Error(
-        ResourceExhausted("the compile ran past its time limit of " +
+        DeadlineExceeded("the compile ran past its time limit of " +
                           std::to_string(std::chrono::duration<double>(options_.timeout).count()) +
                           " s; its worker and compilers were killed"));
   }

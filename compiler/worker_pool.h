@@ -56,6 +56,10 @@ struct CompileRequest {
   std::string hlo_text;  // The module.
   std::string target;    // Empty for this host's best CPU level.
   std::string name;      // For error messages: "file.hlo:12: ...".
+  // Called by the compiling request with the checked artifact before the compile's waiters are
+  // released and before the key is free for a new compile (a server stores it here, so no
+  // request for the key can miss in between). Optional; must not call back into the pool.
+  std::function<void(const std::string& artifact)> publish;
 };
 
 struct CompileOutcome {
@@ -82,8 +86,8 @@ class WorkerPool {
   // Compiles (or joins the compile of) `request.key`. Errors: what the worker reports, with its
   // code (kInvalidArgument for HLO that does not parse, with file:line:col; kFailedPrecondition
   // for unsupported ops; kInternal for a C++ compiler failure with its first lines, or a worker
-  // killed by a signal); kResourceExhausted for a job past its time limit or a full queue;
-  // kDataLoss if the worker's artifact does not verify; kIoError for the job folder.
+  // killed by a signal); kDeadlineExceeded for a job past its time limit; kResourceExhausted for a
+  // full queue; kDataLoss if the worker's artifact does not verify; kIoError for the job folder.
   Result<CompileOutcome> Compile(const CompileRequest& request);
 
   WorkerPoolStats stats() const;

@@ -1,5 +1,7 @@
 #include "compiler/artifact/container.h"
 
+#include <charconv>
+
 #include <nlohmann/json.hpp>
 
 #include <cstring>
@@ -79,6 +81,62 @@ std::string EncodeArtifact(const ArtifactHeader& header, std::string_view payloa
   return EncodeArtifactWithRawHeader(HeaderJson(header), payload);
 }
 
+Result<ArtifactHeader> ParseArtifactHeader(std::string_view json) {
+  const nlohmann::json j = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return Error(Corrupt("header is not a JSON object"));
+  ArtifactHeader h;
+  HLOCACHE_ASSIGN_OR_RETURN(h.key, StringField(j, "key"));
+  HLOCACHE_ASSIGN_OR_RETURN(h.target, StringField(j, "target"));
+  HLOCACHE_ASSIGN_OR_RETURN(h.compiler_id, StringField(j, "compiler_id"));
+  HLOCACHE_ASSIGN_OR_RETURN(h.payload_kind, StringField(j, "payload_kind"));
+  HLOCACHE_ASSIGN_OR_RETURN(h.entry_symbol, StringField(j, "entry_symbol"));
+  HLOCACHE_ASSIGN_OR_RETURN(h.result_shape, StringField(j, "result_shape"));
+  auto params = j.find("parameter_shapes");
+  if (params == j.end() || !params->is_array()) {
+    return Error(Corrupt("header field 'parameter_shapes' is missing or not an array"));
+  }
+  for (const auto& p : *params) {
+    if (!p.is_string()) return Error(Corrupt("a parameter shape is not a string"));
+    h.parameter_shapes.push_back(p.get<std::string>());
+  }
+  auto seconds = j.find("compile_seconds");
+  if (seconds == j.end() || !seconds->is_number()) {
+    return Error(Corrupt("header field 'compile_seconds' is missing or not a number"));
+  }
+  h.compile_seconds = seconds->get<double>();
+  return h;
+}
+
+Result<ArtifactHeader> PeekArtifactHeader(std::string_view prefix) {
+  if (prefix.size() < 16 || prefix.substr(0, kMagic.size()) != kMagic) {
+    return Error(InvalidArgument("not an hlocache artifact (no container magic)"));
+  }
+  const uint64_t header_bytes = GetLittleEndian(prefix, 12, 4);
+  if (header_bytes > kMaxHeaderBytes || 16 + header_bytes > prefix.size()) {
+    return Error(Corrupt("header length " + std::to_string(header_bytes) + " does not fit"));
+  }
+  return ParseArtifactHeader(prefix.substr(16, header_bytes));
+}
+
+double PeekCompileSeconds(std::string_view prefix) {
+  if (prefix.size() < 16 || prefix.substr(0, kMagic.size()) != kMagic) return 0;
+  const uint64_t header_bytes = GetLittleEndian(prefix, 12, 4);
+  if (16 + header_bytes > prefix.size()) return 0;
+  std::string_view header = prefix.substr(16, header_bytes);
+  constexpr std::string_view kField = "\"compile_seconds\"";
+  const size_t at = header.find(kField);
+  if (at == std::string_view::npos) return 0;
+  header.remove_prefix(at + kField.size());
+  while (!header.empty() && (header.front() == ' ' || header.front() == ':' ||
+                             header.front() == '\n' || header.front() == '\t')) {
+    header.remove_prefix(1);
+  }
+  double seconds = 0;
+  auto [end, ec] = std::from_chars(header.data(), header.data() + header.size(), seconds);
+  (void)end;
+  return ec == std::errc() && seconds > 0 ? seconds : 0;
+}
+
 Result<DecodedArtifact> DecodeArtifact(std::string_view bytes) {
   if (bytes.size() < kFixedBytes || bytes.substr(0, kMagic.size()) != kMagic) {
     return Error(InvalidArgument("not an hlocache artifact (" + std::to_string(bytes.size()) +
@@ -106,30 +164,8 @@ Result<DecodedArtifact> DecodeArtifact(std::string_view bytes) {
     return Error(Corrupt("checksum mismatch"));
   }
 
-  const nlohmann::json j =
-      nlohmann::json::parse(bytes.substr(16, header_bytes), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return Error(Corrupt("header is not a JSON object"));
   DecodedArtifact out;
-  ArtifactHeader& h = out.header;
-  HLOCACHE_ASSIGN_OR_RETURN(h.key, StringField(j, "key"));
-  HLOCACHE_ASSIGN_OR_RETURN(h.target, StringField(j, "target"));
-  HLOCACHE_ASSIGN_OR_RETURN(h.compiler_id, StringField(j, "compiler_id"));
-  HLOCACHE_ASSIGN_OR_RETURN(h.payload_kind, StringField(j, "payload_kind"));
-  HLOCACHE_ASSIGN_OR_RETURN(h.entry_symbol, StringField(j, "entry_symbol"));
-  HLOCACHE_ASSIGN_OR_RETURN(h.result_shape, StringField(j, "result_shape"));
-  auto params = j.find("parameter_shapes");
-  if (params == j.end() || !params->is_array()) {
-    return Error(Corrupt("header field 'parameter_shapes' is missing or not an array"));
-  }
-  for (const auto& p : *params) {
-    if (!p.is_string()) return Error(Corrupt("a parameter shape is not a string"));
-    h.parameter_shapes.push_back(p.get<std::string>());
-  }
-  auto seconds = j.find("compile_seconds");
-  if (seconds == j.end() || !seconds->is_number()) {
-    return Error(Corrupt("header field 'compile_seconds' is missing or not a number"));
-  }
-  h.compile_seconds = seconds->get<double>();
+  HLOCACHE_ASSIGN_OR_RETURN(out.header, ParseArtifactHeader(bytes.substr(16, header_bytes)));
   out.payload = bytes.substr(24 + header_bytes, payload_bytes);
   return out;
 }

@@ -45,6 +45,18 @@ std::string EncodeArtifact(const ArtifactHeader& header, std::string_view payloa
 // (lengths that do not add up, checksum mismatch, a header that is not what the spec says).
 Result<DecodedArtifact> DecodeArtifact(std::string_view bytes);
 
+// The header alone, from its JSON text: kDataLoss unless it is an object with every field the
+// spec requires, of the right type.
+Result<ArtifactHeader> ParseArtifactHeader(std::string_view json);
+
+// The header, from an artifact's first bytes (at least 16 plus the header's length), without
+// the checksum check: for routing and bookkeeping before the rest has arrived, never for loading.
+Result<ArtifactHeader> PeekArtifactHeader(std::string_view prefix);
+
+// The header's compile_seconds from an artifact's first bytes; 0 when they hold no readable
+// value. Cheap (no JSON parse): for statistics on the hot read path.
+double PeekCompileSeconds(std::string_view prefix);
+
 // For tests of the header checks: a container around an arbitrary header text, with a correct
 // checksum.
 std::string EncodeArtifactWithRawHeader(std::string_view header_json, std::string_view payload);

@@ -183,7 +183,7 @@ TEST_F(WorkerPoolTest, AHungCompilerIsKilledAtTheTimeLimitAndThePoolGoesOn) {
   options.timeout = std::chrono::seconds(2);
   WorkerPool hanging(options);
   auto outcome = hanging.Compile({kKey, kModule, "", "m.hlo"});
-  EXPECT_THAT(outcome, StatusIs(StatusCode::kResourceExhausted, HasSubstr("time limit")));
+  EXPECT_THAT(outcome, StatusIs(StatusCode::kDeadlineExceeded, HasSubstr("time limit")));
   // The worker's group went with it: no `sleep 600` is left behind.
   const pid_t pid = last_pid_.load();
   ASSERT_GT(pid, 0);

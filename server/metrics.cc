@@ -1,0 +1,170 @@
+#include "server/metrics.h"
+
+#include <nlohmann/json.hpp>
+
+namespace hlocache::server {
+namespace {
+
+void Line(std::string& out, std::string_view name, std::string_view type, std::string_view help,
+          double value) {
+  out += "# HELP ";
+  out += name;
+  out += ' ';
+  out += help;
+  out += "\n# TYPE ";
+  out += name;
+  out += ' ';
+  out += type;
+  out += '\n';
+  out += name;
+  out += ' ';
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", value);
+  out += buf;
+  out += '\n';
+}
+
+double Seconds(const std::atomic<uint64_t>& micros) {
+  return static_cast<double>(micros.load(std::memory_order_relaxed)) / 1e6;
+}
+
+}  // namespace
+
+std::string_view RouteName(Route route) {
+  switch (route) {
+    case Route::kArtifactGet:
+      return "artifact_get";
+    case Route::kArtifactHead:
+      return "artifact_head";
+    case Route::kArtifactPut:
+      return "artifact_put";
+    case Route::kArtifactDelete:
+      return "artifact_delete";
+    case Route::kCompile:
+      return "compile";
+    case Route::kKeys:
+      return "keys";
+    case Route::kStats:
+      return "stats";
+    case Route::kMetrics:
+      return "metrics";
+    case Route::kHealth:
+      return "healthz";
+    case Route::kOther:
+      return "other";
+  }
+  return "other";
+}
+
+Route RouteOf(std::string_view method, std::string_view path) {
+  if (path.starts_with("/v1/artifacts/")) {
+    if (method == "GET") return Route::kArtifactGet;
+    if (method == "HEAD") return Route::kArtifactHead;
+    if (method == "PUT") return Route::kArtifactPut;
+    if (method == "DELETE") return Route::kArtifactDelete;
+    return Route::kOther;
+  }
+  if (path == "/v1/compile") return Route::kCompile;
+  if (path == "/v1/keys") return Route::kKeys;
+  if (path == "/v1/stats") return Route::kStats;
+  if (path == "/metrics") return Route::kMetrics;
+  if (path == "/healthz") return Route::kHealth;
+  return Route::kOther;
+}
+
+void Metrics::CountRequest(Route route, int http_status) {
+  if (http_status < kFirstStatus || http_status >= kFirstStatus + kStatusCount) return;
+  requests_[static_cast<size_t>(route)][static_cast<size_t>(http_status - kFirstStatus)].fetch_add(
+      1, std::memory_order_relaxed);
+}
+
+std::string Metrics::RenderPrometheus(const cache::StoreStats* store,
+                                      const compiler::WorkerPoolStats& pool) const {
+  std::string out;
+  out.reserve(4096);
+  out +=
+      "# HELP hlocache_http_requests_total HTTP requests answered, by route and status.\n"
+      "# TYPE hlocache_http_requests_total counter\n";
+  for (size_t r = 0; r < kRouteCount; ++r) {
+    for (int s = 0; s < kStatusCount; ++s) {
+      const uint64_t n = requests_[r][static_cast<size_t>(s)].load(std::memory_order_relaxed);
+      if (n == 0) continue;
+      out += "hlocache_http_requests_total{route=\"";
+      out += RouteName(static_cast<Route>(r));
+      out += "\",status=\"" + std::to_string(s + kFirstStatus) + "\"} " + std::to_string(n) + "\n";
+    }
+  }
+  auto counter = [&](std::string_view name, std::string_view help, double v) {
+    Line(out, name, "counter", help, v);
+  };
+  auto gauge = [&](std::string_view name, std::string_view help, double v) {
+    Line(out, name, "gauge", help, v);
+  };
+  auto load = [](const std::atomic<uint64_t>& a) {
+    return static_cast<double>(a.load(std::memory_order_relaxed));
+  };
+  counter("hlocache_hits_total", "Artifacts served from the store.", load(hits));
+  counter("hlocache_misses_total", "Lookups that found nothing stored.", load(misses));
+  counter("hlocache_uploads_total", "Uploads that stored a new artifact.", load(uploads));
+  counter("hlocache_uploads_rejected_total", "Uploads refused (bad key, container or size).",
+          load(rejected));
+  counter("hlocache_bytes_in_total", "Artifact and HLO bytes received.", load(bytes_in));
+  counter("hlocache_bytes_out_total", "Artifact bytes sent.", load(bytes_out));
+  counter("hlocache_compiles_total", "Compiles that produced an artifact.",
+          static_cast<double>(pool.compiles));
+  counter("hlocache_compile_failures_total", "Compiles that failed.",
+          static_cast<double>(pool.failures));
+  counter("hlocache_compiles_coalesced_total", "Compile requests served by another's compile.",
+          static_cast<double>(pool.coalesced));
+  counter("hlocache_compiles_rejected_total", "Compile requests refused: queue full.",
+          static_cast<double>(pool.rejected));
+  counter("hlocache_compile_seconds_total", "Wall time spent compiling.", Seconds(compile_micros));
+  counter("hlocache_compile_seconds_saved_total",
+          "Compile time of the artifacts served as hits (what the cache saved).",
+          Seconds(compile_saved_micros));
+  counter("hlocache_store_errors_total", "Store failures answered with a 5xx.", load(store_errors));
+  gauge("hlocache_compiles_running", "Compiles running now.", static_cast<double>(pool.running));
+  gauge("hlocache_compiles_waiting", "Compiles waiting for a worker.",
+        static_cast<double>(pool.waiting));
+  if (store != nullptr) {
+    gauge("hlocache_store_entries", "Artifacts in the store.", static_cast<double>(store->entries));
+    gauge("hlocache_store_bytes", "Bytes of the artifacts in the store.",
+          static_cast<double>(store->bytes));
+    gauge("hlocache_store_max_bytes", "The store's size cap (0: none).",
+          static_cast<double>(store->max_bytes));
+    counter("hlocache_store_evictions_total", "Entries evicted (store lifetime).",
+            static_cast<double>(store->evictions));
+    counter("hlocache_store_quarantined_total", "Corrupt entries removed (store lifetime).",
+            static_cast<double>(store->quarantined));
+  }
+  return out;
+}
+
+std::string Metrics::RenderStatsJson(const cache::StoreStats* store,
+                                     const compiler::WorkerPoolStats& pool) const {
+  auto load = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+  nlohmann::json j;
+  j["hits"] = load(hits);
+  j["misses"] = load(misses);
+  j["puts"] = load(uploads);
+  j["rejected"] = load(rejected);
+  j["bytes_in"] = load(bytes_in);
+  j["bytes_out"] = load(bytes_out);
+  j["compiles"] = pool.compiles;
+  j["compile_failures"] = pool.failures;
+  j["coalesced"] = pool.coalesced;
+  j["compile_queue_rejected"] = pool.rejected;
+  j["compile_seconds"] = Seconds(compile_micros);
+  j["compile_seconds_saved"] = Seconds(compile_saved_micros);
+  if (store != nullptr) {
+    j["entries"] = store->entries;
+    j["bytes"] = store->bytes;
+    j["max_bytes"] = store->max_bytes;
+    j["evictions"] = store->evictions;
+    j["quarantined"] = store->quarantined;
+    j["store_lifetime"] = {{"hits", store->hits}, {"misses", store->misses}, {"puts", store->puts}};
+  }
+  return j.dump(2) + "\n";
+}
+
+}  // namespace hlocache::server

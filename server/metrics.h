@@ -1,0 +1,65 @@
+// The server's counters, rendered as /metrics (Prometheus text format 0.0.4) and /v1/stats.
+//
+// Counters are relaxed atomics: a request adds to them without a lock, and a scrape reads a
+// moment's values that need not be mutually consistent. They count since the server started;
+// the store's lifetime counters (which survive restarts) are reported beside them.
+//
+// Thread safety: every member may be used from any thread.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "cache/store.h"
+#include "compiler/worker_pool.h"
+
+namespace hlocache::server {
+
+enum class Route {
+  kArtifactGet,
+  kArtifactHead,
+  kArtifactPut,
+  kArtifactDelete,
+  kCompile,
+  kKeys,
+  kStats,
+  kMetrics,
+  kHealth,
+  kOther,
+};
+inline constexpr size_t kRouteCount = 10;
+
+std::string_view RouteName(Route route);
+// The route a request is counted under, from its method and path alone.
+Route RouteOf(std::string_view method, std::string_view path);
+
+class Metrics {
+ public:
+  void CountRequest(Route route, int http_status);
+
+  std::atomic<uint64_t> hits{0};            // Artifacts served from the store (GET and compile).
+  std::atomic<uint64_t> misses{0};          // GETs and compiles that found nothing stored.
+  std::atomic<uint64_t> uploads{0};         // PUTs that stored a new artifact.
+  std::atomic<uint64_t> rejected{0};        // Uploads refused: bad key, bad container, too large.
+  std::atomic<uint64_t> bytes_in{0};        // Artifact and HLO bytes received.
+  std::atomic<uint64_t> bytes_out{0};       // Artifact bytes sent.
+  std::atomic<uint64_t> compile_micros{0};  // Wall time of compiles run here.
+  std::atomic<uint64_t> compile_saved_micros{0};  // Compile time of the artifacts served as hits.
+  std::atomic<uint64_t> store_errors{0};          // Store failures answered with 5xx.
+
+  // `store` may be null when its statistics could not be read.
+  std::string RenderPrometheus(const cache::StoreStats* store,
+                               const compiler::WorkerPoolStats& pool) const;
+  std::string RenderStatsJson(const cache::StoreStats* store,
+                              const compiler::WorkerPoolStats& pool) const;
+
+ private:
+  static constexpr int kFirstStatus = 100;
+  static constexpr int kStatusCount = 500;  // 100..599
+  std::array<std::array<std::atomic<uint64_t>, kStatusCount>, kRouteCount> requests_{};
+};
+
+}  // namespace hlocache::server

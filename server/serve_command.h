@@ -1,0 +1,22 @@
+// `hlocache serve`: runs the artifact server until SIGTERM or SIGINT, then drains it.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+#include "server/server.h"
+
+namespace hlocache::server {
+
+struct ServeSettings {
+  ServerOptions options;
+  std::string listen = "127.0.0.1:7070";  // HOST:PORT, [IPV6]:PORT; port 0 picks a free one.
+  std::string max_size;                   // "10G"; empty for no cap.
+  std::string max_body;                   // "4G"; empty for the default.
+};
+
+// Exit status: 0 after a clean stop on a signal; 1 when the server cannot start (the reason on
+// `err`, one line).
+int RunServe(ServeSettings settings, std::ostream& out, std::ostream& err);
+
+}  // namespace hlocache::server

@@ -1,0 +1,69 @@
+// The artifact server: `hlocache serve`. The HTTP API is specified in schema/http-api.yaml and
+// summarized in the README.
+//
+// A Server owns its store directory for as long as it runs (the store's lock, and
+// DIR/server.json with its URL and pid, so that clients and other tools find it). Requests are
+// handled by a fixed pool of threads; each connection has read and write timeouts, and request
+// bodies are bounded. Uploads become visible only after they are verified (key well formed,
+// container complete, checksum right, header key equal to the URL's), so an aborted or bad
+// upload leaves nothing behind. Compiles run in the compiler worker pool, one per key at a time
+// across all clients.
+//
+// Thread safety: Shutdown may be called from any thread, any number of times; Wait from one.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+
+namespace hlocache::server {
+
+struct ServerOptions {
+  std::filesystem::path dir = "var/hlocache";
+  std::string host = "127.0.0.1";
+  int port = 7070;  // 0: any free port (see Server::port()).
+  bool read_only = false;
+  uint64_t max_size = 0;  // The store's size cap in bytes; 0 for none.
+  // Bearer tokens and their roles (server/auth.h). Without a tokens file every request has the
+  // admin role, so the server refuses to listen beyond loopback unless insecure_open is set.
+  std::filesystem::path tokens_file;
+  bool insecure_open = false;
+  std::filesystem::path tls_cert, tls_key;  // Both or neither: HTTPS.
+  size_t compile_workers = 2;
+  size_t compile_queue = 64;
+  std::chrono::seconds compile_timeout{600};
+  uint64_t max_body = uint64_t{4} << 30;  // Largest upload or HLO text accepted (413 beyond).
+  size_t threads = 64;                    // Connections handled at once.
+  std::chrono::seconds io_timeout{10};    // Longest wait for a client to send or receive.
+  std::chrono::seconds keep_alive_timeout{5};
+  // Also decode the header of every upload and check its payload kind against its target.
+  bool verify_uploads = false;
+  std::string access_log = "-";  // "-" for stderr, "" for none, or a file to append to.
+  bool access_log_json = false;
+  std::filesystem::path worker_binary;  // The `hlocache` executable that runs compile-worker.
+  std::string cxx = "c++";
+  bool sync_puts = true;  // Off only for benchmarks.
+};
+
+class Server {
+ public:
+  // Opens the store, binds the address and starts serving in background threads. Errors: the
+  // store's (kUnavailable when another process owns DIR), kInvalidArgument for bad options
+  // (a non-loopback address without tokens, unreadable TLS files), kUnavailable when the
+  // address cannot be bound.
+  static Result<std::unique_ptr<Server>> Start(ServerOptions options);
+  virtual ~Server() = default;
+
+  // "http://127.0.0.1:7070" (or https).
+  virtual std::string url() const = 0;
+  virtual int port() const = 0;
+  // Stops accepting connections, lets the requests in flight finish, then closes the store
+  // and removes server.json. Returns once all of that is done.
+  virtual void Shutdown() = 0;
+};
+
+}  // namespace hlocache::server
