@@ -85,8 +85,11 @@ class Upload {
   Upload(ServerContext& ctx, std::string key, uint64_t declared_length)
       : ctx_(ctx), key_(std::move(key)), length_(declared_length) {}
 
-  // False stops reading the body; the reason is in error().
+  // Takes the next bytes of the body. After a failure the rest of the body is read and
+  // dropped (it is bounded by --max-body and the I/O timeout): a client still sending would
+  // otherwise see its connection reset instead of the answer.
   bool Receive(const char* data, size_t size) {
+    if (status_ != 0) return true;
     const std::string_view bytes(data, size);
     if (Status s = checker_.Feed(bytes); !s.ok()) return Fail(400, "bad artifact: " + s.message());
     if (checker_.bytes_seen() > length_) return Fail(400, "body longer than its Content-Length");
@@ -209,14 +212,14 @@ void HandlePut(ServerContext& ctx, const httplib::Request& req, httplib::Respons
   uint64_t received = 0;
   content_reader([&](const char* data, size_t size) {
     received += size;
-    return upload.Receive(data, size);
+    upload.Receive(data, size);
+    return true;  // Failed uploads are read to the end too (see Upload::Receive).
   });
   ctx.metrics.bytes_in.fetch_add(received, std::memory_order_relaxed);
   std::string message;
   const int status = upload.Finish(message);
   if (status >= 400) {
     ctx.metrics.rejected.fetch_add(1, std::memory_order_relaxed);
-    if (received < length) res.set_header("Connection", "close");
     return SendError(res, status, message);
   }
   if (status == 201) ctx.metrics.uploads.fetch_add(1, std::memory_order_relaxed);

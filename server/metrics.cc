@@ -151,6 +151,8 @@ std::string Metrics::RenderStatsJson(const cache::StoreStats* store,
   j["bytes_in"] = load(bytes_in);
   j["bytes_out"] = load(bytes_out);
   j["compiles"] = pool.compiles;
+  j["compiles_running"] = pool.running;
+  j["compiles_waiting"] = pool.waiting;
   j["compile_failures"] = pool.failures;
   j["coalesced"] = pool.coalesced;
   j["compile_queue_rejected"] = pool.rejected;

@@ -1,0 +1,66 @@
+// Test harness for `hlocache serve`: runs the real binary as a child process on a directory and
+// a free loopback port, and talks to it over real sockets.
+#pragma once
+
+#include <httplib.h>
+#include <signal.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hlocache::testing {
+
+class ServerProcess {
+ public:
+  // Starts `hlocache serve --dir DIR --listen 127.0.0.1:0 ARGS...` and waits until it has
+  // written DIR/server.json. started() is false when the process exited first (exit_status()
+  // and output() say why).
+  ServerProcess(const std::filesystem::path& binary, const std::filesystem::path& dir,
+                std::vector<std::string> args = {});
+  ~ServerProcess();
+  ServerProcess(const ServerProcess&) = delete;
+  ServerProcess& operator=(const ServerProcess&) = delete;
+
+  bool started() const { return port_ > 0; }
+  int port() const { return port_; }
+  const std::string& url() const { return url_; }
+  pid_t pid() const { return pid_; }
+
+  // Sends `signal` and waits for the exit; the exit status (or 128 + signal), -1 on timeout.
+  int Stop(int signal = SIGTERM, std::chrono::seconds timeout = std::chrono::seconds(60));
+  // Waits for the process to exit by itself.
+  int Wait(std::chrono::seconds timeout);
+  // What the server printed (stdout and stderr).
+  std::string output() const;
+
+  // An HTTP client for this server (plain HTTP; keep-alive on, nodelay on).
+  std::unique_ptr<httplib::Client> Client(const std::string& token = "") const;
+
+ private:
+  std::filesystem::path log_path_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+  int exit_status_ = -1;
+  std::string url_;
+};
+
+// Writes raw bytes to 127.0.0.1:port and reads the reply until the server closes the
+// connection or `timeout` passes. The reply's status code, 0 when the connection closed with no
+// reply, -1 when the server neither replied nor closed in time.
+int RawExchange(int port, const std::string& bytes,
+                std::chrono::milliseconds timeout = std::chrono::seconds(10),
+                std::string* reply = nullptr);
+
+// A well-formed artifact container of exactly `total_bytes` (>= 41 plus the header) for `key`,
+// with pseudo-random payload bytes from `seed`.
+std::string MakeArtifact(const std::string& key, size_t payload_bytes, uint64_t seed);
+
+// "v1-" and 32 hex digits from `n`.
+std::string TestKey(uint64_t n);
+
+}  // namespace hlocache::testing

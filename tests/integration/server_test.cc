@@ -1,0 +1,633 @@
+// `hlocache serve` driven over real sockets: round trips, every error status, roles, read-only,
+// TLS, concurrency, SIGTERM during uploads, kill -9 during a put flood, malformed requests and
+// slow clients.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/server_harness.h"
+
+#ifndef HLOCACHE_BINARY
+#error "HLOCACHE_BINARY names the hlocache executable under test"
+#endif
+
+namespace hlocache::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+std::string Module(int variant) {
+  return "HloModule m" + std::to_string(variant) +
+         "\nENTRY e {\n  a = f32[64] parameter(0)\n  b = f32[64] parameter(1)\n"
+         "  c = f32[] constant(" +
+         std::to_string(variant) +
+         ")\n  d = f32[64] broadcast(c), dimensions={}\n  s = f32[64] add(a, b)\n"
+         "  ROOT t = f32[64] multiply(s, d)\n}\n";
+}
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() /
+            ("hlocache-server-test-" + std::to_string(::getpid()) + "-" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+  std::unique_ptr<ServerProcess> Start(std::vector<std::string> args = {},
+                                       const std::string& dir = "store") {
+    args.insert(args.end(), {"--access-log", (root_ / "access.log").string()});
+    auto server = std::make_unique<ServerProcess>(HLOCACHE_BINARY, root_ / dir, args);
+    EXPECT_TRUE(server->started()) << server->output();
+    return server;
+  }
+  fs::path root_;
+};
+
+TEST_F(ServerTest, RoundTripsFromOneByteTo256MiB) {
+  auto server = Start();
+  auto client = server->Client();
+  uint64_t n = 0;
+  for (size_t payload : {size_t{1}, size_t{4096}, size_t{1} << 20, (size_t{5} << 20) + 3,
+                         size_t{64} << 20, size_t{256} << 20}) {
+    const std::string key = TestKey(++n);
+    const std::string artifact = MakeArtifact(key, payload, n);
+    auto put = client->Put(("/v1/artifacts/" + key).c_str(), artifact, "application/octet-stream");
+    ASSERT_TRUE(put) << "payload " << payload;
+    EXPECT_EQ(put->status, 201) << put->body;
+    auto head = client->Head(("/v1/artifacts/" + key).c_str());
+    ASSERT_TRUE(head);
+    EXPECT_EQ(head->status, 200);
+    EXPECT_EQ(head->get_header_value("Content-Length"), std::to_string(artifact.size()));
+    auto get = client->Get(("/v1/artifacts/" + key).c_str());
+    ASSERT_TRUE(get);
+    EXPECT_EQ(get->status, 200);
+    EXPECT_TRUE(get->body == artifact) << "payload " << payload << ": bytes differ";
+    auto again =
+        client->Put(("/v1/artifacts/" + key).c_str(), artifact, "application/octet-stream");
+    ASSERT_TRUE(again);
+    EXPECT_EQ(again->status, 200);
+  }
+  EXPECT_EQ(server->Stop(), 0) << server->output();
+}
+
+TEST_F(ServerTest, ErrorStatuses) {
+  auto server = Start({"--max-body", "2M", "--compile-workers", "1", "--compile-queue", "0"});
+  auto client = server->Client();
+  const std::string key = TestKey(7);
+  const std::string artifact = MakeArtifact(key, 1000, 7);
+  auto status = [&](const httplib::Result& r) { return r ? r->status : -1; };
+
+  EXPECT_EQ(status(client->Get("/v1/artifacts/not-a-key")), 400);
+  EXPECT_EQ(status(client->Get(("/v1/artifacts/" + key).c_str())), 404);
+  EXPECT_EQ(status(client->Head(("/v1/artifacts/" + key).c_str())), 404);
+  EXPECT_EQ(status(client->Put("/v1/artifacts/V1-ABC", artifact, "application/octet-stream")), 400);
+  // The artifact names another key: refused, and nothing is stored under either.
+  EXPECT_EQ(status(client->Put(("/v1/artifacts/" + TestKey(8)).c_str(), artifact,
+                               "application/octet-stream")),
+            400);
+  EXPECT_EQ(status(client->Head(("/v1/artifacts/" + TestKey(8)).c_str())), 404);
+  // A flipped byte: the checksum catches it.
+  std::string corrupt = artifact;
+  corrupt[corrupt.size() / 2] ^= 1;
+  auto bad = client->Put(("/v1/artifacts/" + key).c_str(), corrupt, "application/octet-stream");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_THAT(bad->body, HasSubstr("checksum"));
+  EXPECT_EQ(status(client->Head(("/v1/artifacts/" + key).c_str())), 404);
+  // Not a container at all, and one with trailing bytes.
+  EXPECT_EQ(status(client->Put(("/v1/artifacts/" + key).c_str(), "hello world", "text/plain")),
+            400);
+  EXPECT_EQ(status(client->Put(("/v1/artifacts/" + key).c_str(), artifact + "x",
+                               "application/octet-stream")),
+            400);
+  // Too large for --max-body.
+  const std::string big = MakeArtifact(key, 3 << 20, 1);
+  EXPECT_EQ(status(client->Put(("/v1/artifacts/" + key).c_str(), big, "application/octet-stream")),
+            413);
+  // The good one still goes in afterwards.
+  client = server->Client();
+  EXPECT_EQ(
+      status(client->Put(("/v1/artifacts/" + key).c_str(), artifact, "application/octet-stream")),
+      201);
+  // Methods a route does not take.
+  EXPECT_EQ(status(client->Post(("/v1/artifacts/" + key).c_str(), "x", "text/plain")), 405);
+  EXPECT_EQ(status(client->Get("/v1/compile")), 405);
+  EXPECT_EQ(status(client->Get("/no/such/route")), 404);
+
+  // Compile errors: parse error with line:col, unsupported op, unknown target.
+  auto parse = client->Post("/v1/compile", "HloModule m\nENTRY e {\n  ROOT a = f32[2] bogus(\n}\n",
+                            "text/plain");
+  ASSERT_TRUE(parse);
+  EXPECT_EQ(parse->status, 400);
+  EXPECT_THAT(parse->body, ::testing::ContainsRegex("request:[0-9]+:[0-9]+"));
+  auto unsupported = client->Post(
+      "/v1/compile",
+      "HloModule m\nlt {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n  ROOT r = "
+      "pred[] compare(x, y), direction=LT\n}\nENTRY e {\n  a = f32[4] parameter(0)\n  ROOT s = "
+      "f32[4] sort(a), dimensions={0}, to_apply=lt\n}\n",
+      "text/plain");
+  ASSERT_TRUE(unsupported);
+  EXPECT_EQ(unsupported->status, 422) << unsupported->body;
+  EXPECT_EQ(status(client->Post("/v1/compile?target=cuda-sm_90", Module(1), "text/plain")), 422);
+  EXPECT_EQ(status(client->Post("/v1/compile?target=bad%20target", Module(1), "text/plain")), 400);
+  EXPECT_EQ(status(client->Post("/v1/compile", "", "text/plain")), 400);
+
+  // A full compile queue: one worker, no queue; a second module while the first compiles.
+  std::atomic<int> first_status{0};
+  std::thread first([&] {
+    first_status = status(server->Client()->Post("/v1/compile", Module(1), "text/plain"));
+  });
+  for (int i = 0; i < 2000; ++i) {
+    auto stats = client->Get("/v1/stats");
+    if (stats && nlohmann::json::parse(stats->body).value("compiles_running", 0) > 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  auto full = client->Post("/v1/compile", Module(2), "text/plain");
+  first.join();
+  ASSERT_TRUE(full);
+  EXPECT_EQ(full->status, 503) << full->body;
+  EXPECT_EQ(full->get_header_value("Retry-After"), "5");
+  EXPECT_EQ(first_status.load(), 200);
+  EXPECT_EQ(server->Stop(), 0) << server->output();
+}
+
+TEST_F(ServerTest, CompileTimeoutIs504AndLeavesNothing) {
+  const fs::path cxx = root_ / "hanging-c++";
+  std::ofstream(cxx) << "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'g++ (Debian 12.2.0-14) "
+                        "12.2.0'; exit 0; fi\nexec sleep 600\n";
+  fs::permissions(cxx, fs::perms::owner_all);
+  auto server = Start({"--cxx", cxx.string(), "--compile-timeout", "1"});
+  auto r = server->Client()->Post("/v1/compile", Module(3), "text/plain");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 504) << r->body;
+  EXPECT_THAT(r->body, HasSubstr("time limit"));
+  auto stats = nlohmann::json::parse(server->Client()->Get("/v1/stats")->body);
+  EXPECT_EQ(stats["entries"], 0);
+  EXPECT_EQ(stats["compile_failures"], 1);
+  EXPECT_EQ(server->Stop(), 0);
+}
+
+TEST_F(ServerTest, CompileOnceForManyClientsThenHits) {
+  auto server = Start({"--compile-workers", "2"});
+  constexpr int kClients = 12;
+  std::vector<std::string> bodies(kClients), kinds(kClients);
+  std::vector<int> statuses(kClients);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kClients; ++i) {
+    threads.emplace_back([&, i] {
+      auto r = server->Client()->Post("/v1/compile?target=cpu-x86-64-v2", Module(5), "text/plain");
+      statuses[i] = r ? r->status : -1;
+      if (r) {
+        bodies[i] = r->body;
+        kinds[i] = r->get_header_value("X-Hlocache-Cache");
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::map<std::string, int> by_kind;
+  for (int i = 0; i < kClients; ++i) {
+    EXPECT_EQ(statuses[i], 200) << bodies[i];
+    EXPECT_EQ(bodies[i], bodies[0]);
+    ++by_kind[kinds[i]];
+  }
+  EXPECT_EQ(by_kind["miss"], 1) << "exactly one request compiles";
+  EXPECT_EQ(by_kind["miss"] + by_kind["coalesced"] + by_kind["hit"], kClients);
+  auto client = server->Client();
+  auto again = client->Post("/v1/compile?target=cpu-x86-64-v2", Module(5), "text/plain");
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->get_header_value("X-Hlocache-Cache"), "hit");
+  // The key the server reports is the one /v1/keys computes, and GET serves the same bytes.
+  auto keys = client->Post("/v1/keys?target=cpu-x86-64-v2", Module(5), "text/plain");
+  ASSERT_TRUE(keys);
+  const std::string key = nlohmann::json::parse(keys->body)["key"];
+  EXPECT_EQ(key, again->get_header_value("X-Hlocache-Key"));
+  EXPECT_EQ(client->Get(("/v1/artifacts/" + key).c_str())->body, bodies[0]);
+  auto stats = nlohmann::json::parse(client->Get("/v1/stats")->body);
+  EXPECT_EQ(stats["compiles"], 1);
+  auto metrics = client->Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_THAT(metrics->body, HasSubstr("hlocache_compiles_total 1\n"));
+  EXPECT_THAT(metrics->body,
+              HasSubstr("hlocache_http_requests_total{route=\"compile\",status=\"200\"}"));
+  EXPECT_THAT(metrics->body, ::testing::ContainsRegex(
+                                 "hlocache_compile_seconds_saved_total [0-9]*\\.[0-9]*[1-9]"));
+  EXPECT_EQ(server->Stop(), 0);
+}
+
+TEST_F(ServerTest, RolesFromATokensFile) {
+  const fs::path tokens = root_ / "tokens";
+  std::ofstream(tokens) << "# role token\nread reader-token-1\nwrite writer-token-1\n"
+                           "admin admin-token-1\n";
+  auto server = Start({"--tokens", tokens.string()});
+  const std::string key = TestKey(11);
+  const std::string artifact = MakeArtifact(key, 500, 11);
+  const std::string path = "/v1/artifacts/" + key;
+  auto status = [](const httplib::Result& r) { return r ? r->status : -1; };
+  EXPECT_EQ(status(server->Client()->Get("/healthz")), 200);
+  auto anonymous = server->Client()->Get(path.c_str());
+  ASSERT_TRUE(anonymous);
+  EXPECT_EQ(anonymous->status, 401);
+  EXPECT_EQ(anonymous->get_header_value("WWW-Authenticate"), "Bearer realm=\"hlocache\"");
+  EXPECT_EQ(status(server->Client("wrong-token-1")->Get(path.c_str())), 401);
+  EXPECT_EQ(status(server->Client("reader-token-1")->Get(path.c_str())), 404);
+  EXPECT_EQ(status(server->Client("reader-token-1")
+                       ->Put(path.c_str(), artifact, "application/octet-stream")),
+            403);
+  EXPECT_EQ(status(server->Client()->Put(path.c_str(), artifact, "application/octet-stream")), 401);
+  EXPECT_EQ(status(server->Client("writer-token-1")
+                       ->Put(path.c_str(), artifact, "application/octet-stream")),
+            201);
+  EXPECT_EQ(status(server->Client("reader-token-1")->Get(path.c_str())), 200);
+  EXPECT_EQ(status(server->Client("writer-token-1")->Delete(path.c_str())), 403);
+  EXPECT_EQ(status(server->Client("admin-token-1")->Delete(path.c_str())), 204);
+  EXPECT_EQ(status(server->Client("reader-token-1")->Get(path.c_str())), 404);
+  EXPECT_EQ(status(server->Client()->Get("/metrics")), 401);
+  EXPECT_EQ(status(server->Client("reader-token-1")->Get("/metrics")), 200);
+  EXPECT_EQ(server->Stop(), 0);
+  // No token is ever written to the access log or the server's output.
+  std::ifstream log(root_ / "access.log");
+  std::stringstream ss;
+  ss << log.rdbuf() << server->output();
+  EXPECT_THAT(ss.str(), ::testing::Not(HasSubstr("token-1")));
+  EXPECT_THAT(ss.str(), HasSubstr("\"PUT " + path + "\" 201"));
+}
+
+TEST_F(ServerTest, ReadOnlyRefusesEveryWrite) {
+  const std::string key = TestKey(21);
+  const std::string artifact = MakeArtifact(key, 2000, 21);
+  std::string compiled_key;
+  {
+    auto writer = Start();
+    auto client = writer->Client();
+    ASSERT_EQ(
+        client->Put(("/v1/artifacts/" + key).c_str(), artifact, "application/octet-stream")->status,
+        201);
+    auto compiled = client->Post("/v1/compile", Module(9), "text/plain");
+    ASSERT_EQ(compiled->status, 200) << compiled->body;
+    compiled_key = compiled->get_header_value("X-Hlocache-Key");
+    ASSERT_EQ(writer->Stop(), 0);
+  }
+  const fs::path tokens = root_ / "tokens";
+  std::ofstream(tokens) << "admin admin-token-2\n";
+  auto server = Start({"--readonly", "--tokens", tokens.string()});
+  auto client = server->Client("admin-token-2");
+  EXPECT_EQ(client->Get(("/v1/artifacts/" + key).c_str())->body, artifact);
+  auto put = client->Put(("/v1/artifacts/" + TestKey(22)).c_str(), MakeArtifact(TestKey(22), 10, 1),
+                         "application/octet-stream");
+  ASSERT_TRUE(put);
+  EXPECT_EQ(put->status, 403);
+  EXPECT_THAT(put->body, HasSubstr("read-only"));
+  client = server->Client("admin-token-2");
+  EXPECT_EQ(client->Delete(("/v1/artifacts/" + key).c_str())->status, 403);
+  auto hit = client->Post("/v1/compile", Module(9), "text/plain");
+  EXPECT_EQ(hit->status, 200);
+  EXPECT_EQ(hit->get_header_value("X-Hlocache-Cache"), "hit");
+  EXPECT_EQ(client->Post("/v1/compile", Module(10), "text/plain")->status, 403);
+  EXPECT_EQ(client->Get(("/v1/artifacts/" + key).c_str())->status, 200);
+  EXPECT_EQ(server->Stop(), 0);
+}
+
+TEST_F(ServerTest, ServesHttpsWithACertificate) {
+  const std::string cert = (root_ / "cert.pem").string(), key = (root_ / "key.pem").string();
+  const std::string command =
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost "
+      "-keyout " +
+      key + " -out " + cert + " 2>/dev/null";
+  ASSERT_EQ(std::system(command.c_str()), 0) << "openssl could not make a certificate";
+  auto server = Start({"--tls-cert", cert, "--tls-key", key});
+  ASSERT_TRUE(server->started());
+  EXPECT_EQ(server->url().rfind("https://", 0), 0u) << server->url();
+  httplib::SSLClient client("127.0.0.1", server->port());
+  client.set_ca_cert_path(cert.c_str());
+  client.enable_server_certificate_verification(false);  // The certificate names localhost.
+  const std::string artifact_key = TestKey(31);
+  const std::string artifact = MakeArtifact(artifact_key, 100000, 31);
+  auto put =
+      client.Put(("/v1/artifacts/" + artifact_key).c_str(), artifact, "application/octet-stream");
+  ASSERT_TRUE(put) << httplib::to_string(put.error());
+  EXPECT_EQ(put->status, 201);
+  auto get = client.Get(("/v1/artifacts/" + artifact_key).c_str());
+  ASSERT_TRUE(get);
+  EXPECT_TRUE(get->body == artifact);
+  // Plain HTTP to the TLS port gets nothing.
+  EXPECT_LE(RawExchange(server->port(), "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"), 0);
+  EXPECT_EQ(server->Stop(), 0);
+}
+
+TEST_F(ServerTest, RefusesOpenListeningWithoutTokensAndASecondOwner) {
+  ServerProcess open(HLOCACHE_BINARY, root_ / "open", {"--listen", "0.0.0.0:0"});
+  EXPECT_FALSE(open.started());
+  EXPECT_EQ(open.Wait(std::chrono::seconds(10)), 1);
+  EXPECT_THAT(open.output(), HasSubstr("--tokens"));
+  auto first = Start();
+  ServerProcess second(HLOCACHE_BINARY, root_ / "store", {});
+  EXPECT_FALSE(second.started());
+  EXPECT_EQ(second.Wait(std::chrono::seconds(10)), 1);
+  EXPECT_THAT(second.output(), HasSubstr(first->url()));
+  EXPECT_EQ(first->Stop(), 0);
+  EXPECT_FALSE(fs::exists(root_ / "store" / "server.json"));
+}
+
+TEST_F(ServerTest, ThirtyTwoClientsMixingEverything) {
+  auto server = Start({"--compile-workers", "2"});
+  constexpr int kClients = 32;
+  std::atomic<int> errors{0}, mismatches{0};
+  std::mutex mu;
+  std::vector<std::string> failures;
+  auto fail = [&](const std::string& what) {
+    ++errors;
+    std::lock_guard<std::mutex> lock(mu);
+    if (failures.size() < 10) failures.push_back(what);
+  };
+  // Shared artifacts everyone reads.
+  std::vector<std::string> shared;
+  for (int i = 0; i < 8; ++i) {
+    shared.push_back(MakeArtifact(TestKey(1000 + i), 4096u << (i % 6), 1000 + i));
+    ASSERT_EQ(server->Client()
+                  ->Put(("/v1/artifacts/" + TestKey(1000 + i)).c_str(), shared.back(),
+                        "application/octet-stream")
+                  ->status,
+              201);
+  }
+  std::vector<std::thread> threads;
+  for (int c = 0; c < kClients; ++c) {
+    threads.emplace_back([&, c] {
+      auto client = server->Client();
+      for (int round = 0; round < 12; ++round) {
+        const int which = (c + round) % 8;
+        auto get = client->Get(("/v1/artifacts/" + TestKey(1000 + which)).c_str());
+        if (!get || get->status != 200) {
+          fail("hit " + std::to_string(get ? get->status : -1));
+        } else if (get->body != shared[which]) {
+          ++mismatches;
+        }
+        auto miss = client->Get(("/v1/artifacts/" + TestKey(5000 + c * 100 + round)).c_str());
+        if (!miss || miss->status != 404) fail("miss");
+        const std::string own_key = TestKey(20000 + c * 100 + round);
+        const std::string own = MakeArtifact(own_key, 1000 + 997 * round, c * 100 + round);
+        auto put =
+            client->Put(("/v1/artifacts/" + own_key).c_str(), own, "application/octet-stream");
+        if (!put || put->status != 201) fail("put " + std::to_string(put ? put->status : -1));
+        auto back = client->Get(("/v1/artifacts/" + own_key).c_str());
+        if (!back || back->body != own) ++mismatches;
+        if (round % 4 == 0) {
+          auto compiled = client->Post("/v1/compile", Module(40 + c % 3), "text/plain");
+          if (!compiled || compiled->status != 200)
+            fail("compile " + std::to_string(compiled ? compiled->status : -1));
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(errors.load(), 0) << (failures.empty() ? "" : failures[0]);
+  EXPECT_EQ(mismatches.load(), 0);
+  auto stats = nlohmann::json::parse(server->Client()->Get("/v1/stats")->body);
+  EXPECT_EQ(stats["compiles"], 3) << "three distinct modules, each compiled once";
+  EXPECT_EQ(server->Stop(), 0);
+}
+
+TEST_F(ServerTest, SigtermDuringUploadsDrainsAndKeepsEveryKeyWhole) {
+  auto server = Start();
+  constexpr int kUploads = 6;
+  std::vector<std::string> artifacts;
+  for (int i = 0; i < kUploads; ++i)
+    artifacts.push_back(MakeArtifact(TestKey(300 + i), 24 << 20, i));
+  std::vector<int> statuses(kUploads, 0);
+  std::atomic<int> started{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kUploads; ++i) {
+    threads.emplace_back([&, i] {
+      auto client = server->Client();
+      ++started;
+      auto r = client->Put(("/v1/artifacts/" + TestKey(300 + i)).c_str(), artifacts[i],
+                           "application/octet-stream");
+      statuses[i] = r ? r->status : -1;
+    });
+  }
+  while (started < kUploads) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_EQ(server->Stop(SIGTERM), 0) << server->output();
+  for (auto& t : threads) t.join();
+  EXPECT_THAT(server->output(), HasSubstr("stopped"));
+  // New connections are refused once it has stopped.
+  EXPECT_EQ(RawExchange(server->port(), "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+                        std::chrono::milliseconds(500)),
+            0);
+  auto again = Start();
+  auto client = again->Client();
+  int whole = 0;
+  for (int i = 0; i < kUploads; ++i) {
+    auto get = client->Get(("/v1/artifacts/" + TestKey(300 + i)).c_str());
+    ASSERT_TRUE(get);
+    if (statuses[i] == 201) {
+      EXPECT_EQ(get->status, 200) << "an acknowledged upload was lost";
+    }
+    if (get->status == 200) {
+      EXPECT_TRUE(get->body == artifacts[i]);
+      ++whole;
+    } else {
+      EXPECT_EQ(get->status, 404);
+    }
+  }
+  EXPECT_GT(whole, 0) << "the uploads in flight were cut off instead of finished";
+  EXPECT_EQ(again->Stop(), 0);
+}
+
+TEST_F(ServerTest, KillDashNineDuringAPutFloodLeavesKeysAbsentOrIntact) {
+  auto server = Start();
+  constexpr int kWriters = 6;
+  std::atomic<bool> stop{false};
+  std::mutex mu;
+  std::map<std::string, std::string> sent;  // Every key attempted, with its bytes.
+  std::map<std::string, bool> acknowledged;
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWriters; ++w) {
+    threads.emplace_back([&, w] {
+      auto client = server->Client();
+      client->set_read_timeout(std::chrono::seconds(5));
+      for (int i = 0; !stop; ++i) {
+        const std::string key = TestKey(100000 + w * 10000 + i);
+        const std::string artifact = MakeArtifact(key, (i % 3 == 0) ? (5 << 20) + i : 20000 + i, i);
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          sent[key] = artifact;
+        }
+        auto r =
+            client->Put(("/v1/artifacts/" + key).c_str(), artifact, "application/octet-stream");
+        if (r && r->status == 201) {
+          std::lock_guard<std::mutex> lock(mu);
+          acknowledged[key] = true;
+        }
+        if (!r) break;
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  server->Stop(SIGKILL);
+  stop = true;
+  for (auto& t : threads) t.join();
+  ASSERT_FALSE(acknowledged.empty());
+  auto again = Start();
+  auto client = again->Client();
+  int intact = 0;
+  for (const auto& [key, bytes] : sent) {
+    auto get = client->Get(("/v1/artifacts/" + key).c_str());
+    ASSERT_TRUE(get);
+    if (get->status == 200) {
+      EXPECT_TRUE(get->body == bytes) << key << " came back different";
+      ++intact;
+    } else {
+      EXPECT_EQ(get->status, 404);
+      EXPECT_FALSE(acknowledged.count(key)) << key << " was acknowledged, then lost";
+    }
+  }
+  EXPECT_GE(intact, static_cast<int>(acknowledged.size()));
+  EXPECT_EQ(again->Stop(), 0);
+}
+
+TEST_F(ServerTest, MalformedRequestsGetA4xxOrAClosedConnection) {
+  auto server = Start({"--io-timeout", "2", "--max-body", "1M"});
+  const std::string key = TestKey(50);
+  const std::string artifact = MakeArtifact(key, 3000, 50);
+  const std::string head = "PUT /v1/artifacts/" + key + " HTTP/1.1\r\nHost: x\r\n";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"garbage", "\x16\x03\x01garbage\r\n\r\n"},
+      {"no method", "/v1/stats HTTP/1.1\r\n\r\n"},
+      {"unknown method", "BREW /v1/stats HTTP/1.1\r\nHost: x\r\n\r\n"},
+      {"bad version", "GET /v1/stats HTTP/9.9\r\nHost: x\r\n\r\n"},
+      {"no version", "GET /v1/stats\r\n\r\n"},
+      {"dotdot", "GET /v1/artifacts/../../etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n"},
+      {"dotdot key", "GET /v1/artifacts/.. HTTP/1.1\r\nHost: x\r\n\r\n"},
+      {"encoded slash", "GET /v1/artifacts/v1-%2f..%2fetc HTTP/1.1\r\nHost: x\r\n\r\n"},
+      {"encoded dotdot", "GET /v1/artifacts/%2e%2e HTTP/1.1\r\nHost: x\r\n\r\n"},
+      {"uppercase key",
+       "GET /v1/artifacts/V1-0123456789ABCDEF0123456789ABCDEF HTTP/1.1\r\nHost: x\r\n\r\n"},
+      {"short key", "GET /v1/artifacts/v1-0123 HTTP/1.1\r\nHost: x\r\n\r\n"},
+      {"long key",
+       "GET /v1/artifacts/v1-" + std::string(5000, 'a') + " HTTP/1.1\r\nHost: x\r\n\r\n"},
+      {"nul in key", std::string("GET /v1/artifacts/v1-\0abc HTTP/1.1\r\nHost: x\r\n\r\n", 45)},
+      {"huge uri", "GET /" + std::string(70000, 'a') + " HTTP/1.1\r\nHost: x\r\n\r\n"},
+      {"wrong method",
+       "POST /v1/artifacts/" + key + " HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nx"},
+      {"patch", "PATCH /v1/stats HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nx"},
+      {"huge content-length", head + "Content-Length: 99999999999999\r\n\r\nabc"},
+      {"negative content-length", head + "Content-Length: -5\r\n\r\nabc"},
+      {"non-numeric content-length", head + "Content-Length: abc\r\n\r\nabc"},
+      {"missing content-length", head + "\r\n"},
+      {"zero content-length", head + "Content-Length: 0\r\n\r\n"},
+      {"truncated body", head + "Content-Length: " + std::to_string(artifact.size()) + "\r\n\r\n" +
+                             artifact.substr(0, 1000)},
+      {"body of another key", "PUT /v1/artifacts/" + TestKey(51) +
+                                  " HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                                  std::to_string(artifact.size()) + "\r\n\r\n" + artifact},
+      {"not a container", head + "Content-Length: 5\r\n\r\nhello"},
+      {"bad chunked", head + "Transfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n"},
+      {"absolute uri", "GET http://elsewhere/etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n"},
+      {"empty key", "DELETE /v1/artifacts/ HTTP/1.1\r\nHost: x\r\n\r\n"},
+      {"huge header", "GET /v1/stats HTTP/1.1\r\nX-Big: " + std::string(100000, 'b') + "\r\n\r\n"},
+      {"compile empty", "POST /v1/compile HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"},
+      {"compile binary",
+       "POST /v1/compile HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\n\xff\xfe\x00\x01"},
+      {"compile truncated",
+       "POST /v1/compile HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nHloModule"},
+      {"keys bad target",
+       "POST /v1/keys?target=%00%01 HTTP/1.1\r\nHost: x\r\nContent-Length: 9\r\n\r\nHloModule"},
+      {"delete bad key", "DELETE /v1/artifacts/nope HTTP/1.1\r\nHost: x\r\n\r\n"},
+      {"expect too big", head + "Content-Length: 5000000\r\nExpect: 100-continue\r\n\r\n"},
+      {"head of a bad key", "HEAD /v1/artifacts/zz HTTP/1.1\r\nHost: x\r\n\r\n"},
+  };
+  ASSERT_GE(cases.size(), 30u);
+  for (const auto& [name, bytes] : cases) {
+    std::string reply;
+    const int status = RawExchange(server->port(), bytes, std::chrono::seconds(8), &reply);
+    EXPECT_TRUE(status == 0 || (status >= 400 && status < 500))
+        << name << ": got " << status << "\n"
+        << reply.substr(0, 300);
+    // Still healthy after each.
+    auto health = server->Client()->Get("/healthz");
+    ASSERT_TRUE(health) << "server unreachable after: " << name;
+    ASSERT_EQ(health->status, 200) << name;
+  }
+  // Nothing bad was stored.
+  auto stats = nlohmann::json::parse(server->Client()->Get("/v1/stats")->body);
+  EXPECT_EQ(stats["entries"], 0);
+  EXPECT_EQ(server->Stop(), 0) << server->output();
+}
+
+TEST_F(ServerTest, ASlowClientIsCutOffWhileOthersAreServed) {
+  auto server = Start({"--io-timeout", "1", "--threads", "4"});
+  // Four connections that send half a request line and then nothing: every thread busy.
+  std::vector<std::thread> slow;
+  std::atomic<int> closed{0};
+  for (int i = 0; i < 4; ++i) {
+    slow.emplace_back([&] {
+      if (RawExchange(server->port(), "GET /v1/sta", std::chrono::seconds(20)) == 0) ++closed;
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // Served once the stalled connections time out, well before they would have finished.
+  auto start = std::chrono::steady_clock::now();
+  auto client = server->Client();
+  auto health = client->Get("/healthz");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  for (auto& t : slow) t.join();
+  EXPECT_EQ(closed.load(), 4) << "a stalled client kept its connection";
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15));
+  EXPECT_EQ(server->Stop(), 0);
+}
+
+// A real full disk: the store on a small tmpfs. A put that does not fit is 507; what was
+// stored stays readable.
+TEST_F(ServerTest, DiskFullIs507AndReadsGoOn) {
+  const fs::path mount_point = root_ / "small";
+  fs::create_directories(mount_point);
+  if (::mount("tmpfs", mount_point.c_str(), "tmpfs", 0, "size=96m") != 0) {
+    GTEST_SKIP() << "cannot mount a tmpfs here: " << std::strerror(errno);
+  }
+  {
+    auto server = Start({}, "small/store");
+    auto client = server->Client();
+    const std::string small_key = TestKey(60);
+    const std::string small = MakeArtifact(small_key, 100000, 60);
+    ASSERT_EQ(client->Put(("/v1/artifacts/" + small_key).c_str(), small, "application/octet-stream")
+                  ->status,
+              201);
+    int full = 0;
+    for (int i = 0; i < 8 && full == 0; ++i) {
+      const std::string key = TestKey(61 + i);
+      auto r = server->Client()->Put(("/v1/artifacts/" + key).c_str(),
+                                     MakeArtifact(key, 20 << 20, i), "application/octet-stream");
+      ASSERT_TRUE(r) << httplib::to_string(r.error()) << "\n" << server->output();
+      if (r->status == 507) {
+        ++full;
+      } else {
+        EXPECT_EQ(r->status, 201) << r->body;
+      }
+    }
+    EXPECT_EQ(full, 1) << "the disk never filled";
+    auto get = server->Client()->Get(("/v1/artifacts/" + small_key).c_str());
+    ASSERT_TRUE(get);
+    EXPECT_TRUE(get->body == small);
+    EXPECT_EQ(server->Stop(), 0);
+  }
+  ::umount2(mount_point.c_str(), MNT_DETACH);
+}
+
+}  // namespace
+}  // namespace hlocache::testing
