@@ -52,10 +52,23 @@ serve: build
 	mkdir -p $(SERVE_DIR)
 	./$(BUILD)/hlocache serve --dir $(SERVE_DIR) --listen $(LISTEN)
 
+# The peers the benchmarks measure side by side.
+BENCH_PACKAGES := nginx redis-server redis-tools wrk
+
 bench: build
+	@missing=""; \
+	for p in $(BENCH_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
 	./$(BUILD)/bench/key_bench
 	./$(BUILD)/bench/store_bench
 	./$(BUILD)/bench/compile_bench
+	./$(BUILD)/bench/server_bench
 
 format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')

@@ -14,6 +14,9 @@ constexpr const char* kOctetStream = "application/octet-stream";
 // Uploads up to this size are verified in memory and stored with one write; larger ones are
 // streamed into the store chunk by chunk as they arrive.
 constexpr uint64_t kBufferedUploadBytes = uint64_t{4} << 20;
+// Replies up to this size are copied into the response; larger ones are sent from the
+// store's buffer.
+constexpr size_t kCopiedReplyBytes = 64 << 10;
 
 // The key from the path, or an error answered with 400.
 std::optional<std::string> KeyOf(const httplib::Request& req, httplib::Response& res) {
@@ -58,6 +61,14 @@ void HandleGet(ServerContext& ctx, const httplib::Request& req, httplib::Respons
   ctx.metrics.compile_saved_micros.fetch_add(static_cast<uint64_t>(saved * 1e6),
                                              std::memory_order_relaxed);
   res.set_header("X-Hlocache-Checksum", reader->info().checksum.Hex());
+  if (first->size() == reader->info().size && first->size() <= kCopiedReplyBytes) {
+    // The whole artifact in one verified chunk: one copy into the reply is cheaper than the
+    // streaming machinery for the small artifacts that make up most hits.
+    res.body.assign(first->data(), first->size());
+    res.set_header("Content-Type", kOctetStream);
+    ctx.metrics.bytes_out.fetch_add(first->size(), std::memory_order_relaxed);
+    return;
+  }
   auto pending = std::make_shared<std::span<const char>>(*first);
   Metrics* metrics = &ctx.metrics;
   res.set_content_provider(reader->info().size, kOctetStream,

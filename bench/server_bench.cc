@@ -1,0 +1,226 @@
+// server_bench: artifact hits from `hlocache serve`, side by side with nginx serving the same
+// bytes as static files and Redis GETs of the same values, all over loopback in one run.
+//
+// hlocache and nginx are loaded with wrk (-t2 -c8, keep-alive); Redis with redis-benchmark
+// (-c8, its own protocol, which wrk cannot speak). Prints requests/s, MB/s and p99 for 4 KiB
+// and 1 MiB hits, with the hlocache/nginx ratio.
+//
+// Usage: server_bench [seconds per run, default 5]
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/integration/server_harness.h"
+
+#ifndef HLOCACHE_BINARY
+#error "HLOCACHE_BINARY names the hlocache executable"
+#endif
+
+namespace fs = std::filesystem;
+using hlocache::testing::MakeArtifact;
+using hlocache::testing::ServerProcess;
+using hlocache::testing::TestKey;
+
+namespace {
+
+struct Load {
+  double requests_per_second = 0;
+  double megabytes_per_second = 0;
+  double p99_ms = 0;
+  bool ok = false;
+};
+
+std::string Run(const std::string& command) {
+  std::string out;
+  if (FILE* p = ::popen((command + " 2>&1").c_str(), "r")) {
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    ::pclose(p);
+  }
+  return out;
+}
+
+double Number(const std::string& text, const std::string& after, double scale_if_ms = 1) {
+  const size_t at = text.find(after);
+  if (at == std::string::npos) return 0;
+  std::istringstream in(text.substr(at + after.size()));
+  double value = 0;
+  std::string unit;
+  in >> value >> unit;
+  (void)scale_if_ms;
+  return value;
+}
+
+// wrk's latency figures carry units: 120.5us, 1.20ms, 2.00s.
+double Milliseconds(const std::string& token) {
+  const double v = std::atof(token.c_str());
+  if (token.find("us") != std::string::npos) return v / 1000;
+  if (token.find("ms") != std::string::npos) return v;
+  if (token.find('s') != std::string::npos) return v * 1000;
+  return v;
+}
+
+Load Wrk(const std::string& url, int seconds, size_t bytes) {
+  const std::string out = Run("wrk -t2 -c8 -d" + std::to_string(seconds) + "s --latency " + url);
+  Load load;
+  load.requests_per_second = Number(out, "Requests/sec:");
+  load.megabytes_per_second = load.requests_per_second * static_cast<double>(bytes) / 1e6;
+  const size_t p99 = out.find(" 99%");
+  if (p99 != std::string::npos) {
+    std::istringstream in(out.substr(p99 + 4));
+    std::string token;
+    in >> token;
+    load.p99_ms = Milliseconds(token);
+  }
+  const bool errors =
+      out.find("Non-2xx") != std::string::npos || out.find("Socket errors") != std::string::npos;
+  load.ok = load.requests_per_second > 0 && !errors;
+  if (!load.ok) std::fprintf(stderr, "wrk %s:\n%s\n", url.c_str(), out.c_str());
+  return load;
+}
+
+pid_t Spawn(const std::vector<std::string>& args, const fs::path& log) {
+  std::vector<char*> argv;
+  std::vector<std::string> copy = args;
+  for (auto& a : copy) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    FILE* f = std::fopen(log.c_str(), "w");
+    if (f) {
+      ::dup2(fileno(f), 1);
+      ::dup2(fileno(f), 2);
+    }
+    ::execvp(argv[0], argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+void Reap(pid_t pid) {
+  if (pid <= 0) return;
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+}
+
+int FreePort(int base) { return base + static_cast<int>(::getpid() % 1000); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int seconds = argc > 1 ? std::atoi(argv[1]) : 5;
+  const fs::path root =
+      fs::temp_directory_path() / ("hlocache-server-bench-" + std::to_string(::getpid()));
+  fs::create_directories(root / "static");
+
+  struct Size {
+    const char* name;
+    size_t payload;
+    std::string key, bytes;
+  };
+  std::vector<Size> sizes = {{"4 KiB", 4096 - 300, {}, {}}, {"1 MiB", (1u << 20) - 300, {}, {}}};
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    sizes[i].key = TestKey(900 + i);
+    sizes[i].bytes = MakeArtifact(sizes[i].key, sizes[i].payload, i);
+    std::ofstream(root / "static" / sizes[i].key, std::ios::binary) << sizes[i].bytes;
+  }
+
+  // hlocache, without an access log (nginx's is off too).
+  ServerProcess hlocache(HLOCACHE_BINARY, root / "store", {"--access-log", ""});
+  if (!hlocache.started()) {
+    std::fprintf(stderr, "hlocache did not start:\n%s\n", hlocache.output().c_str());
+    return 1;
+  }
+  for (const Size& s : sizes) {
+    auto r = hlocache.Client()->Put(("/v1/artifacts/" + s.key).c_str(), s.bytes,
+                                    "application/octet-stream");
+    if (!r || r->status >= 300) {
+      std::fprintf(stderr, "upload failed\n");
+      return 1;
+    }
+  }
+
+  const int nginx_port = FreePort(20000);
+  std::ofstream(root / "nginx.conf")
+      << "daemon off;\nuser root;\nworker_processes 2;\npid " << (root / "nginx.pid").string()
+      << ";\nerror_log " << (root / "nginx.error.log").string()
+      << ";\nevents { worker_connections 1024; }\nhttp {\n  access_log off;\n  sendfile on;\n"
+      << "  tcp_nopush on;\n  tcp_nodelay on;\n  keepalive_requests 1000000;\n"
+      << "  default_type application/octet-stream;\n  client_body_temp_path " << root.string()
+      << ";\n  proxy_temp_path " << root.string() << ";\n  fastcgi_temp_path " << root.string()
+      << ";\n  uwsgi_temp_path " << root.string() << ";\n  scgi_temp_path " << root.string()
+      << ";\n  server {\n    listen 127.0.0.1:" << nginx_port << ";\n    root "
+      << (root / "static").string() << ";\n  }\n}\n";
+  const pid_t nginx = Spawn({"nginx", "-c", (root / "nginx.conf").string()}, root / "nginx.log");
+  const int redis_port = FreePort(21000);
+  const pid_t redis = Spawn({"redis-server", "--port", std::to_string(redis_port), "--save", "",
+                             "--appendonly", "no", "--bind", "127.0.0.1"},
+                            root / "redis.log");
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+
+  std::printf(
+      "server_bench: hits over loopback, %d s per run, wrk -t2 -c8 (redis-benchmark -c8)\n\n",
+      seconds);
+  std::printf("| size | server | requests/s | MB/s | p99 ms | hlocache/nginx |\n");
+  std::printf("|---|---|---:|---:|---:|---:|\n");
+  bool all_ok = true;
+  for (const Size& s : sizes) {
+    const Load ours = Wrk(hlocache.url() + "/v1/artifacts/" + s.key, seconds, s.bytes.size());
+    const Load theirs = Wrk("http://127.0.0.1:" + std::to_string(nginx_port) + "/" + s.key, seconds,
+                            s.bytes.size());
+    // Redis: SET then GET of one value of the same size; the GET row.
+    const std::string csv =
+        Run("redis-benchmark -p " + std::to_string(redis_port) + " -t set,get -c 8 -d " +
+            std::to_string(s.bytes.size()) + " -n " +
+            std::to_string(s.bytes.size() > 100000 ? 20000 : 200000) + " --csv");
+    Load redis_load;
+    const size_t get = csv.find("\"GET\"");
+    if (get != std::string::npos) {
+      std::vector<double> fields;
+      std::string line = csv.substr(get, csv.find('\n', get) - get);
+      std::stringstream in(line);
+      std::string field;
+      while (std::getline(in, field, ',')) {
+        field.erase(std::remove(field.begin(), field.end(), '"'), field.end());
+        fields.push_back(std::atof(field.c_str()));
+      }
+      if (fields.size() >= 7) {
+        redis_load.requests_per_second = fields[1];
+        redis_load.p99_ms = fields[6];
+        redis_load.megabytes_per_second =
+            redis_load.requests_per_second * static_cast<double>(s.bytes.size()) / 1e6;
+        redis_load.ok = true;
+      }
+    }
+    all_ok = all_ok && ours.ok && theirs.ok;
+    auto row = [&](const char* server, const Load& l, bool ratio) {
+      std::printf("| %s | %s | %.0f | %.0f | %.2f | ", s.name, server, l.requests_per_second,
+                  l.megabytes_per_second, l.p99_ms);
+      if (ratio && theirs.requests_per_second > 0) {
+        std::printf("%.2fx |\n", l.requests_per_second / theirs.requests_per_second);
+      } else {
+        std::printf(" |\n");
+      }
+    };
+    row("hlocache", ours, true);
+    row("nginx (static file)", theirs, false);
+    if (redis_load.ok) row("Redis GET", redis_load, false);
+  }
+  Reap(nginx);
+  Reap(redis);
+  hlocache.Stop();
+  std::error_code ec;
+  fs::remove_all(root, ec);
+  return all_ok ? 0 : 1;
+}
