@@ -122,6 +122,7 @@ void ServerImpl::LogRequest(const httplib::Request& req, const httplib::Response
           ? std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t_request_start)
                 .count()
           : 0;
+  if (t_request_started) ctx_.metrics.in_flight.fetch_sub(1, std::memory_order_relaxed);
   t_request_started = false;
   ctx_.metrics.CountRequest(RouteOf(req.method, req.path), res.status);
   if (!log_) return;
@@ -148,6 +149,7 @@ void ServerImpl::Configure() {
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     t_request_start = Clock::now();
     t_request_started = true;
+    ctx_.metrics.in_flight.fetch_add(1, std::memory_order_relaxed);
     if (Admit(req, res)) return httplib::Server::HandlerResponse::Unhandled;
     // The body was not read: the connection cannot carry another request.
     if (HasBody(req)) res.set_header("Connection", "close");

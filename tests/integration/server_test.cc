@@ -420,7 +420,12 @@ TEST_F(ServerTest, SigtermDuringUploadsDrainsAndKeepsEveryKeyWhole) {
     });
   }
   while (started < kUploads) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  // SIGTERM once the server is receiving uploads (the stats request itself is one in flight).
+  for (int i = 0; i < 3000; ++i) {
+    auto stats = server->Client()->Get("/v1/stats");
+    if (stats && nlohmann::json::parse(stats->body).value("requests_in_flight", 0) >= 3) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
   EXPECT_EQ(server->Stop(SIGTERM), 0) << server->output();
   for (auto& t : threads) t.join();
   EXPECT_THAT(server->output(), HasSubstr("stopped"));
