@@ -167,6 +167,19 @@ int main(int argc, char** argv) {
   const pid_t redis = Spawn({"redis-server", "--port", std::to_string(redis_port), "--save", "",
                              "--appendonly", "no", "--bind", "127.0.0.1"},
                             root / "redis.log");
+  // The HTTP library's own ceiling: a bare cpp-httplib server in this process answering every
+  // GET with a static buffer of the artifact's size (TCP_NODELAY on, as hlocache sets it).
+  httplib::Server bare;
+  bare.set_tcp_nodelay(true);
+  bare.set_keep_alive_max_count(1000);
+  for (const Size& s : sizes) {
+    const std::string* bytes = &s.bytes;
+    bare.Get("/" + s.key, [bytes](const httplib::Request&, httplib::Response& res) {
+      res.set_content(*bytes, "application/octet-stream");
+    });
+  }
+  const int bare_port = bare.bind_to_any_port("127.0.0.1");
+  std::thread bare_thread([&] { bare.listen_after_bind(); });
   std::this_thread::sleep_for(std::chrono::milliseconds(800));
 
   std::printf(
@@ -203,6 +216,8 @@ int main(int argc, char** argv) {
         redis_load.ok = true;
       }
     }
+    const Load library =
+        Wrk("http://127.0.0.1:" + std::to_string(bare_port) + "/" + s.key, seconds, s.bytes.size());
     all_ok = all_ok && ours.ok && theirs.ok;
     auto row = [&](const char* server, const Load& l, bool ratio) {
       std::printf("| %s | %s | %.0f | %.0f | %.2f | ", s.name, server, l.requests_per_second,
@@ -215,8 +230,11 @@ int main(int argc, char** argv) {
     };
     row("hlocache", ours, true);
     row("nginx (static file)", theirs, false);
+    row("bare cpp-httplib (static buffer)", library, true);
     if (redis_load.ok) row("Redis GET", redis_load, false);
   }
+  bare.stop();
+  bare_thread.join();
   Reap(nginx);
   Reap(redis);
   hlocache.Stop();

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "client/cache.h"
 #include "client/commands.h"
 #include "common/fast_hash.h"
 #include "common/file.h"
@@ -63,7 +64,23 @@ struct Compiled {
   std::string key;
   std::string artifact;
   double seconds = 0;
+  std::string from;  // Where it came from, with --cache.
 };
+
+// Through the cache named by --cache: a hit anywhere, or a compile by a server or here.
+Result<Compiled> CompileThroughCache(const std::string& text, const CompileSettings& settings) {
+  CacheOptions options = CacheOptions::FromEnvironment();
+  options.worker_binary = SelfExecutable();
+  options.cxx = settings.cxx;
+  options.compile_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(settings.timeout_seconds * 1000));
+  HLOCACHE_ASSIGN_OR_RETURN(std::unique_ptr<Cache> cache, Cache::Open(settings.cache, options));
+  HLOCACHE_ASSIGN_OR_RETURN(Executable exe, cache->GetOrCompile(text, settings.target));
+  cache->Flush();  // The write-back finishes before this short-lived process exits.
+  Compiled out{exe.key, *exe.artifact, exe.total_seconds, std::string(SourceName(exe.source))};
+  if (!exe.tier.empty()) out.from += " (" + exe.tier + ")";
+  return out;
+}
 
 // Keys the module for the toolchain that will build it, then compiles it in a worker process.
 Result<Compiled> CompileThroughWorker(const std::string& file, const std::string& text,
@@ -131,7 +148,8 @@ int RunCompile(const std::string& file, const CompileSettings& settings, std::os
     err << module.error().message() << "\n";
     return 1;
   }
-  auto compiled = CompileThroughWorker(file, *text, *module, settings);
+  auto compiled = settings.cache.empty() ? CompileThroughWorker(file, *text, *module, settings)
+                                         : CompileThroughCache(*text, settings);
   if (!compiled) {
     err << compiled.error().message() << "\n";
     return 1;
@@ -143,7 +161,9 @@ int RunCompile(const std::string& file, const CompileSettings& settings, std::os
     return 1;
   }
   out << compiled->key << "  " << path << "  " << compiled->artifact.size() << " bytes  "
-      << std::fixed << std::setprecision(2) << compiled->seconds << " s\n";
+      << std::fixed << std::setprecision(2) << compiled->seconds << " s";
+  if (!compiled->from.empty()) out << "  from: " << compiled->from;
+  out << "\n";
   return 0;
 }
 
@@ -174,9 +194,11 @@ int RunRun(const std::string& file, const CompileSettings& compile, const RunSet
     if (!bytes) return fail("hlocache run: " + bytes.error().message());
     artifact = std::move(*bytes);
   } else {
-    auto compiled = CompileThroughWorker(file, *text, *module, compile);
+    auto compiled = compile.cache.empty() ? CompileThroughWorker(file, *text, *module, compile)
+                                          : CompileThroughCache(*text, compile);
     if (!compiled) return fail(compiled.error().message());
     artifact = std::move(compiled->artifact);
+    if (!compiled->from.empty()) out << "from: " << compiled->from << "\n";
   }
   auto loaded = compiler::LoadedExecutable::Load(artifact);
   if (!loaded) return fail("hlocache run: " + loaded.error().message());

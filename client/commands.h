@@ -45,6 +45,9 @@ struct CompileSettings {
   std::string output;  // Empty: KEY.hloart in the current folder.
   std::string cxx = "c++";
   double timeout_seconds = 600;
+  // A cache spec (client/cache.h): look the module up there first, compile on a miss (on a
+  // server that can, else here) and write the result back. Empty: always compile here.
+  std::string cache;
 };
 
 // `hlocache compile FILE`: keys the module, compiles it in a worker process and writes the

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <exception>
 #include <iostream>
 
@@ -85,6 +86,9 @@ int Main(int argc, char** argv) {
     cmd->add_option("--timeout", compile_settings.timeout_seconds,
                     "seconds before the compile is killed")
         ->capture_default_str();
+    cmd->add_option("--cache", compile_settings.cache,
+                    "look up and share through a cache: DIR, http(s)://URL, or a comma-separated "
+                    "list of them (default $HLOCACHE)");
   };
   CLI::App* compile =
       app.add_subcommand("compile", "compile an HLO module into an executable artifact");
@@ -170,6 +174,9 @@ int Main(int argc, char** argv) {
   if (*stats) return RunStats(store_dir, std::cout, std::cerr);
   if (*verify) return RunVerify(store_dir, std::cout, std::cerr);
   if (*gc) return RunGc(store_dir, max_size, std::cout, std::cerr);
+  if (compile_settings.cache.empty()) {
+    if (const char* env = std::getenv("HLOCACHE")) compile_settings.cache = env;
+  }
   if (*compile) return RunCompile(file_a, compile_settings, std::cout, std::cerr);
   if (*run) return RunRun(file_a, compile_settings, run_settings, std::cout, std::cerr);
   if (*worker) return RunCompileWorker(worker_settings, std::cerr);

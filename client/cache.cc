@@ -1,0 +1,506 @@
+#include "client/cache.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <future>
+#include <list>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "client/keying.h"
+#include "client/tier.h"
+#include "compiler/build.h"
+#include "compiler/hlo/parser.h"
+#include "compiler/target.h"
+#include "compiler/toolchain.h"
+#include "compiler/worker_pool.h"
+
+namespace hlocache::client {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::vector<std::string> SplitSpec(const std::string& spec) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (start <= spec.size()) {
+    size_t comma = spec.find(',', start);
+    if (comma == std::string::npos) comma = spec.size();
+    std::string part = spec.substr(start, comma - start);
+    while (!part.empty() && part.front() == ' ') part.erase(part.begin());
+    while (!part.empty() && part.back() == ' ') part.pop_back();
+    if (!part.empty()) parts.push_back(part);
+    start = comma + 1;
+  }
+  return parts;
+}
+
+// Loaded executables, least recently used first out, bounded by their artifacts' bytes.
+class MemoryLru {
+ public:
+  explicit MemoryLru(uint64_t capacity) : capacity_(capacity) {}
+
+  // The executable and its artifact, or two nulls.
+  std::pair<std::shared_ptr<const compiler::LoadedExecutable>, std::shared_ptr<const std::string>>
+  Get(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = index_.find(key);
+    if (it == index_.end()) return {};
+    order_.splice(order_.begin(), order_, it->second);
+    return {it->second->executable, it->second->artifact};
+  }
+
+  void Put(const std::string& key, std::shared_ptr<const compiler::LoadedExecutable> exe,
+           std::shared_ptr<const std::string> artifact) {
+    const uint64_t bytes = artifact->size();
+    if (capacity_ == 0 || bytes > capacity_) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (index_.count(key)) return;
+    order_.push_front({key, std::move(exe), std::move(artifact), bytes});
+    index_[key] = order_.begin();
+    used_ += bytes;
+    while (used_ > capacity_) {
+      used_ -= order_.back().bytes;
+      index_.erase(order_.back().key);
+      order_.pop_back();
+    }
+  }
+
+ private:
+  struct Entry {
+    std::string key;
+    std::shared_ptr<const compiler::LoadedExecutable> executable;
+    std::shared_ptr<const std::string> artifact;
+    uint64_t bytes;
+  };
+  const uint64_t capacity_;
+  std::mutex mu_;
+  std::list<Entry> order_;
+  std::unordered_map<std::string, std::list<Entry>::iterator> index_;
+  uint64_t used_ = 0;
+};
+
+struct TierSlot {
+  std::unique_ptr<Tier> tier;
+  std::atomic<int64_t> down_until_ms{0};  // Steady-clock milliseconds; 0: up.
+};
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch())
+      .count();
+}
+
+class CacheImpl final : public Cache {
+ public:
+  CacheImpl(std::string spec, CacheOptions options)
+      : spec_(std::move(spec)), options_(std::move(options)), memory_(options_.memory_bytes) {}
+
+  ~CacheImpl() override {
+    Flush();
+    {
+      std::lock_guard<std::mutex> lock(upload_mu_);
+      stopping_ = true;
+    }
+    upload_cv_.notify_all();
+    if (uploader_.joinable()) uploader_.join();
+  }
+
+  Status Init();
+  Result<Executable> GetOrCompile(std::string_view hlo_text, std::string_view target) override;
+  void Flush() override;
+  CacheStats stats() const override {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    return stats_;
+  }
+  const std::string& spec() const override { return spec_; }
+
+ private:
+  struct Upload {
+    size_t tier;
+    std::string key;
+    std::shared_ptr<const std::string> bytes;
+    cache::ArtifactInfo info;
+  };
+
+  Result<Executable> Lookup(const std::string& key, const hlo::Module& module,
+                            std::string_view hlo_text, const std::string& target);
+  // The verified, loaded artifact; an error says why it was dropped.
+  Result<std::shared_ptr<const compiler::LoadedExecutable>> Verify(const std::string& key,
+                                                                   std::string_view bytes);
+  Result<std::string> CompileHere(const std::string& key, const hlo::Module& module,
+                                  const std::string& target);
+  bool IsUp(TierSlot& slot) const { return slot.down_until_ms.load() <= NowMs(); }
+  void MarkDown(TierSlot& slot, const Status& why);
+  void WriteBack(const std::vector<size_t>& tiers, const std::string& key,
+                 std::shared_ptr<const std::string> bytes, const cache::ArtifactInfo& info,
+                 double compile_seconds);
+  void UploadLoop();
+  void Note(const std::string& line) const { options_.log(line); }
+  template <typename F>
+  void Count(F f) {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    f(stats_);
+  }
+
+  const std::string spec_;
+  CacheOptions options_;
+  std::vector<std::unique_ptr<TierSlot>> tiers_;
+  MemoryLru memory_;
+  std::optional<compiler::Toolchain> toolchain_;
+  std::string toolchain_error_;
+  std::string compiler_id_;
+  std::unique_ptr<compiler::WorkerPool> pool_;
+
+  // In-process single flight: one lookup and compile per key at a time.
+  std::mutex flights_mu_;
+  std::map<std::string, std::shared_future<Result<Executable>>> flights_;
+
+  std::mutex upload_mu_;
+  std::condition_variable upload_cv_;
+  std::deque<Upload> uploads_;
+  size_t uploads_running_ = 0;
+  bool stopping_ = false;
+  std::thread uploader_;
+
+  mutable std::mutex stats_mu_;
+  CacheStats stats_;
+};
+
+Status CacheImpl::Init() {
+  if (!options_.log) {
+    options_.log = [](std::string_view line) {
+      std::fprintf(stderr, "hlocache: %.*s\n", static_cast<int>(line.size()), line.data());
+    };
+  }
+  HttpTierOptions http;
+  http.token = options_.token;
+  http.connect_timeout = options_.connect_timeout;
+  http.request_timeout = options_.request_timeout;
+  http.compile_timeout = options_.compile_timeout;
+  for (const std::string& part : SplitSpec(spec_)) {
+    Result<std::unique_ptr<Tier>> tier = part.starts_with("http://") || part.starts_with("https://")
+                                             ? MakeHttpTier(part, http)
+                                             : MakeDirectoryTier(part, options_.read_only, http);
+    if (!tier) {
+      if (tier.error().code() == StatusCode::kInvalidArgument) return tier.error();
+      Note("cache tier " + part + " skipped: " + tier.error().message());
+      continue;
+    }
+    auto slot = std::make_unique<TierSlot>();
+    slot->tier = std::move(*tier);
+    tiers_.push_back(std::move(slot));
+  }
+  compiler::ToolchainOptions toolchain_options;
+  toolchain_options.cxx = options_.cxx;
+  toolchain_options.timeout = options_.compile_timeout;
+  auto toolchain = compiler::Toolchain::Probe(toolchain_options);
+  if (toolchain) {
+    compiler_id_ = toolchain->CompilerId();
+    toolchain_.emplace(std::move(*toolchain));
+  } else {
+    // Keys still name the default toolchain, so servers that have one can serve this process.
+    compiler_id_ = compiler::DefaultCompilerId();
+    toolchain_error_ = toolchain.error().message();
+  }
+  if (!options_.worker_binary.empty() && toolchain_) {
+    compiler::WorkerPoolOptions pool_options;
+    pool_options.worker_binary = options_.worker_binary;
+    pool_options.worker_args = {"--cxx", toolchain_->cxx_path().string()};
+    pool_options.timeout = options_.compile_timeout;
+    pool_ = std::make_unique<compiler::WorkerPool>(std::move(pool_options));
+  }
+  uploader_ = std::thread([this] { UploadLoop(); });
+  return Status::Ok();
+}
+
+void CacheImpl::MarkDown(TierSlot& slot, const Status& why) {
+  Count([](CacheStats& s) { ++s.tier_errors; });
+  if (!slot.tier->remote() && why.code() != StatusCode::kUnavailable) return;
+  slot.down_until_ms = NowMs() + options_.backoff.count();
+  Note("cache tier " + slot.tier->name() + " skipped for " +
+       std::to_string(options_.backoff.count() / 1000.0).substr(0, 4) + " s: " + why.message());
+}
+
+Result<std::shared_ptr<const compiler::LoadedExecutable>> CacheImpl::Verify(
+    const std::string& key, std::string_view bytes) {
+  auto loaded = compiler::LoadedExecutable::Load(bytes);  // Checks the checksum first.
+  if (!loaded) return Error(loaded.error());
+  if ((*loaded)->header().key != key) {
+    return Error(DataLoss("the artifact was built for key " + (*loaded)->header().key));
+  }
+  return std::shared_ptr<const compiler::LoadedExecutable>(std::move(*loaded));
+}
+
+Result<std::string> CacheImpl::CompileHere(const std::string& key, const hlo::Module& module,
+                                           const std::string& target) {
+  if (!toolchain_) {
+    return Error(FailedPrecondition("no C++ toolchain to compile with: " + toolchain_error_));
+  }
+  if (pool_) {
+    compiler::CompileRequest request;
+    request.key = key;
+    request.hlo_text = std::string(module.source());
+    request.target = target;
+    request.name = std::string(module.filename());
+    HLOCACHE_ASSIGN_OR_RETURN(compiler::CompileOutcome outcome, pool_->Compile(request));
+    return std::move(outcome.artifact);
+  }
+  return compiler::BuildArtifact(module, *toolchain_, {key, target});
+}
+
+Result<Executable> CacheImpl::GetOrCompile(std::string_view hlo_text, std::string_view target) {
+  const auto start = Clock::now();
+  Count([](CacheStats& s) { ++s.requests; });
+  HLOCACHE_ASSIGN_OR_RETURN(hlo::Module module, hlo::ParseModule(std::string(hlo_text), "module"));
+  KeySettings settings;
+  settings.target = std::string(target);
+  settings.compiler_id = compiler_id_;
+  HLOCACHE_ASSIGN_OR_RETURN(KeyedModule keyed, KeyModule(module, settings));
+  const std::string& key = keyed.key.text;
+
+  if (auto [exe, artifact] = memory_.Get(key); exe) {
+    Count([](CacheStats& s) { ++s.memory_hits; });
+    Executable out;
+    out.key = key;
+    out.executable = std::move(exe);
+    out.artifact = std::move(artifact);
+    out.source = Source::kMemory;
+    out.total_seconds = SecondsSince(start);
+    return out;
+  }
+  // One lookup per key in this process at a time; later callers share the first one's result.
+  std::promise<Result<Executable>> promise;
+  std::shared_future<Result<Executable>> shared;
+  bool leader = false;
+  {
+    std::lock_guard<std::mutex> lock(flights_mu_);
+    auto it = flights_.find(key);
+    if (it != flights_.end()) {
+      shared = it->second;
+    } else {
+      shared = promise.get_future().share();
+      flights_.emplace(key, shared);
+      leader = true;
+    }
+  }
+  if (!leader) {
+    Result<Executable> result = shared.get();
+    if (result) {
+      result->source = Source::kMemory;
+      result->total_seconds = SecondsSince(start);
+    }
+    return result;
+  }
+  Result<Executable> result = Lookup(key, module, hlo_text, keyed.target);
+  if (result) result->total_seconds = SecondsSince(start);
+  promise.set_value(result);
+  {
+    std::lock_guard<std::mutex> lock(flights_mu_);
+    flights_.erase(key);
+  }
+  return result;
+}
+
+Result<Executable> CacheImpl::Lookup(const std::string& key, const hlo::Module& module,
+                                     std::string_view hlo_text, const std::string& target) {
+  Executable out;
+  out.key = key;
+  std::vector<size_t> missed;  // Tiers to write the artifact back to.
+  const auto lookup_start = Clock::now();
+  auto finish = [&](std::shared_ptr<const compiler::LoadedExecutable> exe,
+                    std::shared_ptr<const std::string> bytes, double compile_seconds) {
+    cache::ArtifactInfo info;
+    info.target = exe->header().target;
+    info.compiler_id = exe->header().compiler_id;
+    info.graph_name = std::string(module.name);
+    info.compile_seconds = exe->header().compile_seconds;
+    memory_.Put(key, exe, bytes);
+    WriteBack(missed, key, bytes, info, compile_seconds);
+    out.executable = std::move(exe);
+    out.artifact = std::move(bytes);
+    return out;
+  };
+
+  for (size_t i = 0; i < tiers_.size(); ++i) {
+    TierSlot& slot = *tiers_[i];
+    if (!IsUp(slot)) continue;
+    auto got = slot.tier->Get(key);
+    if (!got) {
+      MarkDown(slot, got.error());
+      continue;
+    }
+    if (!*got) {
+      missed.push_back(i);
+      continue;
+    }
+    auto exe = Verify(key, **got);
+    if (!exe) {
+      Count([](CacheStats& s) { ++s.corrupt_dropped; });
+      Note("dropped a bad artifact for " + key + " from " + slot.tier->name() + ": " +
+           exe.error().message());
+      missed.push_back(i);
+      continue;
+    }
+    Count([](CacheStats& s) { ++s.tier_hits; });
+    out.source = slot.tier->remote() ? Source::kRemote : Source::kLocal;
+    out.tier = slot.tier->name();
+    out.lookup_seconds = SecondsSince(lookup_start);
+    return finish(std::move(*exe), std::make_shared<const std::string>(std::move(**got)), 0);
+  }
+  out.lookup_seconds = SecondsSince(lookup_start);
+
+  // Nowhere: the first server that builds this target compiles it (and keeps it).
+  const auto compile_start = Clock::now();
+  for (size_t i = 0; i < tiers_.size(); ++i) {
+    TierSlot& slot = *tiers_[i];
+    if (!slot.tier->remote() || !IsUp(slot) || !slot.tier->CanCompile(target)) continue;
+    auto compiled = slot.tier->Compile(hlo_text, target);
+    if (!compiled) {
+      MarkDown(slot, compiled.error());
+      continue;
+    }
+    auto exe = Verify(key, compiled->artifact);
+    if (!exe) {
+      Count([](CacheStats& s) { ++s.corrupt_dropped; });
+      Note("dropped a bad artifact for " + key + " compiled by " + slot.tier->name() + ": " +
+           exe.error().message());
+      continue;
+    }
+    Count([](CacheStats& s) { ++s.server_compiles; });
+    std::erase(missed, i);  // The server keeps what it compiled.
+    out.source = Source::kCompiledByServer;
+    out.tier = slot.tier->name();
+    out.compile_seconds = SecondsSince(compile_start);
+    return finish(std::move(*exe),
+                  std::make_shared<const std::string>(std::move(compiled->artifact)),
+                  (*exe)->header().compile_seconds);
+  }
+
+  // No server could: compile here.
+  const auto here_start = Clock::now();
+  HLOCACHE_ASSIGN_OR_RETURN(std::string artifact, CompileHere(key, module, target));
+  out.compile_seconds = SecondsSince(here_start);
+  auto exe = Verify(key, artifact);
+  if (!exe) return Error(exe.error());
+  Count([](CacheStats& s) { ++s.local_compiles; });
+  out.source = Source::kCompiledHere;
+  return finish(std::move(*exe), std::make_shared<const std::string>(std::move(artifact)),
+                out.compile_seconds);
+}
+
+void CacheImpl::WriteBack(const std::vector<size_t>& tiers, const std::string& key,
+                          std::shared_ptr<const std::string> bytes, const cache::ArtifactInfo& info,
+                          double compile_seconds) {
+  if (options_.read_only || tiers.empty()) return;
+  if (compile_seconds > 0 && compile_seconds < options_.min_compile_seconds) return;
+  std::lock_guard<std::mutex> lock(upload_mu_);
+  for (size_t tier : tiers) {
+    if (uploads_.size() >= 256) {
+      Note("upload queue full: " + key + " is not written back");
+      break;
+    }
+    uploads_.push_back({tier, key, bytes, info});
+  }
+  upload_cv_.notify_all();
+}
+
+void CacheImpl::UploadLoop() {
+  std::unique_lock<std::mutex> lock(upload_mu_);
+  while (true) {
+    upload_cv_.wait(lock, [&] { return stopping_ || !uploads_.empty(); });
+    if (uploads_.empty()) {
+      if (stopping_) return;
+      continue;
+    }
+    Upload job = std::move(uploads_.front());
+    uploads_.pop_front();
+    ++uploads_running_;
+    lock.unlock();
+    TierSlot& slot = *tiers_[job.tier];
+    Status s = IsUp(slot) ? slot.tier->Put(job.key, *job.bytes, job.info)
+                          : Unavailable(slot.tier->name() + " is resting after a failure");
+    if (s.ok()) {
+      Count([](CacheStats& st) { ++st.uploads; });
+    } else {
+      Count([](CacheStats& st) { ++st.upload_failures; });
+      if (s.code() == StatusCode::kUnavailable && IsUp(slot)) MarkDown(slot, s);
+    }
+    lock.lock();
+    --uploads_running_;
+    upload_cv_.notify_all();
+  }
+}
+
+void CacheImpl::Flush() {
+  std::unique_lock<std::mutex> lock(upload_mu_);
+  upload_cv_.wait(lock, [&] { return uploads_.empty() && uploads_running_ == 0; });
+}
+
+std::mutex g_global_mu;
+std::unique_ptr<Cache> g_global;
+
+}  // namespace
+
+std::string_view SourceName(Source source) {
+  switch (source) {
+    case Source::kMemory:
+      return "memory";
+    case Source::kLocal:
+      return "local";
+    case Source::kRemote:
+      return "remote";
+    case Source::kCompiledHere:
+      return "compiled here";
+    case Source::kCompiledByServer:
+      return "compiled by the server";
+  }
+  return "unknown";
+}
+
+CacheOptions CacheOptions::FromEnvironment() {
+  CacheOptions options;
+  if (const char* ro = std::getenv("HLOCACHE_READONLY")) {
+    options.read_only = std::string(ro) == "1" || std::string(ro) == "true";
+  }
+  if (const char* token = std::getenv("HLOCACHE_TOKEN")) options.token = token;
+  return options;
+}
+
+Result<std::unique_ptr<Cache>> Cache::Open(const std::string& spec, CacheOptions options) {
+  auto cache = std::make_unique<CacheImpl>(spec, std::move(options));
+  HLOCACHE_RETURN_IF_ERROR(cache->Init());
+  return std::unique_ptr<Cache>(std::move(cache));
+}
+
+Status initialize_cache(const std::string& spec_in, CacheOptions options) {
+  std::string spec = spec_in;
+  if (spec.empty()) {
+    const char* env = std::getenv("HLOCACHE");
+    spec = env ? env : "";
+  }
+  std::lock_guard<std::mutex> lock(g_global_mu);
+  if (g_global) {
+    if (g_global->spec() == spec) return Status::Ok();
+    return FailedPrecondition("the cache is already initialized with '" + g_global->spec() +
+                              "'; it cannot change to '" + spec + "'");
+  }
+  HLOCACHE_ASSIGN_OR_RETURN(g_global, Cache::Open(spec, std::move(options)));
+  return Status::Ok();
+}
+
+Cache* global_cache() {
+  std::lock_guard<std::mutex> lock(g_global_mu);
+  return g_global.get();
+}
+
+}  // namespace hlocache::client

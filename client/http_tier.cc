@@ -1,0 +1,99 @@
+// The HTTP tier: a server's artifact routes and its compile route.
+#include <httplib.h>
+
+#include <mutex>
+
+#include "client/tier.h"
+
+namespace hlocache::client {
+namespace {
+
+class HttpTier final : public Tier {
+ public:
+  HttpTier(std::string url, HttpTierOptions options)
+      : url_(std::move(url)), options_(std::move(options)) {}
+
+  const std::string& name() const override { return url_; }
+  bool remote() const override { return true; }
+
+  Result<std::optional<std::string>> Get(std::string_view key) override {
+    auto client = Client(options_.request_timeout);
+    auto r = client->Get(("/v1/artifacts/" + std::string(key)).c_str());
+    if (!r) return Error(Failure("GET", r.error()));
+    if (r->status == 404) return std::optional<std::string>();
+    if (r->status != 200) return Error(Unavailable(url_ + ": GET answered " + Reply(*r)));
+    return std::optional<std::string>(std::move(r->body));
+  }
+
+  Status Put(std::string_view key, std::string_view bytes,
+             const cache::ArtifactInfo& info) override {
+    (void)info;  // The server reads what it needs from the artifact's header.
+    auto client = Client(options_.request_timeout);
+    auto r = client->Put(("/v1/artifacts/" + std::string(key)).c_str(), bytes.data(), bytes.size(),
+                         "application/octet-stream");
+    if (!r) return Failure("PUT", r.error());
+    if (r->status == 200 || r->status == 201) return Status::Ok();
+    if (r->status == 401 || r->status == 403) {
+      return PermissionDenied(url_ + ": PUT answered " + Reply(*r));
+    }
+    return Unavailable(url_ + ": PUT answered " + Reply(*r));
+  }
+
+  bool CanCompile(std::string_view target) const override {
+    return target.starts_with("cpu-x86-64-v");
+  }
+
+  Result<RemoteCompile> Compile(std::string_view hlo_text, std::string_view target) override {
+    auto client = Client(options_.compile_timeout);
+    const std::string path = "/v1/compile?target=" + std::string(target);
+    auto r = client->Post(path.c_str(), hlo_text.data(), hlo_text.size(), "text/plain");
+    if (!r) return Error(Failure("POST /v1/compile", r.error()));
+    if (r->status != 200) {
+      // 400 and 422 are the module's fault: the caller's own compile would fail the same way,
+      // but it is the one to say so. Everything else says the server could not help now.
+      return Error(Unavailable(url_ + ": compile answered " + Reply(*r)));
+    }
+    RemoteCompile out;
+    out.was_cached = r->get_header_value("X-Hlocache-Cache") == "hit";
+    out.artifact = std::move(r->body);
+    return out;
+  }
+
+ private:
+  std::unique_ptr<httplib::Client> Client(std::chrono::milliseconds timeout) const {
+    auto client = std::make_unique<httplib::Client>(url_);
+    client->set_tcp_nodelay(true);
+    client->set_connection_timeout(options_.connect_timeout);
+    client->set_read_timeout(timeout);
+    client->set_write_timeout(timeout);
+    client->set_keep_alive(false);
+    if (!options_.token.empty()) client->set_bearer_token_auth(options_.token.c_str());
+    return client;
+  }
+
+  Status Failure(const std::string& what, httplib::Error error) const {
+    return Unavailable(url_ + ": " + what + " failed: " + httplib::to_string(error));
+  }
+
+  static std::string Reply(const httplib::Response& r) {
+    std::string body = r.body.substr(0, 200);
+    while (!body.empty() && (body.back() == '\n' || body.back() == '\r')) body.pop_back();
+    return std::to_string(r.status) + (body.empty() ? "" : " (" + body + ")");
+  }
+
+  const std::string url_;
+  const HttpTierOptions options_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Tier>> MakeHttpTier(const std::string& url, const HttpTierOptions& options) {
+  if (!url.starts_with("http://") && !url.starts_with("https://")) {
+    return Error(InvalidArgument("'" + url + "' is not an http:// or https:// URL"));
+  }
+  std::string trimmed = url;
+  while (trimmed.size() > 8 && trimmed.back() == '/') trimmed.pop_back();
+  return std::unique_ptr<Tier>(new HttpTier(trimmed, options));
+}
+
+}  // namespace hlocache::client
