@@ -1,0 +1,271 @@
+// The client cache against real servers and real failures: two processes sharing a directory
+// through its server, dead and silent servers, a server handing out corrupt bytes, read-only
+// clients, and write-back.
+#include "client/cache.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "cache/store.h"
+#include "compiler/artifact/container.h"
+#include "tests/integration/server_harness.h"
+#include "tests/unit/status_matchers.h"
+
+#ifndef HLOCACHE_BINARY
+#error "HLOCACHE_BINARY names the hlocache executable under test"
+#endif
+
+namespace hlocache::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using client::Cache;
+using client::CacheOptions;
+using client::Source;
+using ::testing::HasSubstr;
+
+std::string Module(int variant) {
+  return "HloModule client" + std::to_string(variant) +
+         "\nENTRY e {\n  a = f32[32] parameter(0)\n  c = f32[] constant(" +
+         std::to_string(variant) +
+         ")\n  d = f32[32] broadcast(c), dimensions={}\n  ROOT s = f32[32] add(a, d)\n}\n";
+}
+
+class ClientTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() /
+            ("hlocache-client-test-" + std::to_string(::getpid()) + "-" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+  CacheOptions Options() {
+    CacheOptions o;
+    o.connect_timeout = std::chrono::milliseconds(200);
+    o.request_timeout = std::chrono::milliseconds(500);
+    o.backoff = std::chrono::seconds(60);
+    o.worker_binary = HLOCACHE_BINARY;
+    o.log = [this](std::string_view line) {
+      std::lock_guard<std::mutex> lock(log_mu_);
+      log_ += std::string(line) + "\n";
+    };
+    return o;
+  }
+  uint64_t Entries(const fs::path& dir) {
+    cache::StoreOptions o;
+    o.read_only = true;
+    auto store = cache::Store::Open(dir, o);
+    if (!store) return 0;
+    return (*store)->Stats()->entries;
+  }
+  fs::path root_;
+  std::mutex log_mu_;
+  std::string log_;
+};
+
+// Runs `hlocache run --cache SPEC FILE` as its own process; its standard output.
+std::string RunProcess(const std::string& spec, const fs::path& file) {
+  const std::string command =
+      std::string(HLOCACHE_BINARY) + " run --cache " + spec + " " + file.string() + " 2>&1";
+  std::string out;
+  if (FILE* p = ::popen(command.c_str(), "r")) {
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    ::pclose(p);
+  }
+  return out;
+}
+
+TEST_F(ClientTest, TwoProcessesShareADirectoryThroughItsServer) {
+  ServerProcess server(HLOCACHE_BINARY, root_ / "shared", {"--access-log", ""});
+  ASSERT_TRUE(server.started()) << server.output();
+  const fs::path file = root_ / "m.hlo";
+  std::ofstream(file) << Module(1);
+  // Both name the directory; neither can open it (the server holds it), so both go through
+  // the server: the first has it compiled there, the second is served what it built.
+  const std::string first = RunProcess((root_ / "shared").string(), file);
+  EXPECT_THAT(first, HasSubstr("from: compiled by the server (" + server.url() + ")"));
+  const std::string second = RunProcess((root_ / "shared").string(), file);
+  EXPECT_THAT(second, HasSubstr("from: remote (" + server.url() + ")"));
+  auto result_line = [](const std::string& s) { return s.substr(s.find("result 0")); };
+  EXPECT_EQ(result_line(first).substr(0, 60), result_line(second).substr(0, 60));
+  auto stats = nlohmann::json::parse(server.Client()->Get("/v1/stats")->body);
+  EXPECT_EQ(stats["compiles"], 1);
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+TEST_F(ClientTest, ADeadServerCostsOneConnectTimeoutThenNothing) {
+  auto cache = Cache::Open("http://127.0.0.1:1", Options());
+  ASSERT_THAT(cache, IsOk());
+  auto first = (*cache)->GetOrCompile(Module(2));
+  ASSERT_THAT(first, IsOk());
+  EXPECT_EQ(first->source, Source::kCompiledHere);
+  // Refused at once, well within the 200 ms connect timeout (the bound is loose: shared machine).
+  EXPECT_LT(first->lookup_seconds, 2.0);
+  auto second = (*cache)->GetOrCompile(Module(3));
+  ASSERT_THAT(second, IsOk());
+  EXPECT_EQ(second->source, Source::kCompiledHere);
+  // Resting after its failure: not asked again.
+  EXPECT_EQ((*cache)->stats().tier_errors, 1u);
+  EXPECT_THAT(log_, HasSubstr("skipped for"));
+}
+
+TEST_F(ClientTest, ASilentServerIsBoundedByTheTimeouts) {
+  // Accepts connections (the kernel's backlog does) and never answers.
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(fd, 16), 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  const std::string url = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  auto cache = Cache::Open(url, Options());
+  ASSERT_THAT(cache, IsOk());
+  auto exe = (*cache)->GetOrCompile(Module(4));
+  ASSERT_THAT(exe, IsOk());
+  EXPECT_EQ(exe->source, Source::kCompiledHere);
+  // One GET that times out after the 500 ms request timeout, and no compile request (the
+  // server is resting by then): far below the bound even on a loaded machine.
+  EXPECT_GE(exe->lookup_seconds, 0.4);
+  EXPECT_LT(exe->lookup_seconds, 3.0);
+  EXPECT_LT(exe->total_seconds - exe->compile_seconds, 3.5);
+  ::close(fd);
+}
+
+TEST_F(ClientTest, ACorruptArtifactFromAServerIsDroppedAndRebuilt) {
+  // A server whose every artifact has one flipped byte, and which cannot compile.
+  std::string good;
+  {
+    auto builder = Cache::Open("", Options());
+    ASSERT_THAT(builder, IsOk());
+    auto exe = (*builder)->GetOrCompile(Module(5));
+    ASSERT_THAT(exe, IsOk());
+    good = *exe->artifact;
+  }
+  std::string bad = good;
+  bad[bad.size() / 2] ^= 0x10;
+  httplib::Server liar;
+  liar.set_tcp_nodelay(true);
+  liar.Get(R"(/v1/artifacts/.*)", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_content(bad, "application/octet-stream");
+  });
+  liar.Post("/v1/compile",
+            [](const httplib::Request&, httplib::Response& res) { res.status = 503; });
+  const int port = liar.bind_to_any_port("127.0.0.1");
+  std::thread serving([&] { liar.listen_after_bind(); });
+  auto cache = Cache::Open("http://127.0.0.1:" + std::to_string(port), Options());
+  ASSERT_THAT(cache, IsOk());
+  auto exe = (*cache)->GetOrCompile(Module(5));
+  liar.stop();
+  serving.join();
+  ASSERT_THAT(exe, IsOk());
+  EXPECT_EQ(exe->source, Source::kCompiledHere);
+  EXPECT_EQ((*cache)->stats().corrupt_dropped, 1u);
+  EXPECT_THAT(log_, HasSubstr("dropped a bad artifact"));
+  // The same executable as a clean build (the header's compile time aside).
+  auto rebuilt = compiler::DecodeArtifact(*exe->artifact);
+  auto clean = compiler::DecodeArtifact(good);
+  ASSERT_TRUE(rebuilt && clean);
+  EXPECT_TRUE(rebuilt->payload == clean->payload) << "the rebuilt executable differs";
+  EXPECT_EQ(rebuilt->header.key, clean->header.key);
+}
+
+TEST_F(ClientTest, ReadOnlyClientsNeverWrite) {
+  ServerProcess server(HLOCACHE_BINARY, root_ / "origin", {"--access-log", ""});
+  ASSERT_TRUE(server.started());
+  CacheOptions options = Options();
+  options.read_only = true;
+  {
+    auto cache = Cache::Open((root_ / "local").string() + "," + server.url(), options);
+    ASSERT_THAT(cache, IsOk());
+    // The local directory does not exist and a read-only store is not created: skipped.
+    auto exe = (*cache)->GetOrCompile(Module(6));
+    ASSERT_THAT(exe, IsOk());
+    EXPECT_EQ(exe->source, Source::kCompiledByServer);
+    (*cache)->Flush();
+    EXPECT_EQ((*cache)->stats().uploads, 0u);
+  }
+  // Now with an existing local store: a read-only client fills neither it nor the server.
+  {
+    auto make = cache::Store::Open(root_ / "local2");
+    ASSERT_THAT(make, IsOk());
+  }
+  {
+    auto cache = Cache::Open((root_ / "local2").string() + ",http://127.0.0.1:1", options);
+    ASSERT_THAT(cache, IsOk());
+    auto exe = (*cache)->GetOrCompile(Module(7));
+    ASSERT_THAT(exe, IsOk());
+    EXPECT_EQ(exe->source, Source::kCompiledHere);
+  }
+  EXPECT_EQ(Entries(root_ / "local2"), 0u);
+  auto stats = nlohmann::json::parse(server.Client()->Get("/v1/stats")->body);
+  EXPECT_EQ(stats["puts"], 0) << "a read-only client uploaded";
+  EXPECT_EQ(server.Stop(), 0);
+}
+
+TEST_F(ClientTest, MissesAreWrittenBackToTheTiersThatMissed) {
+  ServerProcess server(HLOCACHE_BINARY, root_ / "origin", {"--access-log", ""});
+  ASSERT_TRUE(server.started());
+  const std::string spec = (root_ / "local").string() + "," + server.url();
+  std::string key;
+  {
+    auto cache = Cache::Open(spec, Options());
+    ASSERT_THAT(cache, IsOk());
+    auto exe = (*cache)->GetOrCompile(Module(8));
+    ASSERT_THAT(exe, IsOk());
+    EXPECT_EQ(exe->source, Source::kCompiledByServer);
+    key = exe->key;
+    auto again = (*cache)->GetOrCompile(Module(8));
+    ASSERT_THAT(again, IsOk());
+    EXPECT_EQ(again->source, Source::kMemory);
+  }
+  // The local store got a copy: a new process finds it there, without the server.
+  EXPECT_EQ(Entries(root_ / "local"), 1u);
+  EXPECT_EQ(server.Stop(), 0);
+  auto cache = Cache::Open(spec, Options());
+  ASSERT_THAT(cache, IsOk());
+  auto exe = (*cache)->GetOrCompile(Module(8));
+  ASSERT_THAT(exe, IsOk());
+  EXPECT_EQ(exe->source, Source::kLocal);
+  EXPECT_EQ(exe->key, key);
+  // A module compiled here goes to every writable tier (the server is gone: only local).
+  auto here = (*cache)->GetOrCompile(Module(9));
+  ASSERT_THAT(here, IsOk());
+  EXPECT_EQ(here->source, Source::kCompiledHere);
+  (*cache)->Flush();
+  EXPECT_EQ((*cache)->stats().uploads, 1u);
+}
+
+TEST_F(ClientTest, InitializeCacheIsProcessWide) {
+  const std::string spec = (root_ / "global").string();
+  ASSERT_THAT(client::initialize_cache(spec, Options()), IsOk());
+  EXPECT_THAT(client::initialize_cache(spec, Options()), IsOk());
+  EXPECT_THAT(client::initialize_cache(spec + "-other", Options()),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("already initialized")));
+  ASSERT_NE(client::global_cache(), nullptr);
+  auto exe = client::global_cache()->GetOrCompile(Module(10));
+  ASSERT_THAT(exe, IsOk());
+  EXPECT_EQ(exe->source, Source::kCompiledHere);
+  EXPECT_THAT(client::global_cache()->GetOrCompile("HloModule broken\nENTRY {"),
+              StatusIs(StatusCode::kInvalidArgument));
+}
+
+}  // namespace
+}  // namespace hlocache::testing
