@@ -1,5 +1,6 @@
 #include "client/cache.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
@@ -15,6 +16,7 @@
 
 #include "client/keying.h"
 #include "client/tier.h"
+#include "compiler/artifact/container.h"
 #include "compiler/build.h"
 #include "compiler/hlo/parser.h"
 #include "compiler/target.h"
@@ -118,6 +120,7 @@ class CacheImpl final : public Cache {
   Status Init();
   Result<Executable> GetOrCompile(std::string_view hlo_text, std::string_view target) override;
   void Flush() override;
+  Status Put(std::string_view key, std::string_view artifact) override;
   CacheStats stats() const override {
     std::lock_guard<std::mutex> lock(stats_mu_);
     return stats_;
@@ -217,6 +220,7 @@ Status CacheImpl::Init() {
     pool_options.worker_binary = options_.worker_binary;
     pool_options.worker_args = {"--cxx", toolchain_->cxx_path().string()};
     pool_options.timeout = options_.compile_timeout;
+    pool_options.workers = std::max<size_t>(options_.compile_workers, 1);
     pool_ = std::make_unique<compiler::WorkerPool>(std::move(pool_options));
   }
   uploader_ = std::thread([this] { UploadLoop(); });
@@ -233,7 +237,14 @@ void CacheImpl::MarkDown(TierSlot& slot, const Status& why) {
 
 Result<std::shared_ptr<const compiler::LoadedExecutable>> CacheImpl::Verify(
     const std::string& key, std::string_view bytes) {
-  auto loaded = compiler::LoadedExecutable::Load(bytes);  // Checks the checksum first.
+  HLOCACHE_ASSIGN_OR_RETURN(compiler::DecodedArtifact decoded, compiler::DecodeArtifact(bytes));
+  if (decoded.header.key != key) {
+    return Error(DataLoss("the artifact was built for key " + decoded.header.key));
+  }
+  if (!compiler::RunsOnHost(decoded.header.target)) {
+    return std::shared_ptr<const compiler::LoadedExecutable>();  // Checked, not loadable here.
+  }
+  auto loaded = compiler::LoadedExecutable::Load(bytes);
   if (!loaded) return Error(loaded.error());
   if ((*loaded)->header().key != key) {
     return Error(DataLoss("the artifact was built for key " + (*loaded)->header().key));
@@ -320,11 +331,13 @@ Result<Executable> CacheImpl::Lookup(const std::string& key, const hlo::Module& 
   auto finish = [&](std::shared_ptr<const compiler::LoadedExecutable> exe,
                     std::shared_ptr<const std::string> bytes, double compile_seconds) {
     cache::ArtifactInfo info;
-    info.target = exe->header().target;
-    info.compiler_id = exe->header().compiler_id;
+    if (auto header = compiler::PeekArtifactHeader(*bytes)) {
+      info.target = header->target;
+      info.compiler_id = header->compiler_id;
+      info.compile_seconds = header->compile_seconds;
+    }
     info.graph_name = std::string(module.name);
-    info.compile_seconds = exe->header().compile_seconds;
-    memory_.Put(key, exe, bytes);
+    if (exe) memory_.Put(key, exe, bytes);
     WriteBack(missed, key, bytes, info, compile_seconds);
     out.executable = std::move(exe);
     out.artifact = std::move(bytes);
@@ -381,9 +394,10 @@ Result<Executable> CacheImpl::Lookup(const std::string& key, const hlo::Module& 
     out.source = Source::kCompiledByServer;
     out.tier = slot.tier->name();
     out.compile_seconds = SecondsSince(compile_start);
+    const double server_seconds = compiler::PeekCompileSeconds(compiled->artifact);
     return finish(std::move(*exe),
                   std::make_shared<const std::string>(std::move(compiled->artifact)),
-                  (*exe)->header().compile_seconds);
+                  server_seconds);
   }
 
   // No server could: compile here.
@@ -439,6 +453,33 @@ void CacheImpl::UploadLoop() {
     --uploads_running_;
     upload_cv_.notify_all();
   }
+}
+
+Status CacheImpl::Put(std::string_view key, std::string_view artifact) {
+  if (options_.read_only) return PermissionDenied("the cache is read-only");
+  HLOCACHE_ASSIGN_OR_RETURN(compiler::DecodedArtifact decoded, compiler::DecodeArtifact(artifact));
+  if (decoded.header.key != key) {
+    return DataLoss("the artifact was built for key " + decoded.header.key + ", not " +
+                    std::string(key));
+  }
+  cache::ArtifactInfo info;
+  info.target = decoded.header.target;
+  info.compiler_id = decoded.header.compiler_id;
+  info.compile_seconds = decoded.header.compile_seconds;
+  int stored = 0;
+  std::string last_error = "no tiers";
+  for (auto& slot : tiers_) {
+    if (!IsUp(*slot)) continue;
+    Status s = slot->tier->Put(key, artifact, info);
+    if (s.ok()) {
+      ++stored;
+    } else {
+      last_error = s.message();
+      MarkDown(*slot, s);
+    }
+  }
+  if (stored == 0) return Unavailable("no cache tier took " + std::string(key) + ": " + last_error);
+  return Status::Ok();
 }
 
 void CacheImpl::Flush() {

@@ -49,6 +49,7 @@ struct CacheOptions {
   // The `hlocache` executable to compile in (`hlocache compile-worker`, its own process with
   // limits). Empty: compile in this process (the C++ compiler still runs as a child).
   std::filesystem::path worker_binary;
+  size_t compile_workers = 2;  // Compiles at once in this process (with worker_binary).
   // Where notes go (a tier skipped, a corrupt artifact dropped). Default: stderr.
   std::function<void(std::string_view)> log;
 
@@ -58,6 +59,8 @@ struct CacheOptions {
 
 struct Executable {
   std::string key;
+  // Null when the artifact's target does not run on this host (prewarming for other machines):
+  // then only its container was verified.
   std::shared_ptr<const compiler::LoadedExecutable> executable;
   std::shared_ptr<const std::string> artifact;  // The verified container bytes it was loaded from.
   Source source = Source::kCompiledHere;
@@ -81,6 +84,10 @@ class Cache {
   // `target` empty: this host's best CPU level.
   virtual Result<Executable> GetOrCompile(std::string_view hlo_text,
                                           std::string_view target = "") = 0;
+  // Stores a ready artifact under `key` in every writable tier, now (for imports). Verifies it
+  // first (container, checksum, key). kInvalidArgument or kDataLoss for a bad artifact;
+  // kPermissionDenied for a read-only cache; kUnavailable when no tier took it.
+  virtual Status Put(std::string_view key, std::string_view artifact) = 0;
   // Returns once every upload queued so far has been attempted.
   virtual void Flush() = 0;
   virtual CacheStats stats() const = 0;

@@ -78,6 +78,31 @@ struct WorkerSettings {
 // --input, writes the artifact to --output; on failure prints one line "<code>: <message>".
 int RunCompileWorker(const WorkerSettings& settings, std::ostream& err);
 
+struct PrewarmSettings {
+  std::string cache;  // The spec to fill.
+  std::string target;
+  std::string cxx = "c++";
+  std::string worker_binary;  // `hlocache` itself, for compile workers.
+  int jobs = 2;
+};
+
+// `hlocache prewarm PATH... --cache SPEC`: compiles (or finds) every .hlo under the paths. A
+// progress bar on a terminal, a line per module otherwise, then a table: compiled, already
+// cached, unsupported, failed, seconds. Exit 1 if any module failed (unsupported ones do not
+// count: they are reported, and a fleet compiles them itself).
+int RunPrewarm(const std::vector<std::string>& paths, const PrewarmSettings& settings,
+               std::ostream& out, std::ostream& err);
+
+// `hlocache export --cache DIR -o BUNDLE`: every entry of a local store in one zstd-compressed
+// bundle with a manifest (schema/bundle.md).
+int RunExport(const std::string& dir, const std::string& bundle, std::ostream& out,
+              std::ostream& err);
+
+// `hlocache import BUNDLE --cache SPEC`: checks every entry (manifest checksum, container, key)
+// and stores the good ones in the cache's writable tiers; exit 1 if any was bad or not stored.
+int RunImport(const std::string& bundle, const std::string& spec, std::ostream& out,
+              std::ostream& err);
+
 // "1073741824", "512M", "10G", "2GiB": bytes.
 Result<uint64_t> ParseByteSize(std::string_view text);
 

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <iostream>
 
 #include "client/commands.h"
@@ -36,6 +37,12 @@ bool SplitOptions(const std::vector<std::string>& raw, hlocache::client::KeySett
     settings.options.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
   }
   return true;
+}
+
+std::string SelfPath() {
+  std::error_code ec;
+  auto path = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("hlocache") : path.string();
 }
 
 int Main(int argc, char** argv) {
@@ -106,6 +113,27 @@ int Main(int argc, char** argv) {
   run->add_flag("--check", run_settings.check,
                 "compare with the reference interpreter (exit 1 on a mismatch)");
   run->add_option("--artifact", run_settings.artifact, "run this artifact instead of compiling");
+
+  PrewarmSettings prewarm_settings;
+  std::vector<std::string> prewarm_paths;
+  CLI::App* prewarm = app.add_subcommand(
+      "prewarm", "compile every .hlo under the paths into a cache (for CI), with a final table");
+  prewarm->add_option("paths", prewarm_paths, "files or folders of .hlo files")->required();
+  prewarm->add_option("--cache", prewarm_settings.cache, "the cache spec to fill")->required();
+  prewarm->add_option("-j,--jobs", prewarm_settings.jobs, "modules at once")->capture_default_str();
+  prewarm->add_option("--target", prewarm_settings.target,
+                      "cpu-x86-64-v2|v3|v4 (default: this host's best level)");
+  prewarm->add_option("--cxx", prewarm_settings.cxx, "the C++ compiler")->capture_default_str();
+
+  std::string bundle_path, cache_spec;
+  CLI::App* export_cmd =
+      app.add_subcommand("export", "write every entry of a local store into one bundle file");
+  export_cmd->add_option("--cache", cache_spec, "store directory")->required();
+  export_cmd->add_option("-o,--output", bundle_path, "the bundle to write")->required();
+  CLI::App* import_cmd = app.add_subcommand(
+      "import", "check every entry of a bundle and store it in a cache (exit 1 if any is bad)");
+  import_cmd->add_option("bundle", bundle_path, "a bundle from `hlocache export`")->required();
+  import_cmd->add_option("--cache", cache_spec, "the cache spec to fill")->required();
 
   CLI::App* worker = app.add_subcommand("compile-worker", "");  // Internal: the pool's child.
   worker->group("");
@@ -179,6 +207,12 @@ int Main(int argc, char** argv) {
   }
   if (*compile) return RunCompile(file_a, compile_settings, std::cout, std::cerr);
   if (*run) return RunRun(file_a, compile_settings, run_settings, std::cout, std::cerr);
+  if (*prewarm) {
+    prewarm_settings.worker_binary = SelfPath();
+    return RunPrewarm(prewarm_paths, prewarm_settings, std::cout, std::cerr);
+  }
+  if (*export_cmd) return RunExport(cache_spec, bundle_path, std::cout, std::cerr);
+  if (*import_cmd) return RunImport(bundle_path, cache_spec, std::cout, std::cerr);
   if (*worker) return RunCompileWorker(worker_settings, std::cerr);
   if (*serve) {
     so.tokens_file = tokens_file;

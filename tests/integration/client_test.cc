@@ -11,11 +11,13 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "cache/store.h"
+#include "client/commands.h"
 #include "compiler/artifact/container.h"
 #include "tests/integration/server_harness.h"
 #include "tests/unit/status_matchers.h"
@@ -265,6 +267,63 @@ TEST_F(ClientTest, InitializeCacheIsProcessWide) {
   EXPECT_EQ(exe->source, Source::kCompiledHere);
   EXPECT_THAT(client::global_cache()->GetOrCompile("HloModule broken\nENTRY {"),
               StatusIs(StatusCode::kInvalidArgument));
+}
+
+TEST_F(ClientTest, PrewarmThenExportThenImportGivesTheSameKeysAndBytes) {
+  fs::create_directories(root_ / "hlo" / "sub");
+  for (int i = 0; i < 3; ++i)
+    std::ofstream(root_ / "hlo" / ("m" + std::to_string(i) + ".hlo")) << Module(20 + i);
+  std::ofstream(root_ / "hlo" / "sub" / "sorted.hlo")
+      << "HloModule s\nlt {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n  ROOT r = "
+         "pred[] compare(x, y), direction=LT\n}\nENTRY e {\n  a = f32[4] parameter(0)\n  ROOT s = "
+         "f32[4] sort(a), dimensions={0}, to_apply=lt\n}\n";
+  std::ofstream(root_ / "hlo" / "notes.txt") << "not a module";
+  client::PrewarmSettings settings;
+  settings.cache = (root_ / "warm").string();
+  settings.worker_binary = HLOCACHE_BINARY;
+  std::ostringstream out, err;
+  ASSERT_EQ(client::RunPrewarm({(root_ / "hlo").string()}, settings, out, err), 0) << err.str();
+  EXPECT_THAT(out.str(), HasSubstr("| 3 | 0 | 1 | 0 |")) << out.str();
+  std::ostringstream again, again_err;
+  ASSERT_EQ(client::RunPrewarm({(root_ / "hlo").string()}, settings, again, again_err), 0);
+  EXPECT_THAT(again.str(), HasSubstr("| 0 | 3 | 1 | 0 |")) << again.str();
+
+  const std::string bundle = (root_ / "warm.bundle").string();
+  std::ostringstream eo, ee;
+  ASSERT_EQ(client::RunExport((root_ / "warm").string(), bundle, eo, ee), 0) << ee.str();
+  EXPECT_THAT(eo.str(), HasSubstr("exported 3 entries"));
+  std::ostringstream io, ie;
+  ASSERT_EQ(client::RunImport(bundle, (root_ / "cold").string(), io, ie), 0) << ie.str();
+  EXPECT_THAT(io.str(), HasSubstr("imported 3 entries"));
+  cache::StoreOptions ro;
+  ro.read_only = true;
+  auto warm = cache::Store::Open(root_ / "warm", ro);
+  auto cold = cache::Store::Open(root_ / "cold", ro);
+  ASSERT_THAT(warm, IsOk());
+  ASSERT_THAT(cold, IsOk());
+  auto keys = (*warm)->List({});
+  ASSERT_THAT(keys, IsOk());
+  ASSERT_EQ(keys->size(), 3u);
+  for (const auto& e : *keys) {
+    auto a = (*warm)->Get(e.key);
+    auto b = (*cold)->Get(e.key);
+    ASSERT_TRUE(a && *a && b && *b) << e.key << " missing after import";
+    EXPECT_TRUE(**a == **b) << e.key << " differs after import";
+  }
+  EXPECT_EQ((*cold)->Stats()->entries, 3u);
+
+  // A damaged bundle is refused, entry by entry or as a whole, and says so.
+  std::string bytes;
+  {
+    std::ifstream in(bundle, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  bytes[bytes.size() / 2] ^= 0x5a;
+  std::ofstream(root_ / "bad.bundle", std::ios::binary) << bytes;
+  std::ostringstream bo, be;
+  EXPECT_EQ(client::RunImport((root_ / "bad.bundle").string(), (root_ / "cold2").string(), bo, be),
+            1);
+  EXPECT_FALSE(be.str().empty());
 }
 
 }  // namespace

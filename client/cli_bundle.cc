@@ -1,0 +1,222 @@
+// `hlocache export` and `hlocache import`: a cache as one file (schema/bundle.md).
+#include <unistd.h>
+#include <xxhash.h>
+#include <zstd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "cache/store.h"
+#include "client/cache.h"
+#include "client/commands.h"
+
+namespace hlocache::client {
+namespace {
+
+constexpr std::string_view kBundleMagic = "hlocache-bundle 1\n";
+
+std::string Hex128(const void* data, size_t size) {
+  const XXH128_hash_t h = XXH3_128bits(data, size);
+  char buf[33];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(h.high64),
+                static_cast<unsigned long long>(h.low64));
+  return buf;
+}
+
+// Streams bytes through one zstd frame into a file.
+class ZstdWriter {
+ public:
+  explicit ZstdWriter(std::FILE* file) : file_(file), ctx_(ZSTD_createCCtx()) {
+    ZSTD_CCtx_setParameter(ctx_, ZSTD_c_compressionLevel, 6);
+    ZSTD_CCtx_setParameter(ctx_, ZSTD_c_checksumFlag, 1);
+    buffer_.resize(ZSTD_CStreamOutSize());
+  }
+  ~ZstdWriter() { ZSTD_freeCCtx(ctx_); }
+  bool Write(std::string_view bytes) { return Run(bytes, ZSTD_e_continue); }
+  bool Finish() { return Run({}, ZSTD_e_end); }
+
+ private:
+  bool Run(std::string_view bytes, ZSTD_EndDirective mode) {
+    ZSTD_inBuffer in{bytes.data(), bytes.size(), 0};
+    while (true) {
+      ZSTD_outBuffer out{buffer_.data(), buffer_.size(), 0};
+      const size_t left = ZSTD_compressStream2(ctx_, &out, &in, mode);
+      if (ZSTD_isError(left)) return false;
+      if (std::fwrite(buffer_.data(), 1, out.pos, file_) != out.pos) return false;
+      if (mode == ZSTD_e_end ? left == 0 : in.pos == in.size) return true;
+    }
+  }
+  std::FILE* file_;
+  ZSTD_CCtx* ctx_;
+  std::string buffer_;
+};
+
+// Reads exact byte counts out of one zstd frame in a file.
+class ZstdReader {
+ public:
+  explicit ZstdReader(std::FILE* file) : file_(file), ctx_(ZSTD_createDCtx()) {
+    in_buffer_.resize(ZSTD_DStreamInSize());
+  }
+  ~ZstdReader() { ZSTD_freeDCtx(ctx_); }
+  // Appends exactly n bytes to `out`; false at a premature end or corrupt input.
+  bool Read(size_t n, std::string& out) {
+    while (pending_.size() - pending_pos_ < n) {
+      if (!Fill()) return false;
+    }
+    out.append(pending_, pending_pos_, n);
+    pending_pos_ += n;
+    return true;
+  }
+  bool ReadLine(std::string& out, size_t max) {
+    out.clear();
+    while (out.size() < max) {
+      if (pending_pos_ == pending_.size() && !Fill()) return false;
+      const char c = pending_[pending_pos_++];
+      if (c == '\n') return true;
+      out += c;
+    }
+    return false;
+  }
+
+ private:
+  bool Fill() {
+    pending_.erase(0, pending_pos_);
+    pending_pos_ = 0;
+    if (in_.pos == in_.size) {
+      const size_t got = std::fread(in_buffer_.data(), 1, in_buffer_.size(), file_);
+      if (got == 0) return false;
+      in_ = {in_buffer_.data(), got, 0};
+    }
+    std::string chunk(ZSTD_DStreamOutSize(), '\0');
+    ZSTD_outBuffer out{chunk.data(), chunk.size(), 0};
+    const size_t r = ZSTD_decompressStream(ctx_, &out, &in_);
+    if (ZSTD_isError(r)) return false;
+    pending_.append(chunk.data(), out.pos);
+    return true;
+  }
+  std::FILE* file_;
+  ZSTD_DCtx* ctx_;
+  std::string in_buffer_;
+  ZSTD_inBuffer in_{nullptr, 0, 0};
+  std::string pending_;
+  size_t pending_pos_ = 0;
+};
+
+}  // namespace
+
+int RunExport(const std::string& dir, const std::string& bundle, std::ostream& out,
+              std::ostream& err) {
+  cache::StoreOptions options;
+  options.read_only = true;
+  auto store = cache::Store::Open(dir, options);
+  if (!store) {
+    err << "hlocache export: " << store.error().message() << "\n";
+    return 1;
+  }
+  auto entries = (*store)->List({});
+  if (!entries) {
+    err << "hlocache export: " << entries.error().message() << "\n";
+    return 1;
+  }
+  nlohmann::json manifest = nlohmann::json::array();
+  for (const cache::EntryInfo& e : *entries) {
+    manifest.push_back({{"key", e.key},
+                        {"size", e.size},
+                        {"xxh3", e.checksum.Hex()},
+                        {"target", e.artifact.target},
+                        {"compiler_id", e.artifact.compiler_id},
+                        {"graph_name", e.artifact.graph_name},
+                        {"compile_seconds", e.artifact.compile_seconds}});
+  }
+  const std::string tmp = bundle + ".tmp." + std::to_string(::getpid());
+  std::FILE* file = std::fopen(tmp.c_str(), "wb");
+  if (!file) {
+    err << "hlocache export: cannot write " << bundle << "\n";
+    return 1;
+  }
+  ZstdWriter writer(file);
+  bool ok = writer.Write(kBundleMagic) &&
+            writer.Write(nlohmann::json({{"entries", manifest}}).dump() + "\n");
+  uint64_t bytes = 0;
+  for (size_t i = 0; ok && i < entries->size(); ++i) {
+    // Every entry is read through the store, so its checksum is verified on the way out.
+    auto got = (*store)->Get((*entries)[i].key);
+    if (!got || !*got || (*got)->size() != (*entries)[i].size) {
+      err << "hlocache export: " << (*entries)[i].key << " could not be read back\n";
+      ok = false;
+      break;
+    }
+    bytes += (*got)->size();
+    ok = writer.Write(**got);
+  }
+  ok = ok && writer.Finish();
+  ok = (std::fclose(file) == 0) && ok;
+  if (!ok || std::rename(tmp.c_str(), bundle.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    err << "hlocache export: cannot write " << bundle << "\n";
+    return 1;
+  }
+  out << "exported " << entries->size() << " entries (" << bytes << " bytes) to " << bundle << "\n";
+  return 0;
+}
+
+int RunImport(const std::string& bundle, const std::string& spec, std::ostream& out,
+              std::ostream& err) {
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(bundle.c_str(), "rb"),
+                                                       &std::fclose);
+  if (!file) {
+    err << "hlocache import: cannot read " << bundle << "\n";
+    return 1;
+  }
+  ZstdReader reader(file.get());
+  std::string line;
+  if (!reader.ReadLine(line, 64) || line + "\n" != kBundleMagic) {
+    err << "hlocache import: " << bundle << " is not an hlocache bundle\n";
+    return 1;
+  }
+  if (!reader.ReadLine(line, size_t{1} << 30)) {
+    err << "hlocache import: " << bundle << ": the manifest is truncated\n";
+    return 1;
+  }
+  const nlohmann::json manifest = nlohmann::json::parse(line, nullptr, false);
+  if (manifest.is_discarded() || !manifest.contains("entries") || !manifest["entries"].is_array()) {
+    err << "hlocache import: " << bundle << ": the manifest is not valid JSON\n";
+    return 1;
+  }
+  CacheOptions options = CacheOptions::FromEnvironment();
+  auto cache = Cache::Open(spec, options);
+  if (!cache) {
+    err << "hlocache import: " << cache.error().message() << "\n";
+    return 1;
+  }
+  int stored = 0, bad = 0;
+  for (const auto& entry : manifest["entries"]) {
+    const std::string key = entry.value("key", "");
+    const uint64_t size = entry.value("size", uint64_t{0});
+    std::string bytes;
+    if (size > (uint64_t{1} << 40) || !reader.Read(size, bytes)) {
+      err << "hlocache import: " << bundle << " ends inside " << key << "\n";
+      return 1;
+    }
+    if (Hex128(bytes.data(), bytes.size()) != entry.value("xxh3", "")) {
+      err << "hlocache import: " << key << ": checksum mismatch, skipped\n";
+      ++bad;
+      continue;
+    }
+    if (Status s = (*cache)->Put(key, bytes); !s.ok()) {
+      err << "hlocache import: " << key << ": " << s.message() << "\n";
+      ++bad;
+      continue;
+    }
+    ++stored;
+  }
+  out << "imported " << stored << " entries from " << bundle;
+  if (bad) out << "; " << bad << " refused";
+  out << "\n";
+  return bad ? 1 : 0;
+}
+
+}  // namespace hlocache::client
