@@ -69,6 +69,7 @@ bench: build
 	./$(BUILD)/bench/store_bench
 	./$(BUILD)/bench/compile_bench
 	./$(BUILD)/bench/server_bench
+	./$(BUILD)/bench/fleet_bench
 
 format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')

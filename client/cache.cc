@@ -95,6 +95,7 @@ class MemoryLru {
 struct TierSlot {
   std::unique_ptr<Tier> tier;
   std::atomic<int64_t> down_until_ms{0};  // Steady-clock milliseconds; 0: up.
+  std::atomic<int> failures{0};           // In a row; a success resets it.
 };
 
 int64_t NowMs() {
@@ -230,9 +231,15 @@ Status CacheImpl::Init() {
 void CacheImpl::MarkDown(TierSlot& slot, const Status& why) {
   Count([](CacheStats& s) { ++s.tier_errors; });
   if (!slot.tier->remote() && why.code() != StatusCode::kUnavailable) return;
-  slot.down_until_ms = NowMs() + options_.backoff.count();
-  Note("cache tier " + slot.tier->name() + " skipped for " +
-       std::to_string(options_.backoff.count() / 1000.0).substr(0, 4) + " s: " + why.message());
+  // The rest doubles with each failure in a row, from min_backoff up to backoff: one lost
+  // connection costs a moment of sharing, a dead server is asked only every `backoff`.
+  const int failures = std::min(slot.failures.fetch_add(1) + 1, 20);
+  const int64_t rest_ms = std::min<int64_t>(
+      options_.backoff.count(), options_.min_backoff.count() * (int64_t{1} << (failures - 1)));
+  slot.down_until_ms = NowMs() + rest_ms;
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%.1f", static_cast<double>(rest_ms) / 1000);
+  Note("cache tier " + slot.tier->name() + " skipped for " + seconds + " s: " + why.message());
 }
 
 Result<std::shared_ptr<const compiler::LoadedExecutable>> CacheImpl::Verify(
@@ -352,6 +359,7 @@ Result<Executable> CacheImpl::Lookup(const std::string& key, const hlo::Module& 
       MarkDown(slot, got.error());
       continue;
     }
+    slot.failures = 0;
     if (!*got) {
       missed.push_back(i);
       continue;

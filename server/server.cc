@@ -1,6 +1,7 @@
 #include "server/server.h"
 
 #include <arpa/inet.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -49,6 +50,17 @@ std::string SelfExecutable() {
   const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("hlocache");
 }
+
+// cpp-httplib listens with a backlog of 5: a fleet connecting at once overflows it, and the
+// kernel drops the SYNs beyond it, which clients see as connect timeouts (a retransmitted SYN
+// waits a second). The listening socket is reachable from a subclass; listen() again widens it.
+template <typename Base>
+class WideBacklog : public Base {
+ public:
+  using Base::Base;
+  void WidenBacklog() { ::listen(this->svr_sock_, kListenBacklog); }
+  static constexpr int kListenBacklog = 4096;  // The kernel caps it at net.core.somaxconn.
+};
 
 class ServerImpl final : public Server {
  public:
@@ -253,13 +265,14 @@ Status ServerImpl::Init(ServerOptions options) {
 
   const bool tls = !o.tls_cert.empty();
   if (tls) {
-    http_ = std::make_unique<httplib::SSLServer>(o.tls_cert.c_str(), o.tls_key.c_str());
+    http_ =
+        std::make_unique<WideBacklog<httplib::SSLServer>>(o.tls_cert.c_str(), o.tls_key.c_str());
     if (!http_->is_valid()) {
       return InvalidArgument("cannot load the TLS certificate " + o.tls_cert.string() +
                              " and key " + o.tls_key.string());
     }
   } else {
-    http_ = std::make_unique<httplib::Server>();
+    http_ = std::make_unique<WideBacklog<httplib::Server>>();
   }
   Configure();
 
@@ -271,6 +284,11 @@ Status ServerImpl::Init(ServerOptions options) {
   if (port_ <= 0) {
     return Unavailable("cannot listen on " + o.host + ":" + std::to_string(o.port) +
                        " (in use, or not an address of this host)");
+  }
+  if (tls) {
+    static_cast<WideBacklog<httplib::SSLServer>&>(*http_).WidenBacklog();
+  } else {
+    static_cast<WideBacklog<httplib::Server>&>(*http_).WidenBacklog();
   }
   const std::string host = o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host;
   url_ = std::string(tls ? "https://" : "http://") + host + ":" + std::to_string(port_);

@@ -59,6 +59,7 @@ class ClientTest : public ::testing::Test {
     CacheOptions o;
     o.connect_timeout = std::chrono::milliseconds(200);
     o.request_timeout = std::chrono::milliseconds(500);
+    o.min_backoff = std::chrono::seconds(60);
     o.backoff = std::chrono::seconds(60);
     o.worker_binary = HLOCACHE_BINARY;
     o.log = [this](std::string_view line) {
