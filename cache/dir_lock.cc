@@ -16,11 +16,13 @@ namespace {
 
 // fcntl locks do not exclude the process that holds them, so the process keeps its own list.
 std::mutex& HeldMutex() {
-  static std::mutex mu;
+  // Never destroyed: a store may still be closing while static objects are destroyed at exit
+  // (a cache held by a static), and its lock must still find these.
+  static std::mutex& mu = *new std::mutex;
   return mu;
 }
 std::set<std::string>& Held() {
-  static std::set<std::string> held;
+  static std::set<std::string>& held = *new std::set<std::string>;
   return held;
 }
 

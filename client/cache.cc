@@ -498,6 +498,17 @@ void CacheImpl::Flush() {
 std::mutex g_global_mu;
 std::unique_ptr<Cache> g_global;
 
+// Closes the process-wide cache at exit, before the static objects that were made while it
+// opened are destroyed (handlers run in the reverse order of their registration), so its
+// pending uploads finish and its store closes cleanly.
+void CloseGlobalCache() {
+  std::unique_ptr<Cache> cache;
+  {
+    std::lock_guard<std::mutex> lock(g_global_mu);
+    cache = std::move(g_global);
+  }
+}
+
 }  // namespace
 
 std::string_view SourceName(Source source) {
@@ -544,6 +555,7 @@ Status initialize_cache(const std::string& spec_in, CacheOptions options) {
                               "'; it cannot change to '" + spec + "'");
   }
   HLOCACHE_ASSIGN_OR_RETURN(g_global, Cache::Open(spec, std::move(options)));
+  std::atexit(CloseGlobalCache);
   return Status::Ok();
 }
 
