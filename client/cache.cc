@@ -188,6 +188,7 @@ Status CacheImpl::Init() {
   }
   HttpTierOptions http;
   http.token = options_.token;
+  http.ca_cert = options_.ca_cert;
   http.connect_timeout = options_.connect_timeout;
   http.request_timeout = options_.request_timeout;
   http.compile_timeout = options_.compile_timeout;
@@ -533,6 +534,7 @@ CacheOptions CacheOptions::FromEnvironment() {
     options.read_only = std::string(ro) == "1" || std::string(ro) == "true";
   }
   if (const char* token = std::getenv("HLOCACHE_TOKEN")) options.token = token;
+  if (const char* ca = std::getenv("HLOCACHE_CA_CERT")) options.ca_cert = ca;
   return options;
 }
 

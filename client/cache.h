@@ -40,6 +40,7 @@ struct CacheOptions {
   // Never write to any tier (the server may still compile and keep what it builds).
   bool read_only = false;
   std::string token;                            // Bearer token for servers.
+  std::string ca_cert;  // PEM CA for https servers (an internal CA); empty: the system's.
   uint64_t memory_bytes = uint64_t{256} << 20;  // In-process LRU of loaded executables; 0: off.
   std::chrono::milliseconds connect_timeout{300};
   std::chrono::milliseconds request_timeout{5000};
@@ -55,7 +56,7 @@ struct CacheOptions {
   // Where notes go (a tier skipped, a corrupt artifact dropped). Default: stderr.
   std::function<void(std::string_view)> log;
 
-  // Defaults, with HLOCACHE_READONLY=1 and HLOCACHE_TOKEN applied.
+  // Defaults, with HLOCACHE_READONLY=1, HLOCACHE_TOKEN and HLOCACHE_CA_CERT applied.
   static CacheOptions FromEnvironment();
 };
 

@@ -68,6 +68,10 @@ class HttpTier final : public Tier {
     client->set_write_timeout(timeout);
     client->set_keep_alive(false);
     if (!options_.token.empty()) client->set_bearer_token_auth(options_.token.c_str());
+    if (url_.starts_with("https://")) {
+      client->enable_server_certificate_verification(true);
+      if (!options_.ca_cert.empty()) client->set_ca_cert_path(options_.ca_cert);
+    }
     return client;
   }
 

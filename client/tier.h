@@ -38,14 +38,15 @@ class Tier {
 };
 
 struct HttpTierOptions {
-  std::string token;  // Bearer token; empty for none.
+  std::string token;    // Bearer token; empty for none.
+  std::string ca_cert;  // PEM file of the CA that signs https servers; empty: the system's.
   std::chrono::milliseconds connect_timeout{300};
   std::chrono::milliseconds request_timeout{5000};
   std::chrono::milliseconds compile_timeout{600000};
 };
 
-// `url` is http://host:port or https://host:port (certificates are verified against the
-// system's store).
+// `url` is http://host:port or https://host:port. An https server's certificate is always
+// verified: against `ca_cert` when given, else the system's store.
 Result<std::unique_ptr<Tier>> MakeHttpTier(const std::string& url, const HttpTierOptions& options);
 
 // A store opened on `dir` (read-only when asked). A directory that a running server owns (its

@@ -256,6 +256,35 @@ TEST_F(ClientTest, MissesAreWrittenBackToTheTiersThatMissed) {
   EXPECT_EQ((*cache)->stats().uploads, 1u);
 }
 
+TEST_F(ClientTest, HttpsServersAreVerifiedAgainstTheGivenCa) {
+  const std::string cert = (root_ / "cert.pem").string(), key = (root_ / "key.pem").string();
+  const std::string command =
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 -addext "
+      "subjectAltName=IP:127.0.0.1 -keyout " +
+      key + " -out " + cert + " 2>/dev/null";
+  ASSERT_EQ(std::system(command.c_str()), 0) << "openssl could not make a certificate";
+  ServerProcess server(HLOCACHE_BINARY, root_ / "tls",
+                       {"--tls-cert", cert, "--tls-key", key, "--access-log", ""});
+  ASSERT_TRUE(server.started()) << server.output();
+  ASSERT_EQ(server.url().rfind("https://", 0), 0u);
+  CacheOptions trusting = Options();
+  trusting.ca_cert = cert;
+  auto cache = Cache::Open(server.url(), trusting);
+  ASSERT_THAT(cache, IsOk());
+  auto exe = (*cache)->GetOrCompile(Module(11));
+  ASSERT_THAT(exe, IsOk());
+  EXPECT_EQ(exe->source, Source::kCompiledByServer);
+  // Without the CA the server's certificate does not verify: the server is skipped, never
+  // trusted, and the module is compiled here.
+  auto doubting = Cache::Open(server.url(), Options());
+  ASSERT_THAT(doubting, IsOk());
+  auto here = (*doubting)->GetOrCompile(Module(12));
+  ASSERT_THAT(here, IsOk());
+  EXPECT_EQ(here->source, Source::kCompiledHere);
+  EXPECT_THAT(log_, HasSubstr("skipped"));
+  EXPECT_EQ(server.Stop(), 0);
+}
+
 TEST_F(ClientTest, InitializeCacheIsProcessWide) {
   const std::string spec = (root_ / "global").string();
   ASSERT_THAT(client::initialize_cache(spec, Options()), IsOk());
