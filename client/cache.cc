@@ -388,7 +388,8 @@ Result<Executable> CacheImpl::Lookup(const std::string& key, const hlo::Module& 
     if (!slot.tier->remote() || !IsUp(slot) || !slot.tier->CanCompile(target)) continue;
     auto compiled = slot.tier->Compile(hlo_text, target);
     if (!compiled) {
-      MarkDown(slot, compiled.error());
+      if (compiled.error().code() != StatusCode::kFailedPrecondition)
+        MarkDown(slot, compiled.error());
       continue;
     }
     auto exe = Verify(key, compiled->artifact);

@@ -48,11 +48,13 @@ class HttpTier final : public Tier {
     const std::string path = "/v1/compile?target=" + std::string(target);
     auto r = client->Post(path.c_str(), hlo_text.data(), hlo_text.size(), "text/plain");
     if (!r) return Error(Failure("POST /v1/compile", r.error()));
-    if (r->status != 200) {
-      // 400 and 422 are the module's fault: the caller's own compile would fail the same way,
-      // but it is the one to say so. Everything else says the server could not help now.
-      return Error(Unavailable(url_ + ": compile answered " + Reply(*r)));
+    if (r->status == 400 || r->status == 422 || r->status == 403) {
+      // The module's fault (400, 422) or the server's policy (403: read-only, or this token may
+      // not compile), not a failure: the server stays in use, and the caller's own compile
+      // reports any error in the module in its own words.
+      return Error(FailedPrecondition(url_ + ": compile answered " + Reply(*r)));
     }
+    if (r->status != 200) return Error(Unavailable(url_ + ": compile answered " + Reply(*r)));
     RemoteCompile out;
     out.was_cached = r->get_header_value("X-Hlocache-Cache") == "hit";
     out.artifact = std::move(r->body);

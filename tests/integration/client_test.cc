@@ -285,6 +285,25 @@ TEST_F(ClientTest, HttpsServersAreVerifiedAgainstTheGivenCa) {
   EXPECT_EQ(server.Stop(), 0);
 }
 
+TEST_F(ClientTest, AModuleNoCompilerTakesDoesNotRestTheServer) {
+  ServerProcess server(HLOCACHE_BINARY, root_ / "origin", {"--access-log", ""});
+  ASSERT_TRUE(server.started());
+  auto cache = Cache::Open(server.url(), Options());
+  ASSERT_THAT(cache, IsOk());
+  const std::string sort =
+      "HloModule s\nlt {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n  ROOT r = "
+      "pred[] compare(x, y), direction=LT\n}\nENTRY e {\n  a = f32[4] parameter(0)\n  ROOT s = "
+      "f32[4] sort(a), dimensions={0}, to_apply=lt\n}\n";
+  EXPECT_THAT((*cache)->GetOrCompile(sort),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("sort")));
+  // The server answered 422 for that one; it is still asked for the next.
+  auto next = (*cache)->GetOrCompile(Module(13));
+  ASSERT_THAT(next, IsOk());
+  EXPECT_EQ(next->source, Source::kCompiledByServer);
+  EXPECT_EQ((*cache)->stats().tier_errors, 0u);
+  EXPECT_EQ(server.Stop(), 0);
+}
+
 TEST_F(ClientTest, InitializeCacheIsProcessWide) {
   const std::string spec = (root_ / "global").string();
   ASSERT_THAT(client::initialize_cache(spec, Options()), IsOk());
