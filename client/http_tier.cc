@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "client/tier.h"
+#include "compiler/target.h"
 
 namespace hlocache::client {
 namespace {
@@ -40,7 +41,7 @@ class HttpTier final : public Tier {
   }
 
   bool CanCompile(std::string_view target) const override {
-    return target.starts_with("cpu-x86-64-v");
+    return compiler::CpuTargetLevel(target) != 0;
   }
 
   Result<RemoteCompile> Compile(std::string_view hlo_text, std::string_view target) override {

@@ -18,6 +18,13 @@ std::string HostCpuTarget() {
   return "cpu-x86-64-v2";
 }
 
+int CpuTargetLevel(std::string_view target) {
+  constexpr std::string_view kPrefix = "cpu-x86-64-v";
+  if (!target.starts_with(kPrefix) || target.size() != kPrefix.size() + 1) return 0;
+  const char level = target.back();
+  return (level >= '2' && level <= '4') ? level - '0' : 0;
+}
+
 std::string DefaultCompilerId() {
 #if defined(__clang__)
   std::string toolchain = "clang-" + std::to_string(__clang_major__) + "." +

@@ -4,11 +4,15 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 namespace hlocache::compiler {
 
 // The best `cpu-x86-64-vN` level this host runs (v2 at least on x86-64).
 std::string HostCpuTarget();
+
+// N for the CPU targets the code generator builds, "cpu-x86-64-v2" to "-v4"; 0 for anything else.
+int CpuTargetLevel(std::string_view target);
 
 // Names the toolchain, code generator version and optimization level whose output a key stands
 // for: "gcc-12.2.0/hlocache-codegen-2/O2". A new code generator version bumps the number, so keys

@@ -69,8 +69,8 @@ std::string ParseVersion(const std::string& output) {
 }  // namespace
 
 Result<std::string> TargetArchFlag(std::string_view target) {
-  for (std::string_view level : {"v2", "v3", "v4"}) {
-    if (target == "cpu-x86-64-" + std::string(level)) return "-march=x86-64-" + std::string(level);
+  if (const int level = CpuTargetLevel(target); level != 0) {
+    return "-march=x86-64-v" + std::to_string(level);
   }
   return Error(InvalidArgument("target '" + std::string(target) +
                                "' is not one the C++ toolchain builds (cpu-x86-64-v2, -v3, -v4)"));

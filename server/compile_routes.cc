@@ -4,16 +4,13 @@
 #include "client/keying.h"
 #include "compiler/artifact/container.h"
 #include "compiler/hlo/parser.h"
+#include "compiler/target.h"
 #include "server/context.h"
 
 namespace hlocache::server {
 namespace {
 
 constexpr const char* kRequestName = "request";
-
-bool IsCpuTarget(std::string_view target) {
-  return target == "cpu-x86-64-v2" || target == "cpu-x86-64-v3" || target == "cpu-x86-64-v4";
-}
 
 // Parses and keys the request's module for `compiler_id`, or answers the error.
 std::optional<client::KeyedModule> KeyRequest(const httplib::Request& req, const std::string& body,
@@ -76,7 +73,7 @@ void HandleCompile(ServerContext& ctx, const httplib::Request& req, const std::s
   ctx.metrics.bytes_in.fetch_add(body.size(), std::memory_order_relaxed);
   std::string target = req.has_param("target") ? req.get_param_value("target") : ctx.host_target;
   if (Status s = cache::ValidateTarget(target); !s.ok()) return SendError(res, 400, s.message());
-  if (!IsCpuTarget(target)) {
+  if (compiler::CpuTargetLevel(target) == 0) {
     return SendError(
         res, 422,
         "this server cannot build target " + target + " (it builds cpu-x86-64-v2, -v3 and -v4)");

@@ -12,14 +12,6 @@
 namespace hlocache::compiler {
 namespace {
 
-// The N of "cpu-x86-64-vN", or 0.
-int CpuLevel(std::string_view target) {
-  constexpr std::string_view kPrefix = "cpu-x86-64-v";
-  if (!target.starts_with(kPrefix) || target.size() != kPrefix.size() + 1) return 0;
-  const char level = target.back();
-  return (level >= '2' && level <= '4') ? level - '0' : 0;
-}
-
 std::string DlError() {
   const char* e = ::dlerror();
   return e != nullptr ? e : "unknown dynamic loader error";
@@ -28,8 +20,8 @@ std::string DlError() {
 }  // namespace
 
 bool RunsOnHost(std::string_view target) {
-  const int level = CpuLevel(target);
-  return level != 0 && level <= CpuLevel(HostCpuTarget());
+  const int level = CpuTargetLevel(target);
+  return level != 0 && level <= CpuTargetLevel(HostCpuTarget());
 }
 
 Result<InMemoryLibrary> InMemoryLibrary::Open(std::string_view bytes, const std::string& name) {
