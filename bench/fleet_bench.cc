@@ -144,7 +144,7 @@ int main(int argc, char** argv) {
   }
   const int processes = argc > 1 ? std::atoi(argv[1]) : 8;
   const size_t count = argc > 2 ? static_cast<size_t>(std::atoi(argv[2])) : 12;
-  const std::string self = fs::read_symlink("/proc/self/exe").string();
+  const std::string self = hlocache::CurrentExecutable().string();
   const std::vector<std::string> graphs = PickGraphs(count);
   if (graphs.size() < count) {
     std::fprintf(stderr, "only %zu compilable graphs in %s\n", graphs.size(), HLOCACHE_CORPUS_DIR);

@@ -54,12 +54,6 @@ Status WriteOutput(const std::string& path, std::string_view bytes) {
   return Status::Ok();
 }
 
-std::string SelfExecutable() {
-  char buf[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("hlocache");
-}
-
 struct Compiled {
   std::string key;
   std::string artifact;
@@ -70,7 +64,7 @@ struct Compiled {
 // Through the cache named by --cache: a hit anywhere, or a compile by a server or here.
 Result<Compiled> CompileThroughCache(const std::string& text, const CompileSettings& settings) {
   CacheOptions options = CacheOptions::FromEnvironment();
-  options.worker_binary = SelfExecutable();
+  options.worker_binary = CurrentExecutable();
   options.cxx = settings.cxx;
   options.compile_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(settings.timeout_seconds * 1000));
@@ -101,7 +95,7 @@ Result<Compiled> CompileThroughWorker(const std::string& file, const std::string
     return Error(keyed.error());
   }
   compiler::WorkerPoolOptions options;
-  options.worker_binary = SelfExecutable();
+  options.worker_binary = CurrentExecutable();
   options.worker_args = {"--cxx", toolchain.cxx_path().string()};
   options.workers = 1;
   options.timeout =

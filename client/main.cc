@@ -5,10 +5,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <exception>
-#include <filesystem>
 #include <iostream>
 
 #include "client/commands.h"
+#include "common/file.h"
 #include "server/serve_command.h"
 
 namespace {
@@ -37,12 +37,6 @@ bool SplitOptions(const std::vector<std::string>& raw, hlocache::client::KeySett
     settings.options.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
   }
   return true;
-}
-
-std::string SelfPath() {
-  std::error_code ec;
-  auto path = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string("hlocache") : path.string();
 }
 
 int Main(int argc, char** argv) {
@@ -208,7 +202,7 @@ int Main(int argc, char** argv) {
   if (*compile) return RunCompile(file_a, compile_settings, std::cout, std::cerr);
   if (*run) return RunRun(file_a, compile_settings, run_settings, std::cout, std::cerr);
   if (*prewarm) {
-    prewarm_settings.worker_binary = SelfPath();
+    prewarm_settings.worker_binary = hlocache::CurrentExecutable().string();
     return RunPrewarm(prewarm_paths, prewarm_settings, std::cout, std::cerr);
   }
   if (*export_cmd) return RunExport(cache_spec, bundle_path, std::cout, std::cerr);

@@ -14,4 +14,10 @@ Result<std::string> ReadWholeFile(const std::filesystem::path& path) {
   return ss.str();
 }
 
+std::filesystem::path CurrentExecutable() {
+  std::error_code ec;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::filesystem::path("hlocache") : self;
+}
+
 }  // namespace hlocache

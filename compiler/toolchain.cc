@@ -125,8 +125,8 @@ Result<std::string> Toolchain::CompileSharedObject(std::string_view source,
   if (outcome.timed_out) {
     return Error(
         DeadlineExceeded("the C++ compiler ran past its time limit of " +
-                          std::to_string(std::chrono::duration<double>(options_.timeout).count()) +
-                          " s and was killed"));
+                         std::to_string(std::chrono::duration<double>(options_.timeout).count()) +
+                         " s and was killed"));
   }
   if (outcome.signal != 0) {
     return Error(Internal("the C++ compiler was killed by signal " +

@@ -6,9 +6,8 @@
 #include <ctime>
 
 namespace hlocache::server {
-namespace {
 
-std::string UtcNow() {
+std::string UtcTimestamp() {
   const auto now = std::chrono::system_clock::now();
   const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
   const auto millis =
@@ -21,8 +20,6 @@ std::string UtcNow() {
                 static_cast<int>(millis));
   return buf;
 }
-
-}  // namespace
 
 std::string EscapeForLog(std::string_view text, bool json) {
   std::string out;
@@ -63,12 +60,12 @@ void AccessLog::Write(const AccessRecord& r) {
   const std::string micros = std::to_string(r.micros);
   std::string line;
   if (json_) {
-    line = "{\"time\":\"" + UtcNow() + "\",\"remote\":\"" + remote + "\",\"method\":\"" + method +
-           "\",\"path\":\"" + path + "\",\"status\":" + status + ",\"bytes\":" + bytes +
+    line = "{\"time\":\"" + UtcTimestamp() + "\",\"remote\":\"" + remote + "\",\"method\":\"" +
+           method + "\",\"path\":\"" + path + "\",\"status\":" + status + ",\"bytes\":" + bytes +
            ",\"us\":" + micros + "}\n";
   } else {
-    line = UtcNow() + " " + remote + " \"" + method + " " + path + "\" " + status + " " + bytes +
-           " " + micros + "us\n";
+    line = UtcTimestamp() + " " + remote + " \"" + method + " " + path + "\" " + status + " " +
+           bytes + " " + micros + "us\n";
   }
   std::lock_guard<std::mutex> lock(mu_);
   std::fwrite(line.data(), 1, line.size(), file_);

@@ -43,6 +43,9 @@ class AccessLog {
   bool json_;
 };
 
+// Now, in ISO 8601 UTC with milliseconds: "2026-11-23T17:30:22.123Z".
+std::string UtcTimestamp();
+
 // `text` with bytes outside printable ASCII, quotes and backslashes written as \xNN (or, for a
 // JSON string, \u00NN).
 std::string EscapeForLog(std::string_view text, bool json = false);

@@ -5,11 +5,11 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <ctime>
 #include <mutex>
 #include <thread>
 
 #include "cache/dir_lock.h"
+#include "common/file.h"
 #include "compiler/target.h"
 #include "compiler/toolchain.h"
 #include "server/access_log.h"
@@ -31,24 +31,9 @@ bool IsLoopback(const std::string& host) {
   return ::inet_pton(AF_INET, host.c_str(), &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127;
 }
 
-std::string UtcNow() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 bool HasBody(const httplib::Request& req) {
   return req.has_header("Transfer-Encoding") ||
          (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0");
-}
-
-std::string SelfExecutable() {
-  char buf[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("hlocache");
 }
 
 // cpp-httplib listens with a backlog of 5: a fleet connecting at once overflows it, and the
@@ -250,8 +235,7 @@ Status ServerImpl::Init(ServerOptions options) {
   toolchain_options.cxx = o.cxx;
   auto toolchain = compiler::Toolchain::Probe(toolchain_options);
   compiler::WorkerPoolOptions pool_options;
-  pool_options.worker_binary =
-      o.worker_binary.empty() ? std::filesystem::path(SelfExecutable()) : o.worker_binary;
+  pool_options.worker_binary = o.worker_binary.empty() ? CurrentExecutable() : o.worker_binary;
   if (toolchain) {
     ctx_.compiler_id = toolchain->CompilerId();
     pool_options.worker_args = {"--cxx", toolchain->cxx_path().string()};
@@ -294,7 +278,7 @@ Status ServerImpl::Init(ServerOptions options) {
   url_ = std::string(tls ? "https://" : "http://") + host + ":" + std::to_string(port_);
 
   HLOCACHE_RETURN_IF_ERROR(
-      cache::WriteServerInfo(o.dir, {static_cast<long>(::getpid()), url_, UtcNow()}));
+      cache::WriteServerInfo(o.dir, {static_cast<long>(::getpid()), url_, UtcTimestamp()}));
   wrote_server_json_ = true;
   listener_ = std::thread([this] { http_->listen_after_bind(); });
   // stop() only takes effect on a running server: wait until it runs.
