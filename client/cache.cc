@@ -120,6 +120,7 @@ class CacheImpl final : public Cache {
 
   Status Init();
   Result<Executable> GetOrCompile(std::string_view hlo_text, std::string_view target) override;
+  Result<Executable> GetOrCompile(const hlo::Module& module, std::string_view target) override;
   void Flush() override;
   Status Put(std::string_view key, std::string_view artifact) override;
   CacheStats stats() const override {
@@ -137,7 +138,7 @@ class CacheImpl final : public Cache {
   };
 
   Result<Executable> Lookup(const std::string& key, const hlo::Module& module,
-                            std::string_view hlo_text, const std::string& target);
+                            const std::string& target);
   // The verified, loaded artifact; an error says why it was dropped.
   Result<std::shared_ptr<const compiler::LoadedExecutable>> Verify(const std::string& key,
                                                                    std::string_view bytes);
@@ -278,9 +279,13 @@ Result<std::string> CacheImpl::CompileHere(const std::string& key, const hlo::Mo
 }
 
 Result<Executable> CacheImpl::GetOrCompile(std::string_view hlo_text, std::string_view target) {
+  HLOCACHE_ASSIGN_OR_RETURN(hlo::Module module, hlo::ParseModule(std::string(hlo_text), "module"));
+  return GetOrCompile(module, target);
+}
+
+Result<Executable> CacheImpl::GetOrCompile(const hlo::Module& module, std::string_view target) {
   const auto start = Clock::now();
   Count([](CacheStats& s) { ++s.requests; });
-  HLOCACHE_ASSIGN_OR_RETURN(hlo::Module module, hlo::ParseModule(std::string(hlo_text), "module"));
   KeySettings settings;
   settings.target = std::string(target);
   settings.compiler_id = compiler_id_;
@@ -320,7 +325,7 @@ Result<Executable> CacheImpl::GetOrCompile(std::string_view hlo_text, std::strin
     }
     return result;
   }
-  Result<Executable> result = Lookup(key, module, hlo_text, keyed.target);
+  Result<Executable> result = Lookup(key, module, keyed.target);
   if (result) result->total_seconds = SecondsSince(start);
   promise.set_value(result);
   {
@@ -331,7 +336,7 @@ Result<Executable> CacheImpl::GetOrCompile(std::string_view hlo_text, std::strin
 }
 
 Result<Executable> CacheImpl::Lookup(const std::string& key, const hlo::Module& module,
-                                     std::string_view hlo_text, const std::string& target) {
+                                     const std::string& target) {
   Executable out;
   out.key = key;
   std::vector<size_t> missed;  // Tiers to write the artifact back to.
@@ -386,7 +391,7 @@ Result<Executable> CacheImpl::Lookup(const std::string& key, const hlo::Module& 
   for (size_t i = 0; i < tiers_.size(); ++i) {
     TierSlot& slot = *tiers_[i];
     if (!slot.tier->remote() || !IsUp(slot) || !slot.tier->CanCompile(target)) continue;
-    auto compiled = slot.tier->Compile(hlo_text, target);
+    auto compiled = slot.tier->Compile(module.source(), target);
     if (!compiled) {
       if (compiled.error().code() != StatusCode::kFailedPrecondition)
         MarkDown(slot, compiled.error());

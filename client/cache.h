@@ -31,6 +31,10 @@
 #include "common/status.h"
 #include "compiler/artifact/loader.h"
 
+namespace hlocache::hlo {
+class Module;
+}
+
 namespace hlocache::client {
 
 enum class Source { kMemory, kLocal, kRemote, kCompiledHere, kCompiledByServer };
@@ -39,7 +43,7 @@ std::string_view SourceName(Source source);
 struct CacheOptions {
   // Never write to any tier (the server may still compile and keep what it builds).
   bool read_only = false;
-  std::string token;                            // Bearer token for servers.
+  std::string token;    // Bearer token for servers.
   std::string ca_cert;  // PEM CA for https servers (an internal CA); empty: the system's.
   uint64_t memory_bytes = uint64_t{256} << 20;  // In-process LRU of loaded executables; 0: off.
   std::chrono::milliseconds connect_timeout{300};
@@ -86,6 +90,10 @@ class Cache {
 
   // `target` empty: this host's best CPU level.
   virtual Result<Executable> GetOrCompile(std::string_view hlo_text,
+                                          std::string_view target = "") = 0;
+  // The same for a module the caller has already parsed (its source text is what a server is
+  // sent), so that a caller who needs the module too parses it once.
+  virtual Result<Executable> GetOrCompile(const hlo::Module& module,
                                           std::string_view target = "") = 0;
   // Stores a ready artifact under `key` in every writable tier, now (for imports). Verifies it
   // first (container, checksum, key). kInvalidArgument or kDataLoss for a bad artifact;

@@ -92,8 +92,7 @@ hlocache_executable* hlocache_compile(const char* hlo_text, size_t hlo_size, con
       SetError(error, error_size, why);
       return nullptr;
     }
-    const std::string text(hlo_text, hlo_size);
-    auto module = hlocache::hlo::ParseModule(text, "module");
+    auto module = hlocache::hlo::ParseModule(std::string(hlo_text, hlo_size), "module");
     if (!module) {
       Fail(error, error_size, module.error());
       return nullptr;
@@ -103,7 +102,7 @@ hlocache_executable* hlocache_compile(const char* hlo_text, size_t hlo_size, con
       Fail(error, error_size, leaves.error());
       return nullptr;
     }
-    auto exe = cache->GetOrCompile(text, target ? target : "");
+    auto exe = cache->GetOrCompile(*module, target ? target : "");
     if (!exe) {
       Fail(error, error_size, exe.error());
       return nullptr;
