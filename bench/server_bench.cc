@@ -26,6 +26,7 @@
 #endif
 
 namespace fs = std::filesystem;
+using hlocache::testing::CommandOutput;
 using hlocache::testing::MakeArtifact;
 using hlocache::testing::ServerProcess;
 using hlocache::testing::TestKey;
@@ -39,25 +40,13 @@ struct Load {
   bool ok = false;
 };
 
-std::string Run(const std::string& command) {
-  std::string out;
-  if (FILE* p = ::popen((command + " 2>&1").c_str(), "r")) {
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-    ::pclose(p);
-  }
-  return out;
-}
-
-double Number(const std::string& text, const std::string& after, double scale_if_ms = 1) {
+double Number(const std::string& text, const std::string& after) {
   const size_t at = text.find(after);
   if (at == std::string::npos) return 0;
   std::istringstream in(text.substr(at + after.size()));
   double value = 0;
   std::string unit;
   in >> value >> unit;
-  (void)scale_if_ms;
   return value;
 }
 
@@ -71,7 +60,8 @@ double Milliseconds(const std::string& token) {
 }
 
 Load Wrk(const std::string& url, int seconds, size_t bytes) {
-  const std::string out = Run("wrk -t2 -c8 -d" + std::to_string(seconds) + "s --latency " + url);
+  const std::string out =
+      CommandOutput("wrk -t2 -c8 -d" + std::to_string(seconds) + "s --latency " + url);
   Load load;
   load.requests_per_second = Number(out, "Requests/sec:");
   load.megabytes_per_second = load.requests_per_second * static_cast<double>(bytes) / 1e6;
@@ -194,9 +184,9 @@ int main(int argc, char** argv) {
                             s.bytes.size());
     // Redis: SET then GET of one value of the same size; the GET row.
     const std::string csv =
-        Run("redis-benchmark -p " + std::to_string(redis_port) + " -t set,get -c 8 -d " +
-            std::to_string(s.bytes.size()) + " -n " +
-            std::to_string(s.bytes.size() > 100000 ? 20000 : 200000) + " --csv");
+        CommandOutput("redis-benchmark -p " + std::to_string(redis_port) + " -t set,get -c 8 -d " +
+                      std::to_string(s.bytes.size()) + " -n " +
+                      std::to_string(s.bytes.size() > 100000 ? 20000 : 200000) + " --csv");
     Load redis_load;
     const size_t get = csv.find("\"GET\"");
     if (get != std::string::npos) {

@@ -20,6 +20,7 @@
 #include "client/commands.h"
 #include "compiler/artifact/container.h"
 #include "tests/integration/server_harness.h"
+#include "tests/integration/test_directory.h"
 #include "tests/unit/status_matchers.h"
 
 #ifndef HLOCACHE_BINARY
@@ -42,19 +43,8 @@ std::string Module(int variant) {
          ")\n  d = f32[32] broadcast(c), dimensions={}\n  ROOT s = f32[32] add(a, d)\n}\n";
 }
 
-class ClientTest : public ::testing::Test {
+class ClientTest : public TestDirectory {
  protected:
-  void SetUp() override {
-    root_ = fs::temp_directory_path() /
-            ("hlocache-client-test-" + std::to_string(::getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
-    fs::create_directories(root_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-  }
   CacheOptions Options() {
     CacheOptions o;
     o.connect_timeout = std::chrono::milliseconds(200);
@@ -75,23 +65,13 @@ class ClientTest : public ::testing::Test {
     if (!store) return 0;
     return (*store)->Stats()->entries;
   }
-  fs::path root_;
   std::mutex log_mu_;
   std::string log_;
 };
 
 // Runs `hlocache run --cache SPEC FILE` as its own process; its standard output.
 std::string RunProcess(const std::string& spec, const fs::path& file) {
-  const std::string command =
-      std::string(HLOCACHE_BINARY) + " run --cache " + spec + " " + file.string() + " 2>&1";
-  std::string out;
-  if (FILE* p = ::popen(command.c_str(), "r")) {
-    char buf[4096];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-    ::pclose(p);
-  }
-  return out;
+  return CommandOutput(std::string(HLOCACHE_BINARY) + " run --cache " + spec + " " + file.string());
 }
 
 TEST_F(ClientTest, TwoProcessesShareADirectoryThroughItsServer) {
@@ -290,11 +270,7 @@ TEST_F(ClientTest, AModuleNoCompilerTakesDoesNotRestTheServer) {
   ASSERT_TRUE(server.started());
   auto cache = Cache::Open(server.url(), Options());
   ASSERT_THAT(cache, IsOk());
-  const std::string sort =
-      "HloModule s\nlt {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n  ROOT r = "
-      "pred[] compare(x, y), direction=LT\n}\nENTRY e {\n  a = f32[4] parameter(0)\n  ROOT s = "
-      "f32[4] sort(a), dimensions={0}, to_apply=lt\n}\n";
-  EXPECT_THAT((*cache)->GetOrCompile(sort),
+  EXPECT_THAT((*cache)->GetOrCompile(kUnsupportedSortModule),
               StatusIs(StatusCode::kFailedPrecondition, HasSubstr("sort")));
   // The server answered 422 for that one; it is still asked for the next.
   auto next = (*cache)->GetOrCompile(Module(13));
@@ -322,10 +298,7 @@ TEST_F(ClientTest, PrewarmThenExportThenImportGivesTheSameKeysAndBytes) {
   fs::create_directories(root_ / "hlo" / "sub");
   for (int i = 0; i < 3; ++i)
     std::ofstream(root_ / "hlo" / ("m" + std::to_string(i) + ".hlo")) << Module(20 + i);
-  std::ofstream(root_ / "hlo" / "sub" / "sorted.hlo")
-      << "HloModule s\nlt {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n  ROOT r = "
-         "pred[] compare(x, y), direction=LT\n}\nENTRY e {\n  a = f32[4] parameter(0)\n  ROOT s = "
-         "f32[4] sort(a), dimensions={0}, to_apply=lt\n}\n";
+  std::ofstream(root_ / "hlo" / "sub" / "sorted.hlo") << kUnsupportedSortModule;
   std::ofstream(root_ / "hlo" / "notes.txt") << "not a module";
   client::PrewarmSettings settings;
   settings.cache = (root_ / "warm").string();

@@ -178,6 +178,17 @@ std::string MakeArtifact(const std::string& key, size_t payload_bytes, uint64_t 
   return compiler::EncodeArtifact(header, payload);
 }
 
+std::string CommandOutput(const std::string& command) {
+  std::string out;
+  if (FILE* p = ::popen((command + " 2>&1").c_str(), "r")) {
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    ::pclose(p);
+  }
+  return out;
+}
+
 std::string TestKey(uint64_t n) {
   char buf[40];
   std::snprintf(buf, sizeof buf, "v1-%016llx%016llx", 0x5eedull,

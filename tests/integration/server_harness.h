@@ -63,4 +63,13 @@ std::string MakeArtifact(const std::string& key, size_t payload_bytes, uint64_t 
 // "v1-" and 32 hex digits from `n`.
 std::string TestKey(uint64_t n);
 
+// What a shell command prints, standard output and error together.
+std::string CommandOutput(const std::string& command);
+
+// A valid module the code generator does not support (a sort): servers answer 422.
+inline constexpr const char* kUnsupportedSortModule =
+    "HloModule s\nlt {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n  ROOT r = pred[] "
+    "compare(x, y), direction=LT\n}\nENTRY e {\n  a = f32[4] parameter(0)\n  ROOT s = f32[4] "
+    "sort(a), dimensions={0}, to_apply=lt\n}\n";
+
 }  // namespace hlocache::testing

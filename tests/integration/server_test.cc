@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/integration/server_harness.h"
+#include "tests/integration/test_directory.h"
 
 #ifndef HLOCACHE_BINARY
 #error "HLOCACHE_BINARY names the hlocache executable under test"
@@ -35,19 +36,8 @@ std::string Module(int variant) {
          "  ROOT t = f32[64] multiply(s, d)\n}\n";
 }
 
-class ServerTest : public ::testing::Test {
+class ServerTest : public TestDirectory {
  protected:
-  void SetUp() override {
-    root_ = fs::temp_directory_path() /
-            ("hlocache-server-test-" + std::to_string(::getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
-    fs::create_directories(root_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-  }
   std::unique_ptr<ServerProcess> Start(std::vector<std::string> args = {},
                                        const std::string& dir = "store") {
     args.insert(args.end(), {"--access-log", (root_ / "access.log").string()});
@@ -55,7 +45,6 @@ class ServerTest : public ::testing::Test {
     EXPECT_TRUE(server->started()) << server->output();
     return server;
   }
-  fs::path root_;
 };
 
 TEST_F(ServerTest, RoundTripsFromOneByteTo256MiB) {
@@ -135,12 +124,7 @@ TEST_F(ServerTest, ErrorStatuses) {
   ASSERT_TRUE(parse);
   EXPECT_EQ(parse->status, 400);
   EXPECT_THAT(parse->body, ::testing::ContainsRegex("request:[0-9]+:[0-9]+"));
-  auto unsupported = client->Post(
-      "/v1/compile",
-      "HloModule m\nlt {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n  ROOT r = "
-      "pred[] compare(x, y), direction=LT\n}\nENTRY e {\n  a = f32[4] parameter(0)\n  ROOT s = "
-      "f32[4] sort(a), dimensions={0}, to_apply=lt\n}\n",
-      "text/plain");
+  auto unsupported = client->Post("/v1/compile", kUnsupportedSortModule, "text/plain");
   ASSERT_TRUE(unsupported);
   EXPECT_EQ(unsupported->status, 422) << unsupported->body;
   EXPECT_EQ(status(client->Post("/v1/compile?target=cuda-sm_90", Module(1), "text/plain")), 422);
