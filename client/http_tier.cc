@@ -1,8 +1,5 @@
 // The HTTP tier: a server's artifact routes and its compile route.
-#include <httplib.h>
-
-#include <mutex>
-
+#include "client/http_client.h"
 #include "client/tier.h"
 #include "compiler/target.h"
 
@@ -64,29 +61,15 @@ class HttpTier final : public Tier {
 
  private:
   std::unique_ptr<httplib::Client> Client(std::chrono::milliseconds timeout) const {
-    auto client = std::make_unique<httplib::Client>(url_);
-    client->set_tcp_nodelay(true);
-    client->set_connection_timeout(options_.connect_timeout);
-    client->set_read_timeout(timeout);
-    client->set_write_timeout(timeout);
-    client->set_keep_alive(false);
-    if (!options_.token.empty()) client->set_bearer_token_auth(options_.token.c_str());
-    if (url_.starts_with("https://")) {
-      client->enable_server_certificate_verification(true);
-      if (!options_.ca_cert.empty()) client->set_ca_cert_path(options_.ca_cert);
-    }
-    return client;
+    return MakeHttpClient(url_, {options_.token, options_.ca_cert, options_.connect_timeout},
+                          timeout);
   }
 
   Status Failure(const std::string& what, httplib::Error error) const {
     return Unavailable(url_ + ": " + what + " failed: " + httplib::to_string(error));
   }
 
-  static std::string Reply(const httplib::Response& r) {
-    std::string body = r.body.substr(0, 200);
-    while (!body.empty() && (body.back() == '\n' || body.back() == '\r')) body.pop_back();
-    return std::to_string(r.status) + (body.empty() ? "" : " (" + body + ")");
-  }
+  static std::string Reply(const httplib::Response& r) { return DescribeReply(r); }
 
   const std::string url_;
   const HttpTierOptions options_;

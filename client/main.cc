@@ -181,6 +181,14 @@ int Main(int argc, char** argv) {
   serve->add_flag("--access-log-json", so.access_log_json, "access log lines as JSON");
   serve->add_option("--cxx", so.cxx, "the C++ compiler the compile workers use")
       ->capture_default_str();
+  serve->add_option("--upstream", so.upstream_url,
+                    "origin server to read through to, forward compiles and uploads to");
+  serve->add_option("--upstream-token", so.upstream_token,
+                    "bearer token for the origin (default: $HLOCACHE_UPSTREAM_TOKEN)");
+  serve->add_option("--upstream-ca-cert", so.upstream_ca_cert,
+                    "PEM file of the CA that signs an https origin");
+  serve->add_flag("--dry-run", serve_settings.dry_run,
+                  "check the options, print what would be served, and exit");
 
   try {
     app.parse(argc, argv);
@@ -214,6 +222,9 @@ int Main(int argc, char** argv) {
     so.tls_key = tls_key;
     so.compile_timeout = std::chrono::seconds(compile_timeout_seconds);
     so.io_timeout = std::chrono::seconds(std::max<size_t>(io_timeout_seconds, 1));
+    if (so.upstream_token.empty()) {
+      if (const char* env = std::getenv("HLOCACHE_UPSTREAM_TOKEN")) so.upstream_token = env;
+    }
     return hlocache::server::RunServe(std::move(serve_settings), std::cout, std::cerr);
   }
   return 2;

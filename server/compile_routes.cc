@@ -105,6 +105,20 @@ void HandleCompile(ServerContext& ctx, const httplib::Request& req, const std::s
                      "compiles nothing new (key " +
                          key + ")");
   }
+  if (ctx.upstream) {
+    // One compile on the origin serves every host; this host compiles only when the origin
+    // cannot be asked, and uploads what it built once the origin is back.
+    auto forwarded = ctx.upstream->Compile(key, body, target);
+    if (forwarded) {
+      res.set_header("X-Hlocache-Origin", forwarded->origin_cache);
+      return SendArtifact(ctx, res, key, std::move(forwarded->artifact),
+                          forwarded->shared ? "coalesced" : "miss");
+    }
+    const StatusCode code = forwarded.error().code();
+    if (code == StatusCode::kInvalidArgument || code == StatusCode::kFailedPrecondition) {
+      return SendError(res, HttpStatusOf(forwarded.error()), forwarded.error().message());
+    }
+  }
   compiler::CompileRequest request;
   request.key = key;
   request.hlo_text = body;
@@ -150,6 +164,7 @@ void HandleCompile(ServerContext& ctx, const httplib::Request& req, const std::s
   if (!outcome->coalesced) {
     ctx.metrics.compile_micros.fetch_add(static_cast<uint64_t>(outcome->seconds * 1e6),
                                          std::memory_order_relaxed);
+    if (ctx.upstream) ctx.upstream->QueueUpload(key);
   }
   SendArtifact(ctx, res, key, std::move(outcome->artifact),
                outcome->coalesced ? "coalesced" : "miss");

@@ -18,6 +18,7 @@
 #include "server/auth.h"
 #include "server/metrics.h"
 #include "server/server.h"
+#include "server/upstream.h"
 
 namespace hlocache::server {
 
@@ -25,10 +26,11 @@ struct ServerContext {
   ServerOptions options;
   std::unique_ptr<cache::Store> store;
   std::unique_ptr<compiler::WorkerPool> pool;
-  std::optional<TokenTable> tokens;  // Empty: every request has the admin role.
-  std::string host_target;           // The target of a compile that names none.
-  std::string compiler_id;           // Empty when no C++ toolchain was found.
-  std::string toolchain_error;       // Why, in that case.
+  std::unique_ptr<Upstream> upstream;  // Null without --upstream.
+  std::optional<TokenTable> tokens;    // Empty: every request has the admin role.
+  std::string host_target;             // The target of a compile that names none.
+  std::string compiler_id;             // Empty when no C++ toolchain was found.
+  std::string toolchain_error;         // Why, in that case.
   Metrics metrics;
 };
 

@@ -7,24 +7,27 @@ namespace {
 template <typename Render>
 void RenderWithStore(ServerContext& ctx, Render render) {
   auto stats = ctx.store->Stats();
-  render(stats ? &*stats : nullptr, ctx.pool->stats());
+  std::optional<UpstreamStats> upstream;
+  if (ctx.upstream) upstream = ctx.upstream->stats();
+  render(stats ? &*stats : nullptr, ctx.pool->stats(), upstream ? &*upstream : nullptr);
 }
 
 }  // namespace
 
 void RegisterInfoRoutes(httplib::Server& http, ServerContext& ctx) {
+  using compiler::WorkerPoolStats;
   http.Get("/v1/stats", [&ctx](const httplib::Request&, httplib::Response& res) {
-    RenderWithStore(ctx,
-                    [&](const cache::StoreStats* store, const compiler::WorkerPoolStats& pool) {
-                      res.set_content(ctx.metrics.RenderStatsJson(store, pool), "application/json");
-                    });
+    RenderWithStore(ctx, [&](const cache::StoreStats* store, const WorkerPoolStats& pool,
+                             const UpstreamStats* upstream) {
+      res.set_content(ctx.metrics.RenderStatsJson(store, pool, upstream), "application/json");
+    });
   });
   http.Get("/metrics", [&ctx](const httplib::Request&, httplib::Response& res) {
-    RenderWithStore(ctx,
-                    [&](const cache::StoreStats* store, const compiler::WorkerPoolStats& pool) {
-                      res.set_content(ctx.metrics.RenderPrometheus(store, pool),
-                                      "text/plain; version=0.0.4; charset=utf-8");
-                    });
+    RenderWithStore(ctx, [&](const cache::StoreStats* store, const WorkerPoolStats& pool,
+                             const UpstreamStats* upstream) {
+      res.set_content(ctx.metrics.RenderPrometheus(store, pool, upstream),
+                      "text/plain; version=0.0.4; charset=utf-8");
+    });
   });
   http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");

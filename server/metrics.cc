@@ -79,7 +79,8 @@ void Metrics::CountRequest(Route route, int http_status) {
 }
 
 std::string Metrics::RenderPrometheus(const cache::StoreStats* store,
-                                      const compiler::WorkerPoolStats& pool) const {
+                                      const compiler::WorkerPoolStats& pool,
+                                      const UpstreamStats* upstream) const {
   std::string out;
   out.reserve(4096);
   out +=
@@ -139,11 +140,33 @@ std::string Metrics::RenderPrometheus(const cache::StoreStats* store,
     counter("hlocache_store_quarantined_total", "Corrupt entries removed (store lifetime).",
             static_cast<double>(store->quarantined));
   }
+  if (upstream != nullptr) {
+    auto n = [](uint64_t v) { return static_cast<double>(v); };
+    counter("hlocache_upstream_fetches_total", "Artifacts fetched from the upstream and kept.",
+            n(upstream->fetches));
+    counter("hlocache_upstream_fetch_misses_total", "Fetches the upstream did not have.",
+            n(upstream->fetch_misses));
+    counter("hlocache_upstream_compiles_total", "Compiles the upstream answered.",
+            n(upstream->compiles));
+    counter("hlocache_upstream_uploads_total", "Artifacts uploaded to the upstream.",
+            n(upstream->uploads));
+    counter("hlocache_upstream_uploads_refused_total", "Uploads the upstream refused (4xx).",
+            n(upstream->upload_refused));
+    counter("hlocache_upstream_failures_total",
+            "Requests that could not reach the upstream or got a 5xx.", n(upstream->failures));
+    counter("hlocache_upstream_skipped_total",
+            "Requests not sent while the upstream was backing off.", n(upstream->skipped));
+    gauge("hlocache_upstream_pending_uploads", "Uploads waiting for the upstream.",
+          n(upstream->pending_uploads));
+    gauge("hlocache_upstream_up", "1 when the last request reached the upstream.",
+          upstream->up ? 1 : 0);
+  }
   return out;
 }
 
 std::string Metrics::RenderStatsJson(const cache::StoreStats* store,
-                                     const compiler::WorkerPoolStats& pool) const {
+                                     const compiler::WorkerPoolStats& pool,
+                                     const UpstreamStats* upstream) const {
   auto load = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
   nlohmann::json j;
   j["hits"] = load(hits);
@@ -168,6 +191,17 @@ std::string Metrics::RenderStatsJson(const cache::StoreStats* store,
     j["evictions"] = store->evictions;
     j["quarantined"] = store->quarantined;
     j["store_lifetime"] = {{"hits", store->hits}, {"misses", store->misses}, {"puts", store->puts}};
+  }
+  if (upstream != nullptr) {
+    j["upstream"] = {{"up", upstream->up},
+                     {"fetches", upstream->fetches},
+                     {"fetch_misses", upstream->fetch_misses},
+                     {"compiles", upstream->compiles},
+                     {"uploads", upstream->uploads},
+                     {"uploads_refused", upstream->upload_refused},
+                     {"failures", upstream->failures},
+                     {"skipped", upstream->skipped},
+                     {"pending_uploads", upstream->pending_uploads}};
   }
   return j.dump(2) + "\n";
 }

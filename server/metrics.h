@@ -15,6 +15,7 @@
 
 #include "cache/store.h"
 #include "compiler/worker_pool.h"
+#include "server/upstream.h"
 
 namespace hlocache::server {
 
@@ -51,11 +52,13 @@ class Metrics {
   std::atomic<uint64_t> store_errors{0};          // Store failures answered with 5xx.
   std::atomic<int64_t> in_flight{0};              // Requests routed and not yet answered.
 
-  // `store` may be null when its statistics could not be read.
+  // `store` may be null when its statistics could not be read; `upstream` is null for a
+  // server without one.
   std::string RenderPrometheus(const cache::StoreStats* store,
-                               const compiler::WorkerPoolStats& pool) const;
-  std::string RenderStatsJson(const cache::StoreStats* store,
-                              const compiler::WorkerPoolStats& pool) const;
+                               const compiler::WorkerPoolStats& pool,
+                               const UpstreamStats* upstream) const;
+  std::string RenderStatsJson(const cache::StoreStats* store, const compiler::WorkerPoolStats& pool,
+                              const UpstreamStats* upstream) const;
 
  private:
   static constexpr int kFirstStatus = 100;

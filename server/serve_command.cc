@@ -57,6 +57,19 @@ int RunServe(ServeSettings settings, std::ostream& out, std::ostream& err) {
     *target = *bytes;
   }
 
+  if (settings.dry_run) {
+    if (Status s = CheckServerOptions(options); !s.ok()) {
+      err << "hlocache serve: " << s.message() << "\n";
+      return 1;
+    }
+    out << "hlocache: would serve " << options.dir.string() << " on " << options.host << ":"
+        << options.port << (options.read_only ? ", read-only" : "")
+        << (options.tokens_file.empty() ? "" : ", tokens from " + options.tokens_file.string())
+        << (options.upstream_url.empty() ? "" : ", reading through to " + options.upstream_url)
+        << std::endl;
+    return 0;
+  }
+
   // The signals are taken by sigwait below; every thread the server starts inherits the mask.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);

@@ -62,6 +62,7 @@ class ServerImpl final : public Server {
     if (listener_.joinable()) listener_.join();  // Returns once every connection is done.
     // server.json goes before the store's lock is released, so it never names a successor.
     if (wrote_server_json_) cache::RemoveServerInfo(ctx_.options.dir);
+    ctx_.upstream.reset();  // Stops its uploader, which reads the store.
     ctx_.pool.reset();
     ctx_.store.reset();  // Flushes access times and marks a clean close.
     log_.reset();
@@ -207,15 +208,7 @@ void ServerImpl::Configure() {
 Status ServerImpl::Init(ServerOptions options) {
   ctx_.options = std::move(options);
   const ServerOptions& o = ctx_.options;
-  if (o.tls_cert.empty() != o.tls_key.empty()) {
-    return InvalidArgument("--tls-cert and --tls-key go together");
-  }
-  if (o.tokens_file.empty() && !o.insecure_open && !IsLoopback(o.host)) {
-    return InvalidArgument(
-        "without --tokens every client may read, write and delete; listen on "
-        "a loopback address, give --tokens FILE, or pass --insecure-open");
-  }
-  if (o.port < 0 || o.port > 65535) return InvalidArgument("port out of range");
+  HLOCACHE_RETURN_IF_ERROR(CheckServerOptions(o));
   if (!o.tokens_file.empty()) {
     HLOCACHE_ASSIGN_OR_RETURN(TokenTable tokens, TokenTable::Load(o.tokens_file));
     ctx_.tokens.emplace(std::move(tokens));
@@ -229,6 +222,16 @@ Status ServerImpl::Init(ServerOptions options) {
   store_options.max_bytes = o.max_size;
   store_options.sync_puts = o.sync_puts;
   HLOCACHE_ASSIGN_OR_RETURN(ctx_.store, cache::Store::Open(o.dir, store_options));
+
+  if (!o.upstream_url.empty()) {
+    UpstreamOptions upstream;
+    upstream.url = o.upstream_url;
+    upstream.token = o.upstream_token;
+    upstream.ca_cert = o.upstream_ca_cert;
+    upstream.compile_timeout = o.compile_timeout;
+    upstream.strict_checks = o.verify_uploads;
+    HLOCACHE_ASSIGN_OR_RETURN(ctx_.upstream, Upstream::Make(std::move(upstream), *ctx_.store));
+  }
 
   ctx_.host_target = compiler::HostCpuTarget();
   compiler::ToolchainOptions toolchain_options;
@@ -289,6 +292,30 @@ Status ServerImpl::Init(ServerOptions options) {
 }
 
 }  // namespace
+
+Status CheckServerOptions(const ServerOptions& o) {
+  if (o.tls_cert.empty() != o.tls_key.empty()) {
+    return InvalidArgument("--tls-cert and --tls-key go together");
+  }
+  if (o.tokens_file.empty() && !o.insecure_open && !IsLoopback(o.host)) {
+    return InvalidArgument(
+        "without --tokens every client may read, write and delete; listen on "
+        "a loopback address, give --tokens FILE, or pass --insecure-open");
+  }
+  if (o.port < 0 || o.port > 65535) return InvalidArgument("port out of range");
+  if (!o.upstream_url.empty()) {
+    if (o.read_only) {
+      return InvalidArgument(
+          "--readonly and --upstream do not go together: a server reading through keeps what it "
+          "fetches");
+    }
+    if (!o.upstream_url.starts_with("http://") && !o.upstream_url.starts_with("https://")) {
+      return InvalidArgument("--upstream: '" + o.upstream_url +
+                             "' is not an http:// or https:// URL");
+    }
+  }
+  return Status::Ok();
+}
 
 Role RequiredRole(std::string_view method, std::string_view path) {
   if (path == "/healthz") return Role::kNone;

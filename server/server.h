@@ -46,8 +46,17 @@ struct ServerOptions {
   bool access_log_json = false;
   std::filesystem::path worker_binary;  // The `hlocache` executable that runs compile-worker.
   std::string cxx = "c++";
-  bool sync_puts = true;  // Off only for benchmarks.
+  // The origin this server reads through to (server/upstream.h); empty for none.
+  std::string upstream_url;
+  std::string upstream_token;    // Its bearer token.
+  std::string upstream_ca_cert;  // The CA of an https origin; empty for the system's.
+  bool sync_puts = true;         // Off only for benchmarks.
 };
+
+// The checks Server::Start makes on the options alone, before it touches a file or a socket:
+// kInvalidArgument with the reason. (Start also reads the tokens and TLS files, opens the store
+// and binds the address, which can fail on their own.)
+Status CheckServerOptions(const ServerOptions& options);
 
 class Server {
  public:

@@ -1,0 +1,48 @@
+// One way to open an HTTP(S) connection to a hlocache server, for the client's HTTP tier and
+// for a server's upstream: TCP_NODELAY, bounded connect and I/O waits, a bearer token, and an
+// https server's certificate always verified (against `ca_cert` when given, else the system's).
+//
+// Heavy (it includes httplib.h): include it only where a request is made.
+#pragma once
+
+#include <httplib.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+namespace hlocache::client {
+
+struct HttpClientSettings {
+  std::string token;    // Bearer token; empty for none.
+  std::string ca_cert;  // PEM file; empty for the system's store.
+  std::chrono::milliseconds connect_timeout{300};
+};
+
+// `url` is http://host:port or https://host:port (already checked by the caller). One request
+// per connection: clients are made per request and closed after it.
+inline std::unique_ptr<httplib::Client> MakeHttpClient(const std::string& url,
+                                                       const HttpClientSettings& settings,
+                                                       std::chrono::milliseconds io_timeout) {
+  auto client = std::make_unique<httplib::Client>(url);
+  client->set_tcp_nodelay(true);
+  client->set_connection_timeout(settings.connect_timeout);
+  client->set_read_timeout(io_timeout);
+  client->set_write_timeout(io_timeout);
+  client->set_keep_alive(false);
+  if (!settings.token.empty()) client->set_bearer_token_auth(settings.token.c_str());
+  if (url.starts_with("https://")) {
+    client->enable_server_certificate_verification(true);
+    if (!settings.ca_cert.empty()) client->set_ca_cert_path(settings.ca_cert);
+  }
+  return client;
+}
+
+// "404 (error: no artifact ...)": a reply's status and the start of its body, on one line.
+inline std::string DescribeReply(const httplib::Response& r) {
+  std::string body = r.body.substr(0, 200);
+  while (!body.empty() && (body.back() == '\n' || body.back() == '\r')) body.pop_back();
+  return std::to_string(r.status) + (body.empty() ? "" : " (" + body + ")");
+}
+
+}  // namespace hlocache::client

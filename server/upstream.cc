@@ -1,0 +1,348 @@
+#include "server/upstream.h"
+
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "client/http_client.h"
+#include "common/single_flight.h"
+#include "server/verified_put.h"
+
+namespace hlocache::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string ArtifactPath(std::string_view key) { return "/v1/artifacts/" + std::string(key); }
+
+// The Content-Length of a reply, or nullopt when it has none or it is not a number.
+std::optional<uint64_t> ContentLength(const httplib::Response& r) {
+  if (!r.has_header("Content-Length")) return std::nullopt;
+  const std::string text = r.get_header_value("Content-Length");
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(text.c_str(), &end, 10);
+  if (text.empty() || end != text.c_str() + text.size()) return std::nullopt;
+  return n;
+}
+
+class UpstreamImpl final : public Upstream {
+ public:
+  UpstreamImpl(UpstreamOptions options, cache::Store& store)
+      : options_(std::move(options)),
+        store_(store),
+        http_settings_{options_.token, options_.ca_cert, options_.connect_timeout},
+        uploader_([this] { RunUploader(); }) {}
+
+  ~UpstreamImpl() override {
+    {
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      stopping_ = true;
+    }
+    queue_changed_.notify_all();
+    uploader_.join();
+  }
+
+  const std::string& url() const override { return options_.url; }
+
+  Result<bool> Fetch(std::string_view key) override {
+    return fetches_.Do(std::string(key), [&] { return FetchNow(key); });
+  }
+
+  Result<std::optional<uint64_t>> Head(std::string_view key) override {
+    if (!Admit()) return Error(BackingOff());
+    auto r = Client(options_.io_timeout)->Head(ArtifactPath(key));
+    if (!r) return Error(TransportFailure("HEAD", r.error()));
+    MarkUp();
+    if (r->status == 404) return std::optional<uint64_t>();
+    if (r->status != 200) return Error(Refused("HEAD", *r));
+    return std::optional<uint64_t>(ContentLength(*r).value_or(0));
+  }
+
+  Result<UpstreamCompile> Compile(std::string_view key, std::string_view hlo_text,
+                                  std::string_view target) override {
+    bool shared = false;
+    auto outcome = compiles_.Do(
+        std::string(key), [&] { return CompileNow(key, hlo_text, target); }, &shared);
+    if (outcome) outcome->shared = shared;
+    return outcome;
+  }
+
+  void QueueUpload(std::string_view key) override {
+    {
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      if (!queued_.emplace(key).second) return;
+      queue_.emplace_back(key);
+    }
+    queue_changed_.notify_all();
+  }
+
+  UpstreamStats stats() const override {
+    UpstreamStats s;
+    {
+      std::lock_guard<std::mutex> lock(stats_mu_);
+      s = stats_;
+    }
+    {
+      std::lock_guard<std::mutex> lock(queue_mu_);
+      s.pending_uploads = queue_.size();
+    }
+    return s;
+  }
+
+ private:
+  std::unique_ptr<httplib::Client> Client(std::chrono::milliseconds io_timeout) const {
+    return client::MakeHttpClient(options_.url, http_settings_, io_timeout);
+  }
+
+  // Whether a request may try the origin now; counts the ones that may not.
+  bool Admit() {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    if (Clock::now() >= retry_at_) return true;
+    ++stats_.skipped;
+    return false;
+  }
+
+  Clock::duration BackoffLeft() const {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    const auto now = Clock::now();
+    return retry_at_ > now ? retry_at_ - now : Clock::duration::zero();
+  }
+
+  void MarkUp() {
+    bool was_down = false;
+    {
+      std::lock_guard<std::mutex> lock(stats_mu_);
+      was_down = !stats_.up;
+      stats_.up = true;
+      backoff_ = Clock::duration::zero();
+      retry_at_ = Clock::time_point();
+    }
+    if (was_down) {
+      std::fprintf(stderr, "hlocache: upstream %s is reachable again\n", options_.url.c_str());
+      queue_changed_.notify_all();  // The uploader catches up now rather than after its wait.
+    }
+  }
+
+  Status TransportFailure(const std::string& what, httplib::Error error) {
+    return BackOff("upstream " + options_.url + ": " + what +
+                   " failed: " + httplib::to_string(error));
+  }
+
+  // The origin could not be reached, or cannot take what it is sent: leave it alone for a
+  // while, longer each time.
+  Status BackOff(const std::string& reason) {
+    bool was_up = false;
+    {
+      std::lock_guard<std::mutex> lock(stats_mu_);
+      ++stats_.failures;
+      was_up = stats_.up;
+      stats_.up = false;
+      const Clock::duration min = options_.min_backoff, max = options_.max_backoff;
+      backoff_ = backoff_ == Clock::duration::zero() ? min : std::min(backoff_ * 2, max);
+      retry_at_ = Clock::now() + backoff_;
+    }
+    if (was_up) std::fprintf(stderr, "hlocache: %s; going on without it\n", reason.c_str());
+    return Unavailable(reason);
+  }
+
+  // The origin answered, but not with what was asked for.
+  Status Refused(const std::string& what, const httplib::Response& r) {
+    if (r.status >= 500) {
+      std::lock_guard<std::mutex> lock(stats_mu_);
+      ++stats_.failures;
+    }
+    return Unavailable("upstream " + options_.url + ": " + what + " answered " +
+                       client::DescribeReply(r));
+  }
+
+  Status BackingOff() const {
+    return Unavailable("upstream " + options_.url + " is unreachable; retrying later");
+  }
+
+  void Count(uint64_t UpstreamStats::*counter) {
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    ++(stats_.*counter);
+  }
+
+  Result<bool> FetchNow(std::string_view key) {
+    if (!Admit()) return Error(BackingOff());
+    // The body goes through the same checks as an upload, into the store as it arrives.
+    int status = 0;
+    std::unique_ptr<VerifiedPut> put;
+    auto r = Client(options_.io_timeout)
+                 ->Get(
+                     ArtifactPath(key), httplib::Headers(),
+                     [&](const httplib::Response& response) {
+                       status = response.status;
+                       if (status != 200) return false;
+                       auto length = ContentLength(response);
+                       if (!length) return false;
+                       put = std::make_unique<VerifiedPut>(store_, std::string(key), *length,
+                                                           options_.strict_checks);
+                       return true;
+                     },
+                     [&](const char* data, size_t size) {
+                       return put->Receive(std::string_view(data, size));
+                     });
+    if (status == 0) return Error(TransportFailure("GET", r.error()));
+    MarkUp();
+    if (status == 404) {
+      Count(&UpstreamStats::fetch_misses);
+      return false;
+    }
+    if (status != 200) {
+      // A body the handler declined is not read: describe the status alone.
+      httplib::Response reply;
+      reply.status = status;
+      return Error(Refused("GET", reply));
+    }
+    if (!put) return Error(Unavailable("upstream " + options_.url + ": GET without a length"));
+    if (!r && r.error() != httplib::Error::Canceled) {
+      return Error(TransportFailure("GET", r.error()));  // The connection broke mid-body.
+    }
+    auto stored = put->Finish();
+    if (!stored) {
+      return Error(Status(stored.error().code(), "artifact from upstream " + options_.url + ": " +
+                                                     stored.error().message()));
+    }
+    Count(&UpstreamStats::fetches);
+    return true;
+  }
+
+  Result<UpstreamCompile> CompileNow(std::string_view key, std::string_view hlo_text,
+                                     std::string_view target) {
+    if (!Admit()) return Error(BackingOff());
+    const std::string path = "/v1/compile?target=" + std::string(target);
+    auto r = Client(options_.compile_timeout)
+                 ->Post(path, hlo_text.data(), hlo_text.size(), "text/plain");
+    if (!r) return Error(TransportFailure("POST /v1/compile", r.error()));
+    MarkUp();
+    if (r->status == 400) {
+      return Error(InvalidArgument("upstream: " + client::DescribeReply(*r)));
+    }
+    if (r->status == 422) {
+      return Error(FailedPrecondition("upstream: " + client::DescribeReply(*r)));
+    }
+    if (r->status != 200) return Error(Refused("POST /v1/compile", *r));
+    const std::string origin_key = r->get_header_value("X-Hlocache-Key");
+    if (origin_key != key) {
+      // Another compiler id on the origin: its executable is not the one this key names.
+      return Error(Unavailable("upstream " + options_.url + " keys this module as " + origin_key +
+                               ", not " + std::string(key) + " (another compiler)"));
+    }
+    VerifiedPut put(store_, std::string(key), r->body.size(), options_.strict_checks);
+    put.Receive(r->body);
+    auto stored = put.Finish();
+    if (!stored) {
+      if (stored.error().code() == StatusCode::kInvalidArgument) {
+        return Error(
+            Unavailable("upstream " + options_.url +
+                        " sent an artifact that fails its check: " + stored.error().message()));
+      }
+      // It passed every check; only keeping a copy here failed (a full disk, say).
+      std::fprintf(stderr, "hlocache: cannot store %s from upstream: %s\n",
+                   std::string(key).c_str(), stored.error().ToString().c_str());
+    }
+    Count(&UpstreamStats::compiles);
+    UpstreamCompile out;
+    out.origin_cache = r->get_header_value("X-Hlocache-Cache");
+    out.artifact = std::move(r->body);
+    return out;
+  }
+
+  enum class UploadResult { kDone, kRetry };
+
+  UploadResult UploadNow(const std::string& key) {
+    auto opened = store_.OpenReader(key);
+    if (!opened || !*opened) return UploadResult::kDone;  // Gone (evicted) or unreadable.
+    std::shared_ptr<cache::ArtifactReader> reader(std::move(*opened));
+    auto r = Client(options_.io_timeout)
+                 ->Put(
+                     ArtifactPath(key), static_cast<size_t>(reader->info().size),
+                     [reader](size_t, size_t, httplib::DataSink& sink) {
+                       auto chunk = reader->Next();
+                       if (!chunk || chunk->empty()) return false;
+                       return sink.write(chunk->data(), chunk->size());
+                     },
+                     "application/octet-stream");
+    if (!r) {
+      (void)TransportFailure("PUT", r.error());  // Counted; the key stays queued.
+      return UploadResult::kRetry;
+    }
+    MarkUp();
+    if (r->status == 200 || r->status == 201) {
+      Count(&UpstreamStats::uploads);
+      return UploadResult::kDone;
+    }
+    if (r->status >= 500) {
+      // The origin may be full or busy: try again after a backoff.
+      (void)BackOff("upstream " + options_.url + ": PUT " + key + " answered " +
+                    client::DescribeReply(*r));
+      return UploadResult::kRetry;
+    }
+    Count(&UpstreamStats::upload_refused);
+    std::fprintf(stderr, "hlocache: upstream %s refused %s: %s\n", options_.url.c_str(),
+                 key.c_str(), client::DescribeReply(*r).c_str());
+    return UploadResult::kDone;
+  }
+
+  void RunUploader() {
+    std::unique_lock<std::mutex> lock(queue_mu_);
+    while (true) {
+      queue_changed_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (stopping_) break;
+      if (const auto wait = BackoffLeft(); wait > Clock::duration::zero()) {
+        queue_changed_.wait_for(lock, wait);
+        continue;
+      }
+      const std::string key = queue_.front();
+      lock.unlock();
+      const UploadResult result = UploadNow(key);
+      lock.lock();
+      if (result == UploadResult::kDone) {
+        queue_.pop_front();
+        queued_.erase(key);
+      }
+    }
+    if (!queue_.empty()) {
+      std::fprintf(stderr, "hlocache: %zu uploads to upstream %s not sent before stopping\n",
+                   queue_.size(), options_.url.c_str());
+    }
+  }
+
+  const UpstreamOptions options_;
+  cache::Store& store_;
+  const client::HttpClientSettings http_settings_;
+  SingleFlight<Result<bool>> fetches_;
+  SingleFlight<Result<UpstreamCompile>> compiles_;
+
+  mutable std::mutex stats_mu_;  // Guards stats_ and the backoff.
+  UpstreamStats stats_;
+  Clock::duration backoff_ = Clock::duration::zero();
+  Clock::time_point retry_at_;
+
+  // Guards the upload queue. The uploader takes stats_mu_ while holding it; nothing takes
+  // them the other way round.
+  mutable std::mutex queue_mu_;
+  std::condition_variable queue_changed_;
+  std::deque<std::string> queue_;
+  std::set<std::string, std::less<>> queued_;
+  bool stopping_ = false;
+  std::thread uploader_;  // Last: it starts once everything above is ready.
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Upstream>> Upstream::Make(UpstreamOptions options, cache::Store& store) {
+  if (!options.url.starts_with("http://") && !options.url.starts_with("https://")) {
+    return Error(
+        InvalidArgument("--upstream: '" + options.url + "' is not an http:// or https:// URL"));
+  }
+  while (options.url.size() > 8 && options.url.back() == '/') options.url.pop_back();
+  return std::unique_ptr<Upstream>(new UpstreamImpl(std::move(options), store));
+}
+
+}  // namespace hlocache::server

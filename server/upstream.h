@@ -1,0 +1,94 @@
+// The origin a per-host server reads through to (`hlocache serve --upstream URL`).
+//
+// A fleet runs one origin and one server per host. A host's server answers from its own store
+// when it can; on a miss it fetches the artifact from the origin (storing it, so the next
+// process on the host gets it locally) and forwards compile requests there, so one compile on
+// the origin serves every host. What this host stores by itself (uploads, and compiles it had
+// to run while the origin was away) is queued and uploaded to the origin in the background.
+//
+// The origin is never required. A request that cannot reach it fails fast with kUnavailable
+// and the caller goes on without it (a miss is served as a miss; a compile runs here); after a
+// failure the origin is left alone for a backoff (1 s, doubling to 30 s) so a dead origin costs
+// one connect timeout per backoff, not one per request. The upload queue retries after each
+// backoff, which is how this host catches up once the origin is back.
+//
+// Concurrent fetches and forwarded compiles of one key share one request to the origin.
+//
+// Thread safety: every method may be called from any thread. The store must outlive this.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "cache/store.h"
+#include "common/status.h"
+
+namespace hlocache::server {
+
+struct UpstreamOptions {
+  std::string url;      // http://host:port or https://host:port of the origin.
+  std::string token;    // Bearer token for the origin (read to fetch and compile, write to upload).
+  std::string ca_cert;  // PEM file of the CA that signs an https origin; empty: the system's.
+  std::chrono::milliseconds connect_timeout{1000};
+  std::chrono::milliseconds io_timeout{30000};        // Fetches and uploads.
+  std::chrono::milliseconds compile_timeout{600000};  // Forwarded compiles.
+  std::chrono::milliseconds min_backoff{1000};
+  std::chrono::milliseconds max_backoff{30000};
+  bool strict_checks = false;  // serve --verify-uploads: also applies to fetched artifacts.
+};
+
+struct UpstreamCompile {
+  std::string artifact;      // Checked, and stored here under the request's key.
+  std::string origin_cache;  // The origin's X-Hlocache-Cache: hit, miss or coalesced.
+  bool shared = false;       // Another request on this host forwarded the same compile.
+};
+
+struct UpstreamStats {
+  uint64_t fetches = 0;          // Artifacts fetched from the origin and stored here.
+  uint64_t fetch_misses = 0;     // Fetches the origin answered with 404.
+  uint64_t compiles = 0;         // Compiles forwarded and answered with an artifact.
+  uint64_t uploads = 0;          // Artifacts uploaded to the origin.
+  uint64_t upload_refused = 0;   // Uploads the origin refused (4xx); not retried.
+  uint64_t failures = 0;         // Requests that could not reach the origin or got a 5xx.
+  uint64_t skipped = 0;          // Requests not tried because the origin was backing off.
+  uint64_t pending_uploads = 0;  // Queued now.
+  bool up = true;                // The last request reached the origin.
+};
+
+class Upstream {
+ public:
+  // Errors: kInvalidArgument for a URL that is not http:// or https://.
+  static Result<std::unique_ptr<Upstream>> Make(UpstreamOptions options, cache::Store& store);
+  // Stops the uploader; uploads still queued are dropped (and said so on stderr).
+  virtual ~Upstream() = default;
+
+  virtual const std::string& url() const = 0;
+
+  // Fetches `key` from the origin into the store, checked as an upload is. True when the store
+  // now holds it; false when the origin does not have it. Errors: kUnavailable when the origin
+  // cannot be reached (or is backing off), the store's errors, kInvalidArgument when what the
+  // origin sent fails a check (nothing is stored).
+  virtual Result<bool> Fetch(std::string_view key) = 0;
+
+  // Whether the origin holds `key`, and its size. Errors as Fetch.
+  virtual Result<std::optional<uint64_t>> Head(std::string_view key) = 0;
+
+  // Asks the origin to compile (or find) the module whose key here is `key`, then stores the
+  // artifact. Errors: kInvalidArgument (400) and kFailedPrecondition (422) when the origin
+  // rejects the module itself, with the origin's reason: compiling here would fail alike.
+  // kUnavailable for everything after which compiling here is the right thing: the origin is
+  // unreachable, busy, read-only, or keys the module differently (another compiler).
+  virtual Result<UpstreamCompile> Compile(std::string_view key, std::string_view hlo_text,
+                                          std::string_view target) = 0;
+
+  // Queues `key` (already in the store) for upload to the origin; the uploader sends it when
+  // the origin is reachable. A key already queued is queued once.
+  virtual void QueueUpload(std::string_view key) = 0;
+
+  virtual UpstreamStats stats() const = 0;
+};
+
+}  // namespace hlocache::server

@@ -1,0 +1,83 @@
+#include "server/verified_put.h"
+
+#include "cache/key.h"
+#include "compiler/artifact/container.h"
+
+namespace hlocache::server {
+
+VerifiedPut::VerifiedPut(cache::Store& store, std::string key, uint64_t length, bool strict)
+    : store_(store), key_(std::move(key)), length_(length), strict_(strict) {}
+
+bool VerifiedPut::Fail(Status status) {
+  failure_ = std::move(status);
+  writer_.reset();
+  return false;
+}
+
+bool VerifiedPut::Receive(std::string_view bytes) {
+  if (!failure_.ok()) return false;
+  if (Status s = checker_.Feed(bytes); !s.ok()) {
+    return Fail(InvalidArgument("bad artifact: " + s.message()));
+  }
+  if (checker_.bytes_seen() > length_) {
+    return Fail(InvalidArgument("body longer than its Content-Length"));
+  }
+  if (writer_) {
+    if (Status s = writer_->Append(bytes); !s.ok()) return Fail(std::move(s));
+    return true;
+  }
+  buffer_.append(bytes);
+  if (checker_.declared_size() == 0) return true;  // The header has not all arrived yet.
+  if (checker_.declared_size() != length_) {
+    return Fail(InvalidArgument("artifact declares " + std::to_string(checker_.declared_size()) +
+                                " bytes but the body has " + std::to_string(length_)));
+  }
+  if (!header_checked_ && !CheckHeader()) return false;
+  if (length_ > kBufferedBytes) {
+    auto writer = store_.StartPut(key_, info_);
+    if (!writer) return Fail(writer.error());
+    writer_ = std::move(*writer);
+    if (Status s = writer_->Append(buffer_); !s.ok()) return Fail(std::move(s));
+    std::string().swap(buffer_);
+  }
+  return true;
+}
+
+Result<cache::PutOutcome> VerifiedPut::Finish() {
+  if (!failure_.ok()) return Error(failure_);
+  auto header = checker_.Finish();
+  if (!header) return Error(InvalidArgument("bad artifact: " + header.error().message()));
+  if (!header_checked_ && !CheckHeader()) return Error(failure_);
+  if (writer_) return writer_->Commit();
+  return store_.Put(key_, buffer_, info_);
+}
+
+// The header must name this key; when strict, its target and payload kind must also make
+// sense together.
+bool VerifiedPut::CheckHeader() {
+  header_checked_ = true;
+  auto header = compiler::PeekArtifactHeader(buffer_);
+  if (!header) return Fail(InvalidArgument("bad artifact: " + header.error().message()));
+  if (header->key != key_) {
+    return Fail(InvalidArgument("the artifact was built for key " + header->key + ", not " + key_));
+  }
+  if (strict_) {
+    if (Status s = cache::ValidateTarget(header->target); !s.ok()) return Fail(std::move(s));
+    if (Status s = cache::ValidateCompilerId(header->compiler_id); !s.ok()) {
+      return Fail(std::move(s));
+    }
+    const bool gpu = header->target.starts_with("cuda-");
+    const std::string_view expected =
+        gpu ? compiler::kPayloadCubinPlan : compiler::kPayloadSharedObject;
+    if (header->payload_kind != expected) {
+      return Fail(InvalidArgument("payload kind '" + header->payload_kind +
+                                  "' does not run on target " + header->target));
+    }
+  }
+  info_.target = header->target;
+  info_.compiler_id = header->compiler_id;
+  info_.compile_seconds = header->compile_seconds;
+  return true;
+}
+
+}  // namespace hlocache::server
