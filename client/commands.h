@@ -30,6 +30,10 @@ int RunWhy(const std::string& a, const std::string& b, const KeySettings& settin
 
 // `hlocache stats --dir DIR`: entries, bytes and lifetime counters of a local store (opened
 // read-only).
+// GET URL/healthz: 0 when it answers 200, else 1 with the reason on `err`.
+int RunHealth(const std::string& url, const std::string& ca_cert, std::ostream& out,
+              std::ostream& err);
+
 int RunStats(const std::string& dir, std::ostream& out, std::ostream& err);
 
 // `hlocache verify --dir DIR`: reads and verifies every entry, quarantining corrupt ones and

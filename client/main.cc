@@ -65,6 +65,11 @@ int Main(int argc, char** argv) {
   why->add_option("b", file_b, "second HLO file")->required();
 
   std::string store_dir, max_size;
+  std::string health_url = "http://127.0.0.1:7070", health_ca_cert;
+  CLI::App* health =
+      app.add_subcommand("health", "exit 0 when a server answers /healthz (for health checks)");
+  health->add_option("url", health_url, "the server")->capture_default_str();
+  health->add_option("--ca-cert", health_ca_cert, "PEM file of the CA that signs an https server");
   CLI::App* stats = app.add_subcommand("stats", "entries, bytes and counters of a local store");
   stats->add_option("--dir", store_dir, "store directory")->required();
   CLI::App* verify = app.add_subcommand(
@@ -201,6 +206,7 @@ int Main(int argc, char** argv) {
   if (*key) return RunKey(files, settings, std::cout, std::cerr);
   if (*canon) return RunCanon(file_a, settings, std::cout, std::cerr);
   if (*why) return RunWhy(file_a, file_b, settings, std::cout, std::cerr);
+  if (*health) return RunHealth(health_url, health_ca_cert, std::cout, std::cerr);
   if (*stats) return RunStats(store_dir, std::cout, std::cerr);
   if (*verify) return RunVerify(store_dir, std::cout, std::cerr);
   if (*gc) return RunGc(store_dir, max_size, std::cout, std::cerr);
