@@ -5,16 +5,29 @@
 //   shared, warm  the same server again, now holding all 12.
 // Prints wall time, compiles on the server and per process, and the speed-up over no cache.
 //
+// Then, where network namespaces can be made (root), the same processes on two worker hosts
+// (namespaces joined by a bridge), half on each, behind per-host `serve --upstream` caches in
+// front of one origin in a third namespace:
+//   hosts, cold         every store empty;
+//   hosts, warm         the same processes again;
+//   new hosts           two fresh per-host caches (empty) in front of the warm origin.
+// Prints compiles on the origin and on each host.
+//
 // Usage: fleet_bench [processes, default 8] [graphs, default 12]
+#include <fcntl.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "client/cache.h"
@@ -95,17 +108,20 @@ struct Outcome {
   int here = 0, by_server = 0, hits = 0, failed = 0;
 };
 
+// Runs `processes` children at once; process p runs under `launcher(p)` (empty: directly).
 Outcome RunFleet(const std::string& self, const std::string& spec, int processes,
                  const std::vector<std::string>& graphs, const fs::path& root,
-                 const std::string& mode) {
+                 const std::string& mode,
+                 const std::function<std::vector<std::string>(int)>& launcher = {}) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::pair<pid_t, fs::path>> children;
   for (int p = 0; p < processes; ++p) {
     const fs::path out = root / (mode + "-child" + std::to_string(p) + ".json");
+    std::vector<std::string> args = launcher ? launcher(p) : std::vector<std::string>();
+    args.insert(args.end(), {self, "--child", spec});
+    args.insert(args.end(), graphs.begin(), graphs.end());
     const pid_t pid = ::fork();
     if (pid == 0) {
-      std::vector<std::string> args = {self, "--child", spec};
-      args.insert(args.end(), graphs.begin(), graphs.end());
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
@@ -113,7 +129,7 @@ Outcome RunFleet(const std::string& self, const std::string& spec, int processes
       std::FILE* notes = std::fopen((out.string() + ".log").c_str(), "w");
       ::dup2(fileno(f), 1);
       ::dup2(fileno(notes), 2);
-      ::execv(self.c_str(), argv.data());
+      ::execvp(argv[0], argv.data());
       ::_exit(127);
     }
     children.emplace_back(pid, out);
@@ -134,6 +150,149 @@ Outcome RunFleet(const std::string& self, const std::string& spec, int processes
   }
   o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return o;
+}
+
+// Network namespaces for the multi-host mode: an origin and two worker hosts on a bridge in a
+// fourth namespace, set up with iproute2 and removed on destruction.
+class Hosts {
+ public:
+  static constexpr const char* kOriginAddress = "10.97.0.1";
+  explicit Hosts(std::string prefix) : prefix_(std::move(prefix)) {}
+  ~Hosts() {
+    for (const std::string& ns : made_) Sh("ip netns del " + ns);
+  }
+  std::string Ns(const std::string& host) const { return prefix_ + host; }
+  std::vector<std::string> Launcher(const std::string& host) const {
+    return {"ip", "netns", "exec", Ns(host)};
+  }
+
+  bool Build() {
+    const std::string sw = Ns("sw");
+    for (const std::string host : {"sw", "origin", "a", "b"}) {
+      if (!Sh("ip netns add " + Ns(host))) return false;
+      made_.push_back(Ns(host));
+      if (!Sh("ip -n " + Ns(host) + " link set lo up")) return false;
+    }
+    if (!Sh("ip -n " + sw + " link add br0 type bridge") ||
+        !Sh("ip -n " + sw + " link set br0 up")) {
+      return false;
+    }
+    int n = 0;
+    for (const std::string host : {"origin", "a", "b"}) {
+      const std::string port = "p-" + host;
+      const std::string address = "10.97.0." + std::to_string(++n);
+      if (!Sh("ip -n " + sw + " link add " + port + " type veth peer name eth0 netns " +
+              Ns(host)) ||
+          !Sh("ip -n " + sw + " link set " + port + " master br0 up") ||
+          !Sh("ip -n " + Ns(host) + " addr add " + address + "/24 dev eth0") ||
+          !Sh("ip -n " + Ns(host) + " link set eth0 up")) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // GET /v1/stats of a server in `host`'s namespace: a thread joins that namespace for the
+  // request (setns applies to the calling thread only).
+  nlohmann::json Stats(const std::string& host, const std::string& url) const {
+    nlohmann::json out = nlohmann::json::object();
+    std::thread([&] {
+      const int fd = ::open(("/var/run/netns/" + Ns(host)).c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) return;
+      const bool joined = ::setns(fd, CLONE_NEWNET) == 0;
+      ::close(fd);
+      if (!joined) return;
+      httplib::Client client(url);
+      auto r = client.Get("/v1/stats");
+      if (r && r->status == 200) out = nlohmann::json::parse(r->body, nullptr, false);
+    }).join();
+    return out;
+  }
+
+  static bool Sh(const std::string& command) {
+    return std::system((command + " >/dev/null 2>&1").c_str()) == 0;
+  }
+
+ private:
+  std::string prefix_;
+  std::vector<std::string> made_;
+};
+
+int Compiles(const nlohmann::json& stats) {
+  return stats.contains("compiles") ? stats["compiles"].get<int>() : -1;
+}
+
+struct HostsRow {
+  std::string mode;
+  Outcome outcome;
+  int origin = 0, host_a = 0, host_b = 0;
+};
+
+// The multi-host mode; false when namespaces cannot be made here (the reason printed).
+bool RunHosts(const std::string& self, int processes, const std::vector<std::string>& graphs,
+              const fs::path& root, std::vector<HostsRow>& rows) {
+  Hosts hosts("hcf" + std::to_string(::getpid() % 100000));
+  if (!hosts.Build()) {
+    std::printf(
+        "\nmulti-host mode skipped: network namespaces cannot be made here (needs root "
+        "and iproute2)\n");
+    return false;
+  }
+  const std::string listen = std::string(Hosts::kOriginAddress) + ":7070";
+  hlocache::testing::ServerProcess origin(
+      HLOCACHE_BINARY, root / "origin", {"--listen", listen, "--insecure-open", "--access-log", ""},
+      hosts.Launcher("origin"));
+  if (!origin.started()) {
+    std::fprintf(stderr, "the origin did not start:\n%s\n", origin.output().c_str());
+    return false;
+  }
+  const std::string origin_url = "http://" + listen;
+  const std::string local = "http://127.0.0.1:7070";
+  int generation = 0;
+  auto start_host = [&](const std::string& host) {
+    return std::make_unique<hlocache::testing::ServerProcess>(
+        HLOCACHE_BINARY, root / (host + std::to_string(generation)),
+        std::vector<std::string>{"--listen", "127.0.0.1:7070", "--upstream", origin_url,
+                                 "--access-log", ""},
+        hosts.Launcher(host));
+  };
+  auto host_a = start_host("a");
+  auto host_b = start_host("b");
+  if (!host_a->started() || !host_b->started()) {
+    std::fprintf(stderr, "a per-host cache did not start:\n%s%s\n", host_a->output().c_str(),
+                 host_b->output().c_str());
+    return false;
+  }
+  auto on_host = [&](int p) { return hosts.Launcher(p % 2 == 0 ? "a" : "b"); };
+  int origin_before = 0, a_before = 0, b_before = 0;
+  auto run = [&](const std::string& mode) {
+    HostsRow row;
+    row.mode = mode;
+    row.outcome = RunFleet(self, local, processes, graphs, root, "hosts", on_host);
+    const int origin_now = Compiles(hosts.Stats("origin", origin_url));
+    const int a_now = Compiles(hosts.Stats("a", local));
+    const int b_now = Compiles(hosts.Stats("b", local));
+    row.origin = origin_now - origin_before;
+    row.host_a = a_now - a_before;
+    row.host_b = b_now - b_before;
+    origin_before = origin_now;
+    a_before = a_now;
+    b_before = b_now;
+    rows.push_back(row);
+  };
+  run("hosts, cold");
+  run("hosts, warm");
+  host_a->Stop();
+  host_b->Stop();
+  ++generation;
+  host_a = start_host("a");
+  host_b = start_host("b");
+  a_before = b_before = 0;
+  run("new hosts, origin warm");
+  host_a->Stop();
+  host_b->Stop();
+  origin.Stop();
+  return true;
 }
 
 }  // namespace
@@ -172,6 +331,8 @@ int main(int argc, char** argv) {
   const Outcome warm = RunFleet(self, server.url(), processes, graphs, root, "warm");
   const int warm_compiles = server_compiles() - cold_compiles;
   server.Stop();
+  std::vector<HostsRow> host_rows;
+  const bool multi_host = RunHosts(self, processes, graphs, root, host_rows);
   // What the processes noted (tiers skipped, artifacts dropped): the reasons behind any compile
   // a process had to do itself in a shared mode.
   for (int p = 0; p < processes; ++p) {
@@ -191,7 +352,23 @@ int main(int argc, char** argv) {
   row("no cache", none, 0);
   row("shared, cold", cold, cold_compiles);
   row("shared, warm", warm, warm_compiles);
-  const bool ok = none.failed + cold.failed + warm.failed == 0;
+  bool ok = none.failed + cold.failed + warm.failed == 0;
+  if (multi_host) {
+    std::printf(
+        "\n%d processes on 2 hosts (network namespaces), each host behind its own `serve "
+        "--upstream` cache:\n\n| mode | wall s | compiles on the origin | on host a | on host b "
+        "| in the processes | vs no cache |\n|---|---:|---:|---:|---:|---:|---:|\n",
+        processes);
+    for (const HostsRow& r : host_rows) {
+      std::printf("| %s | %.2f | %d | %d | %d | %d | %.1fx |\n", r.mode.c_str(), r.outcome.seconds,
+                  r.origin, r.host_a, r.host_b, r.outcome.here, none.seconds / r.outcome.seconds);
+      ok = ok && r.outcome.failed == 0;
+    }
+    std::printf(
+        "\nhosts, cold: %d compiles on the origin for %zu graphs (target: exactly %zu), "
+        "%d on the hosts (target: 0)\n",
+        host_rows[0].origin, count, count, host_rows[0].host_a + host_rows[0].host_b);
+  }
   std::printf(
       "\ncold: %d compiles for %zu graphs (target: exactly %zu); warm: %.1fx faster than "
       "no cache (target: at least 20x)%s\n",

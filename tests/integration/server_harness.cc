@@ -24,12 +24,13 @@ namespace hlocache::testing {
 namespace fs = std::filesystem;
 
 ServerProcess::ServerProcess(const fs::path& binary, const fs::path& dir,
-                             std::vector<std::string> args) {
+                             std::vector<std::string> args, std::vector<std::string> launcher) {
   log_path_ = dir.string() + ".server.log";
   fs::create_directories(dir.parent_path());
   std::error_code ec;
   fs::remove(dir / "server.json", ec);
-  std::vector<std::string> argv_strings = {binary.string(), "serve", "--dir", dir.string()};
+  std::vector<std::string> argv_strings = std::move(launcher);
+  argv_strings.insert(argv_strings.end(), {binary.string(), "serve", "--dir", dir.string()});
   if (std::find(args.begin(), args.end(), "--listen") == args.end()) {
     argv_strings.insert(argv_strings.end(), {"--listen", "127.0.0.1:0"});
   }
@@ -42,7 +43,7 @@ ServerProcess::ServerProcess(const fs::path& binary, const fs::path& dir,
     const int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     ::dup2(fd, 1);
     ::dup2(fd, 2);
-    ::execv(argv[0], argv.data());
+    ::execvp(argv[0], argv.data());
     ::_exit(127);
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);

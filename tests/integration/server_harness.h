@@ -19,9 +19,10 @@ class ServerProcess {
  public:
   // Starts `hlocache serve --dir DIR --listen 127.0.0.1:0 ARGS...` and waits until it has
   // written DIR/server.json. started() is false when the process exited first (exit_status()
-  // and output() say why).
+  // and output() say why). `launcher` comes before the command and must exec it in place
+  // (e.g. {"ip", "netns", "exec", NAME}); Client() reaches only servers in this namespace.
   ServerProcess(const std::filesystem::path& binary, const std::filesystem::path& dir,
-                std::vector<std::string> args = {});
+                std::vector<std::string> args = {}, std::vector<std::string> launcher = {});
   ~ServerProcess();
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
