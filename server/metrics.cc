@@ -153,7 +153,8 @@ std::string Metrics::RenderPrometheus(const cache::StoreStats* store,
     counter("hlocache_upstream_uploads_refused_total", "Uploads the upstream refused (4xx).",
             n(upstream->upload_refused));
     counter("hlocache_upstream_failures_total",
-            "Requests that could not reach the upstream or got a 5xx.", n(upstream->failures));
+            "Requests that could not reach the upstream or that it refused (not 404).",
+            n(upstream->failures));
     counter("hlocache_upstream_skipped_total",
             "Requests not sent while the upstream was backing off.", n(upstream->skipped));
     gauge("hlocache_upstream_pending_uploads", "Uploads waiting for the upstream.",

@@ -230,6 +230,7 @@ Status ServerImpl::Init(ServerOptions options) {
     upstream.ca_cert = o.upstream_ca_cert;
     upstream.compile_timeout = o.compile_timeout;
     upstream.strict_checks = o.verify_uploads;
+    upstream.pending_file = o.dir / "upstream-pending";
     HLOCACHE_ASSIGN_OR_RETURN(ctx_.upstream, Upstream::Make(std::move(upstream), *ctx_.store));
   }
 

@@ -3,10 +3,12 @@
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
+#include <fstream>
 #include <mutex>
 #include <set>
 #include <thread>
 
+#include "cache/key.h"
 #include "client/http_client.h"
 #include "common/single_flight.h"
 #include "server/verified_put.h"
@@ -33,8 +35,10 @@ class UpstreamImpl final : public Upstream {
   UpstreamImpl(UpstreamOptions options, cache::Store& store)
       : options_(std::move(options)),
         store_(store),
-        http_settings_{options_.token, options_.ca_cert, options_.connect_timeout},
-        uploader_([this] { RunUploader(); }) {}
+        http_settings_{options_.token, options_.ca_cert, options_.connect_timeout} {
+    LoadPending();
+    uploader_ = std::thread([this] { RunUploader(); });
+  }
 
   ~UpstreamImpl() override {
     {
@@ -148,12 +152,10 @@ class UpstreamImpl final : public Upstream {
     return Unavailable(reason);
   }
 
-  // The origin answered, but not with what was asked for.
+  // The origin answered, but not with what was asked for (a 5xx, or a 401 or 403 that a wrong
+  // --upstream-token would give): counted, so that a misconfigured host shows in its metrics.
   Status Refused(const std::string& what, const httplib::Response& r) {
-    if (r.status >= 500) {
-      std::lock_guard<std::mutex> lock(stats_mu_);
-      ++stats_.failures;
-    }
+    Count(&UpstreamStats::failures);
     return Unavailable("upstream " + options_.url + ": " + what + " answered " +
                        client::DescribeReply(r));
   }
@@ -289,6 +291,51 @@ class UpstreamImpl final : public Upstream {
     return UploadResult::kDone;
   }
 
+  // The uploads a previous run left queued.
+  void LoadPending() {
+    if (options_.pending_file.empty()) return;
+    std::ifstream in(options_.pending_file);
+    std::string key;
+    while (std::getline(in, key)) {
+      if (cache::IsWellFormedKey(key) && queued_.insert(key).second) queue_.push_back(key);
+    }
+    if (!queue_.empty()) {
+      std::fprintf(stderr, "hlocache: %zu uploads to upstream %s queued from the last run\n",
+                   queue_.size(), options_.url.c_str());
+    }
+  }
+
+  // Called with queue_mu_ held, once the uploader has stopped.
+  void SavePending() {
+    if (options_.pending_file.empty()) {
+      if (!queue_.empty()) {
+        std::fprintf(stderr, "hlocache: %zu uploads to upstream %s not sent before stopping\n",
+                     queue_.size(), options_.url.c_str());
+      }
+      return;
+    }
+    std::error_code ec;
+    if (queue_.empty()) {
+      std::filesystem::remove(options_.pending_file, ec);
+      return;
+    }
+    const std::filesystem::path temp = options_.pending_file.string() + ".tmp";
+    bool written = false;
+    {
+      std::ofstream out(temp, std::ios::trunc);
+      for (const std::string& key : queue_) out << key << "\n";
+      written = static_cast<bool>(out.flush());
+    }
+    if (written) std::filesystem::rename(temp, options_.pending_file, ec);
+    if (!written || ec) {
+      std::fprintf(stderr, "hlocache: %zu uploads to upstream %s dropped: cannot write %s\n",
+                   queue_.size(), options_.url.c_str(), options_.pending_file.c_str());
+      return;
+    }
+    std::fprintf(stderr, "hlocache: %zu uploads to upstream %s kept in %s for the next run\n",
+                 queue_.size(), options_.url.c_str(), options_.pending_file.c_str());
+  }
+
   void RunUploader() {
     std::unique_lock<std::mutex> lock(queue_mu_);
     while (true) {
@@ -307,10 +354,7 @@ class UpstreamImpl final : public Upstream {
         queued_.erase(key);
       }
     }
-    if (!queue_.empty()) {
-      std::fprintf(stderr, "hlocache: %zu uploads to upstream %s not sent before stopping\n",
-                   queue_.size(), options_.url.c_str());
-    }
+    SavePending();
   }
 
   const UpstreamOptions options_;
@@ -331,7 +375,7 @@ class UpstreamImpl final : public Upstream {
   std::deque<std::string> queue_;
   std::set<std::string, std::less<>> queued_;
   bool stopping_ = false;
-  std::thread uploader_;  // Last: it starts once everything above is ready.
+  std::thread uploader_;
 };
 
 }  // namespace

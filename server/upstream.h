@@ -19,6 +19,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -38,6 +39,10 @@ struct UpstreamOptions {
   std::chrono::milliseconds min_backoff{1000};
   std::chrono::milliseconds max_backoff{30000};
   bool strict_checks = false;  // serve --verify-uploads: also applies to fetched artifacts.
+  // Where uploads still queued at a clean stop are written, one key per line, to be queued
+  // again at the next start (a server stopped while its origin is away still catches up).
+  // Empty: not kept.
+  std::filesystem::path pending_file;
 };
 
 struct UpstreamCompile {
@@ -47,13 +52,13 @@ struct UpstreamCompile {
 };
 
 struct UpstreamStats {
-  uint64_t fetches = 0;          // Artifacts fetched from the origin and stored here.
-  uint64_t fetch_misses = 0;     // Fetches the origin answered with 404.
-  uint64_t compiles = 0;         // Compiles forwarded and answered with an artifact.
-  uint64_t uploads = 0;          // Artifacts uploaded to the origin.
-  uint64_t upload_refused = 0;   // Uploads the origin refused (4xx); not retried.
-  uint64_t failures = 0;         // Requests that could not reach the origin or got a 5xx.
-  uint64_t skipped = 0;          // Requests not tried because the origin was backing off.
+  uint64_t fetches = 0;         // Artifacts fetched from the origin and stored here.
+  uint64_t fetch_misses = 0;    // Fetches the origin answered with 404.
+  uint64_t compiles = 0;        // Compiles forwarded and answered with an artifact.
+  uint64_t uploads = 0;         // Artifacts uploaded to the origin.
+  uint64_t upload_refused = 0;  // Uploads the origin refused (4xx); not retried.
+  uint64_t failures = 0;  // Requests that could not reach the origin or were refused (not 404).
+  uint64_t skipped = 0;   // Requests not tried because the origin was backing off.
   uint64_t pending_uploads = 0;  // Queued now.
   bool up = true;                // The last request reached the origin.
 };
@@ -62,7 +67,8 @@ class Upstream {
  public:
   // Errors: kInvalidArgument for a URL that is not http:// or https://.
   static Result<std::unique_ptr<Upstream>> Make(UpstreamOptions options, cache::Store& store);
-  // Stops the uploader; uploads still queued are dropped (and said so on stderr).
+  // Stops the uploader; uploads still queued are written to `pending_file` (or dropped, and
+  // said so on stderr, without one).
   virtual ~Upstream() = default;
 
   virtual const std::string& url() const = 0;

@@ -207,6 +207,31 @@ TEST_F(UpstreamTest, WithoutTheOriginAHostCompilesItselfAndCatchesUpLater) {
   EXPECT_EQ(Stats(*origin)["compiles"], 0) << "the origin received them, it built none";
 }
 
+TEST_F(UpstreamTest, UploadsStillQueuedAtAStopAreSentAfterTheNextStart) {
+  auto origin = Start("origin");
+  const std::string origin_url = origin->url();
+  ASSERT_EQ(origin->Stop(), 0);
+  auto host = Start("host", {"--upstream", origin_url});
+  const std::string key = TestKey(21);
+  const std::string bytes = MakeArtifact(key, 2048, 21);
+  auto put = host->Client()->Put(ArtifactPath(key), bytes, "application/octet-stream");
+  ASSERT_TRUE(put);
+  ASSERT_EQ(put->status, 201);
+  EXPECT_EQ(Stats(*host)["upstream"]["pending_uploads"], 1);
+  ASSERT_EQ(host->Stop(), 0);
+  EXPECT_THAT(host->output(), HasSubstr("1 uploads to upstream " + origin_url + " kept in"));
+  EXPECT_TRUE(std::filesystem::exists(root_ / "host" / "upstream-pending"));
+
+  origin = Start("origin", {"--listen", origin_url.substr(std::string("http://").size())});
+  ASSERT_TRUE(origin->started());
+  host = Start("host", {"--upstream", origin_url});
+  EXPECT_TRUE(Eventually([&] { return GetStatus(*origin, key) == 200; }));
+  EXPECT_EQ(origin->Client()->Get(ArtifactPath(key))->body, bytes);
+  ASSERT_EQ(host->Stop(), 0);
+  EXPECT_FALSE(std::filesystem::exists(root_ / "host" / "upstream-pending"))
+      << "nothing left to keep";
+}
+
 TEST_F(UpstreamTest, TheOriginsVerdictOnAModuleIsPassedOnNotRetriedHere) {
   auto origin = Start("origin");
   auto host = StartHost("host", *origin);
