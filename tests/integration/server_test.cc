@@ -466,7 +466,17 @@ TEST_F(ServerTest, KillDashNineDuringAPutFloodLeavesKeysAbsentOrIntact) {
       }
     });
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // The kill lands once the flood is well under way, however slow this machine is today (a
+  // fixed delay left nothing acknowledged on a loaded machine under ASan).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (std::chrono::steady_clock::now() < deadline) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (acknowledged.size() >= 12) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));  // Mid-put, most likely.
   server->Stop(SIGKILL);
   stop = true;
   for (auto& t : threads) t.join();
