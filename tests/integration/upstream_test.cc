@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <functional>
 #include <thread>
 
@@ -230,6 +231,55 @@ TEST_F(UpstreamTest, UploadsStillQueuedAtAStopAreSentAfterTheNextStart) {
   ASSERT_EQ(host->Stop(), 0);
   EXPECT_FALSE(std::filesystem::exists(root_ / "host" / "upstream-pending"))
       << "nothing left to keep";
+}
+
+TEST_F(UpstreamTest, AnHttpsOriginWithTokensIsVerifiedAndAuthenticated) {
+  const std::string cert = (root_ / "cert.pem").string(), key = (root_ / "key.pem").string();
+  const std::string command =
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 -addext "
+      "subjectAltName=IP:127.0.0.1 -keyout " +
+      key + " -out " + cert + " 2>/dev/null";
+  ASSERT_EQ(std::system(command.c_str()), 0) << "openssl could not make a certificate";
+  const std::string tokens = (root_ / "tokens").string();
+  {
+    std::ofstream out(tokens);
+    out << "write host-token-with-enough-length\nread reader-token-with-enough-length\n";
+  }
+  auto origin = Start("origin", {"--tls-cert", cert, "--tls-key", key, "--tokens", tokens});
+  ASSERT_EQ(origin->url().rfind("https://", 0), 0u) << origin->url();
+  auto trusting = Start("trusting", {"--upstream", origin->url(), "--upstream-ca-cert", cert,
+                                     "--upstream-token", "host-token-with-enough-length"});
+  auto r = trusting->Client()->Post(kCompilePath, Graph(31), "text/plain");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_EQ(r->get_header_value("X-Hlocache-Origin"), "miss") << "the origin compiled it";
+  EXPECT_EQ(Stats(*trusting)["compiles"], 0);
+  // Its upload reaches the origin with the write token.
+  const std::string put_key = TestKey(32);
+  auto put = trusting->Client()->Put(ArtifactPath(put_key), MakeArtifact(put_key, 900, 32),
+                                     "application/octet-stream");
+  ASSERT_TRUE(put);
+  EXPECT_EQ(put->status, 201);
+  EXPECT_TRUE(Eventually([&] { return Stats(*trusting)["upstream"]["uploads"] == 1; }));
+
+  // Without the CA the origin's certificate does not verify; with a read token, uploads are
+  // refused. Either way the host carries on alone and counts it.
+  auto doubting = Start("doubting", {"--upstream", origin->url()});
+  auto alone = doubting->Client()->Post(kCompilePath, Graph(33), "text/plain");
+  ASSERT_TRUE(alone);
+  EXPECT_EQ(alone->status, 200);
+  EXPECT_FALSE(alone->has_header("X-Hlocache-Origin"));
+  EXPECT_EQ(Stats(*doubting)["compiles"], 1);
+  EXPECT_GE(Stats(*doubting)["upstream"]["failures"].get<int>(), 1);
+  auto reader = Start("reader", {"--upstream", origin->url(), "--upstream-ca-cert", cert,
+                                 "--upstream-token", "reader-token-with-enough-length"});
+  const std::string refused_key = TestKey(34);
+  put = reader->Client()->Put(ArtifactPath(refused_key), MakeArtifact(refused_key, 900, 34),
+                              "application/octet-stream");
+  ASSERT_TRUE(put);
+  EXPECT_EQ(put->status, 201) << "stored here whatever the origin says";
+  EXPECT_TRUE(Eventually([&] { return Stats(*reader)["upstream"]["uploads_refused"] == 1; }));
+  EXPECT_EQ(Stats(*reader)["upstream"]["pending_uploads"], 0) << "a refusal is not retried";
 }
 
 TEST_F(UpstreamTest, TheOriginsVerdictOnAModuleIsPassedOnNotRetriedHere) {
