@@ -1,0 +1,128 @@
+// VerifiedPut: an artifact reaches the store only whole and checked, fed in any pieces.
+#include "server/verified_put.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+
+#include "compiler/artifact/container.h"
+#include "tests/integration/server_harness.h"
+#include "tests/unit/status_matchers.h"
+
+namespace hlocache::server {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using testing::MakeArtifact;
+using testing::TestKey;
+
+class VerifiedPutTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/hlocache-verified-put-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    cache::StoreOptions o;
+    o.min_free_bytes = 0;
+    o.chunk_bytes = 64 << 10;
+    auto store = cache::Store::Open(root_ / "store", o);
+    ASSERT_TRUE(store.has_value()) << store.error().ToString();
+    store_ = std::move(*store);
+  }
+  void TearDown() override {
+    store_.reset();
+    fs::remove_all(root_);
+  }
+
+  // Feeds `bytes` in pieces of `piece` bytes; the outcome of Finish.
+  Result<cache::PutOutcome> Feed(const std::string& key, const std::string& bytes, size_t piece,
+                                 uint64_t declared, bool strict = false) {
+    VerifiedPut put(*store_, key, declared, strict);
+    for (size_t at = 0; at < bytes.size(); at += piece) {
+      put.Receive(std::string_view(bytes).substr(at, piece));
+    }
+    return put.Finish();
+  }
+  bool Stored(const std::string& key) { return store_->Contains(key).value_or(false); }
+
+  fs::path root_;
+  std::unique_ptr<cache::Store> store_;
+};
+
+TEST_F(VerifiedPutTest, SmallAndStreamedArtifactsArriveWholeInAnyPieces) {
+  for (size_t payload : {size_t{10}, size_t{70000}, (size_t{4} << 20) + 4097}) {
+    for (size_t piece : {size_t{1} << 20, size_t{4093}}) {
+      const std::string key = TestKey(payload + piece);
+      const std::string bytes = MakeArtifact(key, payload, payload);
+      auto outcome = Feed(key, bytes, piece, bytes.size());
+      ASSERT_THAT(outcome, IsOk()) << payload << " in pieces of " << piece;
+      EXPECT_EQ(*outcome, cache::PutOutcome::kStored);
+      EXPECT_EQ(store_->Get(key).value().value(), bytes);
+      EXPECT_EQ(*Feed(key, bytes, piece, bytes.size()), cache::PutOutcome::kAlreadyPresent);
+    }
+  }
+}
+
+TEST_F(VerifiedPutTest, WhatFailsACheckLeavesNothing) {
+  const std::string key = TestKey(1);
+  for (size_t payload : {size_t{5000}, (size_t{4} << 20) + 10}) {  // Buffered and streamed.
+    std::string corrupt = MakeArtifact(key, payload, 1);
+    corrupt[corrupt.size() - 200] ^= 1;
+    EXPECT_THAT(Feed(key, corrupt, 65536, corrupt.size()),
+                StatusIs(StatusCode::kInvalidArgument, HasSubstr("bad artifact")));
+    EXPECT_FALSE(Stored(key));
+
+    const std::string good = MakeArtifact(key, payload, 2);
+    EXPECT_THAT(Feed(TestKey(2), good, 65536, good.size()),
+                StatusIs(StatusCode::kInvalidArgument, HasSubstr("built for key " + key)));
+    EXPECT_FALSE(Stored(TestKey(2)));
+    EXPECT_THAT(Feed(key, good.substr(0, good.size() - 1), 65536, good.size() - 1),
+                StatusIs(StatusCode::kInvalidArgument));
+    EXPECT_THAT(Feed(key, good, 65536, good.size() + 7),
+                StatusIs(StatusCode::kInvalidArgument, HasSubstr("declares")));
+    EXPECT_THAT(Feed(key, good + "extra", 65536, good.size() + 5),
+                StatusIs(StatusCode::kInvalidArgument));
+    EXPECT_FALSE(Stored(key));
+  }
+  EXPECT_THAT(Feed(key, "not an artifact at all, not even close", 8, 38),
+              StatusIs(StatusCode::kInvalidArgument));
+  EXPECT_EQ(store_->Stats()->entries, 0u);
+}
+
+TEST_F(VerifiedPutTest, AnAbandonedStreamedPutLeavesNothing) {
+  const std::string key = TestKey(3);
+  const std::string bytes = MakeArtifact(key, size_t{6} << 20, 3);
+  {
+    VerifiedPut put(*store_, key, bytes.size(), false);
+    EXPECT_TRUE(put.Receive(std::string_view(bytes).substr(0, bytes.size() / 2)));
+  }  // Destroyed before Finish, as when a client hangs up.
+  EXPECT_FALSE(Stored(key));
+  EXPECT_THAT(Feed(key, bytes, 1 << 20, bytes.size()), IsOk());
+  EXPECT_TRUE(Stored(key));
+}
+
+TEST_F(VerifiedPutTest, StrictChecksTheTargetAgainstThePayloadKind) {
+  const std::string key = TestKey(4);
+  const std::string bytes = MakeArtifact(key, 1000, 4);  // A shared object for a CPU target.
+  EXPECT_THAT(Feed(key, bytes, 100, bytes.size(), /*strict=*/true), IsOk());
+
+  // A shared object that claims a GPU target passes the container's checks, not strict ones.
+  auto decoded = compiler::DecodeArtifact(bytes);
+  ASSERT_THAT(decoded, IsOk());
+  compiler::ArtifactHeader header = decoded->header;
+  header.key = TestKey(5);
+  header.target = "cuda-sm_90";
+  const std::string mislabeled = compiler::EncodeArtifact(header, decoded->payload);
+  EXPECT_THAT(
+      Feed(header.key, mislabeled, 100, mislabeled.size(), /*strict=*/true),
+      StatusIs(StatusCode::kInvalidArgument,
+               HasSubstr("payload kind 'shared-object' does not run on target cuda-sm_90")));
+  EXPECT_FALSE(Stored(header.key));
+  EXPECT_THAT(Feed(header.key, mislabeled, 100, mislabeled.size(), /*strict=*/false), IsOk());
+}
+
+}  // namespace
+}  // namespace hlocache::server
