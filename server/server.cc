@@ -13,6 +13,7 @@
 #include "compiler/target.h"
 #include "compiler/toolchain.h"
 #include "server/access_log.h"
+#include "server/connection.h"
 #include "server/context.h"
 
 namespace hlocache::server {
@@ -35,17 +36,6 @@ bool HasBody(const httplib::Request& req) {
   return req.has_header("Transfer-Encoding") ||
          (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0");
 }
-
-// cpp-httplib listens with a backlog of 5: a fleet connecting at once overflows it, and the
-// kernel drops the SYNs beyond it, which clients see as connect timeouts (a retransmitted SYN
-// waits a second). The listening socket is reachable from a subclass; listen() again widens it.
-template <typename Base>
-class WideBacklog : public Base {
- public:
-  using Base::Base;
-  void WidenBacklog() { ::listen(this->svr_sock_, kListenBacklog); }
-  static constexpr int kListenBacklog = 4096;  // The kernel caps it at net.core.somaxconn.
-};
 
 class ServerImpl final : public Server {
  public:
@@ -145,6 +135,7 @@ void ServerImpl::Configure() {
   http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
 
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    MarkRequestHeadersRead();
     t_request_start = Clock::now();
     t_request_started = true;
     ctx_.metrics.in_flight.fetch_add(1, std::memory_order_relaxed);
@@ -178,6 +169,10 @@ void ServerImpl::Configure() {
       }));
   http.set_exception_handler([](const httplib::Request&, httplib::Response& res,
                                 std::exception_ptr) { SendError(res, 500, "internal error"); });
+  // A reply to a request whose body was left unread ends the connection, and says so.
+  http.set_post_routing_handler([](const httplib::Request&, httplib::Response& res) {
+    if (RequestBodyLeftUnread()) res.set_header("Connection", "close");
+  });
   http.set_logger(
       [this](const httplib::Request& req, const httplib::Response& res) { LogRequest(req, res); });
 
@@ -260,7 +255,7 @@ Status ServerImpl::Init(ServerOptions options) {
                              " and key " + o.tls_key.string());
     }
   } else {
-    http_ = std::make_unique<WideBacklog<httplib::Server>>();
+    http_ = std::make_unique<PlainServer>(o.io_timeout);
   }
   Configure();
 
@@ -276,7 +271,7 @@ Status ServerImpl::Init(ServerOptions options) {
   if (tls) {
     static_cast<WideBacklog<httplib::SSLServer>&>(*http_).WidenBacklog();
   } else {
-    static_cast<WideBacklog<httplib::Server>&>(*http_).WidenBacklog();
+    static_cast<PlainServer&>(*http_).WidenBacklog();
   }
   const std::string host = o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host;
   url_ = std::string(tls ? "https://" : "http://") + host + ":" + std::to_string(port_);

@@ -1,0 +1,273 @@
+#include "server/connection.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+namespace hlocache::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr size_t kReadBufferBytes = 16 << 10;
+constexpr size_t kWriteBufferBytes = 64 << 10;
+// How often a connection waiting for its next request checks whether the server is stopping.
+constexpr milliseconds kStopCheck{100};
+// How long a refused body is read and dropped before the connection is closed.
+constexpr milliseconds kLinger{2000};
+
+std::string AddressText(const sockaddr_storage& addr, int& port) {
+  char text[INET6_ADDRSTRLEN] = {};
+  if (addr.ss_family == AF_INET) {
+    const auto* v4 = reinterpret_cast<const sockaddr_in*>(&addr);
+    ::inet_ntop(AF_INET, &v4->sin_addr, text, sizeof text);
+    port = ntohs(v4->sin_port);
+  } else if (addr.ss_family == AF_INET6) {
+    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&addr);
+    ::inet_ntop(AF_INET6, &v6->sin6_addr, text, sizeof text);
+    port = ntohs(v6->sin6_port);
+  }
+  return text;
+}
+
+class ConnectionStream final : public httplib::Stream {
+ public:
+  ConnectionStream(int sock, milliseconds read_timeout, milliseconds write_timeout,
+                   milliseconds header_timeout)
+      : sock_(sock),
+        read_timeout_(read_timeout),
+        write_timeout_(write_timeout),
+        header_timeout_(header_timeout) {
+    // A client that stops reading makes send() give up after the write timeout.
+    timeval tv{};
+    tv.tv_sec = static_cast<time_t>(write_timeout.count() / 1000);
+    tv.tv_usec = static_cast<suseconds_t>((write_timeout.count() % 1000) * 1000);
+    ::setsockopt(sock_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  }
+
+  // Waits for the first byte of the next request: false when the connection closed, stayed
+  // idle for `idle`, or `stopping` became true.
+  template <typename Stopping>
+  bool WaitForRequest(milliseconds idle, Stopping stopping) {
+    if (in_pos_ < in_len_) return true;  // Pipelined.
+    const auto deadline = Clock::now() + idle;
+    while (!stopping()) {
+      const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+      if (left.count() <= 0) return false;
+      const int ready = Poll(POLLIN, std::min(left, kStopCheck));
+      if (ready < 0) return false;
+      if (ready > 0) return true;
+    }
+    return false;
+  }
+
+  // A request begins: its line and headers must all arrive within the header timeout.
+  void StartRequest() {
+    headers_deadline_ = Clock::now() + header_timeout_;
+    reading_headers_ = true;
+  }
+  void HeadersRead() { reading_headers_ = false; }
+
+  // The request's headers announce a body: `length` bytes, or chunked. A handler that answers
+  // without reading all of it (a refused upload) leaves the rest in the connection, where it
+  // would be read as the next request: such a connection is closed after the reply.
+  void BodyAnnounced(uint64_t length, bool chunked) {
+    body_length_ = length;
+    body_chunked_ = chunked;
+    body_read_ = 0;
+  }
+  bool BodyLeftUnread() const { return body_chunked_ || body_read_ < body_length_; }
+
+  // Before closing a connection whose client may still be sending a body we did not read:
+  // stop sending, then read and drop what arrives for up to `linger`, until the client closes.
+  // Closing at once, with bytes unread, would reset the connection, and a client still
+  // sending would lose the reply (and a client without MSG_NOSIGNAL its life, to SIGPIPE).
+  void Linger(milliseconds linger) {
+    ::shutdown(sock_, SHUT_WR);
+    const auto deadline = Clock::now() + linger;
+    while (true) {
+      const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+      if (left.count() <= 0 || Poll(POLLIN, left) <= 0) return;
+      if (Recv(in_, kReadBufferBytes, 0) <= 0) return;
+    }
+  }
+
+  // Sends what is buffered. False when the client is gone or stopped reading.
+  bool Flush() {
+    const bool ok = SendAll(out_.data(), out_.size());
+    out_.clear();
+    return ok;
+  }
+
+  bool is_readable() const override { return in_pos_ < in_len_ || WaitReadable(); }
+  bool is_writable() const override { return Poll(POLLOUT, write_timeout_) > 0; }
+
+  ssize_t read(char* ptr, size_t size) override {
+    const ssize_t n = ReadSome(ptr, size);
+    if (n > 0) body_read_ += static_cast<uint64_t>(n);
+    return n;
+  }
+
+  ssize_t ReadSome(char* ptr, size_t size) {
+    if (in_pos_ < in_len_) {
+      const size_t n = std::min(size, in_len_ - in_pos_);
+      std::memcpy(ptr, in_ + in_pos_, n);
+      in_pos_ += n;
+      return static_cast<ssize_t>(n);
+    }
+    // About to wait for the client: whatever it is waiting for (a 100 Continue) goes first.
+    if (!out_.empty() && !Flush()) return -1;
+    char* into = size >= kReadBufferBytes ? ptr : in_;
+    const size_t want = size >= kReadBufferBytes ? size : kReadBufferBytes;
+    // Bytes that are already there are taken without a poll(); only a wait is timed.
+    ssize_t got = Recv(into, want, MSG_DONTWAIT);
+    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (!WaitReadable()) return -1;
+      got = Recv(into, want, 0);
+    }
+    if (into == ptr || got <= 0) return got;
+    in_len_ = static_cast<size_t>(got);
+    in_pos_ = std::min(size, in_len_);
+    std::memcpy(ptr, in_, in_pos_);
+    return static_cast<ssize_t>(in_pos_);
+  }
+
+  ssize_t write(const char* ptr, size_t size) override {
+    if (out_.size() + size <= kWriteBufferBytes) {
+      out_.append(ptr, size);
+      return static_cast<ssize_t>(size);
+    }
+    if (!Flush()) return -1;
+    if (size <= kWriteBufferBytes) {
+      out_.append(ptr, size);
+    } else if (!SendAll(ptr, size)) {
+      return -1;
+    }
+    return static_cast<ssize_t>(size);
+  }
+
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    sockaddr_storage addr{};
+    socklen_t len = sizeof addr;
+    if (::getpeername(sock_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+      ip = AddressText(addr, port);
+    }
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    sockaddr_storage addr{};
+    socklen_t len = sizeof addr;
+    if (::getsockname(sock_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+      ip = AddressText(addr, port);
+    }
+  }
+  socket_t socket() const override { return sock_; }
+
+ private:
+  // poll() for `events`, retried on EINTR: >0 ready, 0 timed out, <0 error.
+  int Poll(short events, milliseconds timeout) const {
+    pollfd p{sock_, events, 0};
+    const auto deadline = Clock::now() + timeout;
+    while (true) {
+      const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+      const int r = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 0)));
+      if (r >= 0 || errno != EINTR) return r;
+    }
+  }
+
+  // Waits for bytes within the read timeout, and within the headers' deadline while a
+  // request's headers are still arriving.
+  bool WaitReadable() const {
+    milliseconds timeout = read_timeout_;
+    if (reading_headers_) {
+      const auto left = std::chrono::duration_cast<milliseconds>(headers_deadline_ - Clock::now());
+      if (left.count() <= 0) return false;
+      timeout = std::min(timeout, left);
+    }
+    return Poll(POLLIN, timeout) > 0;
+  }
+
+  ssize_t Recv(char* ptr, size_t size, int flags) {
+    while (true) {
+      const ssize_t n = ::recv(sock_, ptr, size, flags);
+      if (n >= 0 || errno != EINTR) return n;
+    }
+  }
+
+  bool SendAll(const char* data, size_t size) {
+    size_t sent = 0;
+    while (sent < size) {
+      const ssize_t n = ::send(sock_, data + sent, size - sent, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;  // Gone, or not reading for the whole write timeout.
+      sent += static_cast<size_t>(n);
+    }
+    return true;
+  }
+
+  const int sock_;
+  const milliseconds read_timeout_, write_timeout_, header_timeout_;
+  Clock::time_point headers_deadline_;
+  bool reading_headers_ = false;
+  uint64_t body_length_ = 0, body_read_ = 0;
+  bool body_chunked_ = false;
+  char in_[kReadBufferBytes];
+  size_t in_pos_ = 0, in_len_ = 0;
+  std::string out_;
+};
+
+thread_local ConnectionStream* t_stream = nullptr;
+
+milliseconds ToMillis(time_t seconds, time_t micros) {
+  return milliseconds(seconds * 1000 + micros / 1000);
+}
+
+}  // namespace
+
+void MarkRequestHeadersRead() {
+  if (t_stream != nullptr) t_stream->HeadersRead();
+}
+
+bool RequestBodyLeftUnread() { return t_stream != nullptr && t_stream->BodyLeftUnread(); }
+
+bool PlainServer::process_and_close_socket(socket_t sock) {
+  bool ok = false;
+  {
+    ConnectionStream stream(sock, ToMillis(read_timeout_sec_, read_timeout_usec_),
+                            ToMillis(write_timeout_sec_, write_timeout_usec_), header_timeout_);
+    t_stream = &stream;
+    const milliseconds idle(keep_alive_timeout_sec_ * 1000);
+    auto stopping = [this] { return svr_sock_ == INVALID_SOCKET; };
+    for (size_t left = keep_alive_max_count_; left > 0 && stream.WaitForRequest(idle, stopping);
+         --left) {
+      stream.StartRequest();
+      stream.BodyAnnounced(0, false);
+      bool closed = false;
+      ok = process_request(
+          stream, /*close_connection=*/left == 1, closed, [&stream](httplib::Request& req) {
+            const bool chunked = req.has_header("Transfer-Encoding");
+            const uint64_t length =
+                std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10);
+            stream.BodyAnnounced(length, chunked);
+          });
+      if (!stream.Flush()) ok = false;
+      if (ok && stream.BodyLeftUnread()) {
+        stream.Linger(kLinger);
+        break;
+      }
+      if (!ok || closed) break;
+    }
+    t_stream = nullptr;
+  }
+  ::shutdown(sock, SHUT_RDWR);
+  ::close(sock);
+  return ok;
+}
+
+}  // namespace hlocache::server
