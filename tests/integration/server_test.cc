@@ -1,10 +1,15 @@
 // `hlocache serve` driven over real sockets: round trips, every error status, roles, read-only,
 // TLS, concurrency, SIGTERM during uploads, kill -9 during a put flood, malformed requests and
 // slow clients.
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <atomic>
 #include <fstream>
@@ -593,6 +598,78 @@ TEST_F(ServerTest, ASlowClientIsCutOffWhileOthersAreServed) {
 
 // A real full disk: the store on a small tmpfs. A put that does not fit is 507; what was
 // stored stays readable.
+// Sends `request` one byte every `gap`; how many bytes went out before the server closed the
+// connection (all of them if it never did).
+size_t Trickle(int port, const std::string& request, std::chrono::milliseconds gap) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return 0;
+  }
+  size_t sent = 0;
+  for (; sent < request.size(); ++sent) {
+    char probe;
+    // A closed connection reads as end of file (or a reset) before the next byte goes out.
+    errno = 0;
+    if (::recv(fd, &probe, 1, MSG_DONTWAIT) == 0 || errno == ECONNRESET) break;
+    if (::send(fd, request.data() + sent, 1, MSG_NOSIGNAL) != 1) break;
+    std::this_thread::sleep_for(gap);
+  }
+  ::close(fd);
+  return sent;
+}
+
+TEST_F(ServerTest, AClientTricklingItsHeadersIsCutOffAtTheHeaderDeadline) {
+  // Each byte arrives well within --io-timeout, so only a deadline on the headers as a whole
+  // can end this; at 250 ms a byte the request would take 15 s to send.
+  auto server = Start({"--io-timeout", "2", "--threads", "2"});
+  const std::string request =
+      "GET /healthz HTTP/1.1\r\nHost: trickle\r\nX-Padding: " + std::string(20, 'p') + "\r\n\r\n";
+  std::vector<size_t> sent(2);
+  std::vector<std::thread> tricklers;
+  for (size_t i = 0; i < sent.size(); ++i) {
+    tricklers.emplace_back(
+        [&, i] { sent[i] = Trickle(server->port(), request, std::chrono::milliseconds(250)); });
+  }
+  for (auto& t : tricklers) t.join();
+  for (size_t n : sent) EXPECT_LT(n, request.size()) << "a trickling client finished its request";
+  auto health = server->Client()->Get("/healthz");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  EXPECT_EQ(server->Stop(), 0);
+}
+
+TEST_F(ServerTest, ARefusedBodyEndsTheConnectionAndTheReplyStillArrives) {
+  auto server = Start({"--max-body", "1M"});
+  const std::string key = TestKey(41);
+  // Refused before its body is read (a bad key; too large), with the body sent in full, then
+  // another request on the same connection: the reply says Connection: close, arrives whole,
+  // and the body is never read as a request.
+  for (const std::string& head :
+       {std::string(
+            "PUT /v1/artifacts/not-a-key HTTP/1.1\r\nHost: x\r\nContent-Length: 600000\r\n\r\n"),
+        "PUT /v1/artifacts/" + key + " HTTP/1.1\r\nHost: x\r\nContent-Length: 3000000\r\n\r\n"}) {
+    const size_t length = std::stoul(head.substr(head.find("Length: ") + 8));
+    std::string reply;
+    const std::string next = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    const int status = RawExchange(server->port(), head + std::string(length, 'G') + next,
+                                   std::chrono::seconds(20), &reply);
+    EXPECT_THAT(status, ::testing::AnyOf(400, 413)) << reply;
+    EXPECT_THAT(reply, HasSubstr("Connection: close"));
+    EXPECT_EQ(reply.find("HTTP/1.1", 1), std::string::npos)
+        << "the connection carried on after a refused body: " << reply;
+  }
+  auto metrics = server->Client()->Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_THAT(metrics->body, ::testing::Not(HasSubstr("route=\"other\"")))
+      << "a refused body was parsed as a request";
+  EXPECT_EQ(server->Stop(), 0);
+}
+
 TEST_F(ServerTest, DiskFullIs507AndReadsGoOn) {
   const fs::path mount_point = root_ / "small";
   fs::create_directories(mount_point);
