@@ -3,7 +3,9 @@
 #include <chrono>
 
 #include "compiler/artifact/container.h"
+#include "compiler/artifact/graph_section.h"
 #include "compiler/codegen/cpu_codegen.h"
+#include "compiler/hlo/canonical.h"
 #include "compiler/hlo/shape.h"
 #include "compiler/target.h"
 
@@ -30,6 +32,8 @@ Result<std::string> BuildArtifact(const hlo::Module& module, const Toolchain& to
   }
   header.result_shape =
       hlo::CanonicalShapeText(entry.instructions[static_cast<size_t>(entry.root)].shape);
+  // The graph goes with the executable, so that a server can check the key it is stored under.
+  if (auto canonical = hlo::Canonicalize(module)) header.graph_zstd = EncodeGraph(canonical->text);
   header.compile_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return EncodeArtifact(header, shared_object);

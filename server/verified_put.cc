@@ -2,6 +2,7 @@
 
 #include "cache/key.h"
 #include "compiler/artifact/container.h"
+#include "compiler/artifact/graph_section.h"
 
 namespace hlocache::server {
 
@@ -72,6 +73,20 @@ bool VerifiedPut::CheckHeader() {
     if (header->payload_kind != expected) {
       return Fail(InvalidArgument("payload kind '" + header->payload_kind +
                                   "' does not run on target " + header->target));
+    }
+    // The key again, from the graph the artifact carries and the target and compiler it names:
+    // an uploader cannot store an executable under another graph's key.
+    if (header->graph_zstd.empty()) {
+      return Fail(InvalidArgument(
+          "the artifact carries no graph, so its key cannot be checked (--verify-uploads)"));
+    }
+    auto graph = compiler::DecodeGraph(header->graph_zstd);
+    if (!graph) return Fail(InvalidArgument("bad artifact: " + graph.error().message()));
+    const cache::Key rekeyed =
+        cache::ComposeKey(cache::KeyInput{*graph, header->target, header->compiler_id, {}});
+    if (rekeyed.text != key_) {
+      return Fail(InvalidArgument("the artifact's graph, target and compiler key to " +
+                                  rekeyed.text + ", not " + key_));
     }
   }
   info_.target = header->target;

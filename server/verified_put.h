@@ -26,7 +26,8 @@ class VerifiedPut {
   static constexpr uint64_t kBufferedBytes = uint64_t{4} << 20;
 
   // `length` is the size the sender announced; `strict` also checks the header's target,
-  // compiler id and payload kind (serve --verify-uploads).
+  // compiler id and payload kind, and computes the key again from the graph the artifact
+  // carries (serve --verify-uploads).
   VerifiedPut(cache::Store& store, std::string key, uint64_t length, bool strict);
 
   // Takes the next bytes. Returns false once the artifact has failed a check (later calls are

@@ -47,6 +47,8 @@ std::string HeaderJson(const ArtifactHeader& h) {
   j["parameter_shapes"] = h.parameter_shapes;
   j["result_shape"] = h.result_shape;
   j["compile_seconds"] = h.compile_seconds;
+  // Last, so that PeekCompileSeconds finds its field before the long one.
+  if (!h.graph_zstd.empty()) j["graph_zstd"] = h.graph_zstd;
   return j.dump();
 }
 
@@ -104,6 +106,10 @@ Result<ArtifactHeader> ParseArtifactHeader(std::string_view json) {
     return Error(Corrupt("header field 'compile_seconds' is missing or not a number"));
   }
   h.compile_seconds = seconds->get<double>();
+  if (auto graph = j.find("graph_zstd"); graph != j.end()) {
+    if (!graph->is_string()) return Error(Corrupt("header field 'graph_zstd' is not a string"));
+    h.graph_zstd = graph->get<std::string>();
+  }
   return h;
 }
 

@@ -30,6 +30,9 @@ struct ArtifactHeader {
   std::vector<std::string> parameter_shapes;  // Canonical shape text.
   std::string result_shape;
   double compile_seconds = 0;
+  // The canonical module, encoded (compiler/artifact/graph_section.h); empty when the artifact
+  // does not carry it (older writers, or a graph too large for the header).
+  std::string graph_zstd;
 };
 
 struct DecodedArtifact {

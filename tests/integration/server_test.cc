@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compiler/artifact/container.h"
 #include "tests/integration/server_harness.h"
 #include "tests/integration/test_directory.h"
 
@@ -667,6 +668,58 @@ TEST_F(ServerTest, ARefusedBodyEndsTheConnectionAndTheReplyStillArrives) {
   ASSERT_TRUE(metrics);
   EXPECT_THAT(metrics->body, ::testing::Not(HasSubstr("route=\"other\"")))
       << "a refused body was parsed as a request";
+  EXPECT_EQ(server->Stop(), 0);
+}
+
+TEST_F(ServerTest, VerifyUploadsComputesTheKeyAgainFromTheCarriedGraph) {
+  // A real artifact, built by a server's compile.
+  auto builder = Start({}, "builder");
+  auto built =
+      builder->Client()->Post("/v1/compile?target=cpu-x86-64-v2", Module(21), "text/plain");
+  ASSERT_TRUE(built);
+  ASSERT_EQ(built->status, 200) << built->body;
+  const std::string key = built->get_header_value("X-Hlocache-Key");
+  const std::string artifact = built->body;
+  auto decoded = compiler::DecodeArtifact(artifact);
+  ASSERT_TRUE(decoded.has_value());
+  ASSERT_FALSE(decoded->header.graph_zstd.empty()) << "a built artifact carries its graph";
+
+  auto server = Start({"--verify-uploads"});
+  auto client = server->Client();
+  auto put = [&](const std::string& k, const std::string& bytes) {
+    return client->Put(("/v1/artifacts/" + k).c_str(), bytes, "application/octet-stream");
+  };
+  auto good = put(key, artifact);
+  ASSERT_TRUE(good);
+  EXPECT_EQ(good->status, 201) << good->body;
+
+  // Relabeled for another target, or stored under another key with a header to match: the
+  // graph keys to something else. Without a graph there is nothing to check against.
+  compiler::ArtifactHeader relabeled = decoded->header;
+  relabeled.target = "cpu-x86-64-v3";
+  const std::string other = TestKey(77);
+  compiler::ArtifactHeader renamed = decoded->header;
+  renamed.key = other;
+  const std::vector<std::pair<std::string, std::string>> forged = {
+      {key, compiler::EncodeArtifact(relabeled, decoded->payload)},
+      {other, compiler::EncodeArtifact(renamed, decoded->payload)},
+      {TestKey(78), MakeArtifact(TestKey(78), 500, 78)},
+  };
+  for (const auto& [k, bytes] : forged) {
+    client = server->Client();
+    auto r = put(k, bytes);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << r->body;  // Checked before "already stored".
+  }
+  client = server->Client();
+  auto renamed_reply = put(other, compiler::EncodeArtifact(renamed, decoded->payload));
+  ASSERT_TRUE(renamed_reply);
+  EXPECT_THAT(renamed_reply->body, HasSubstr("key to " + key + ", not " + other));
+  auto bare = put(TestKey(78), MakeArtifact(TestKey(78), 500, 78));
+  ASSERT_TRUE(bare);
+  EXPECT_THAT(bare->body, HasSubstr("carries no graph"));
+  client = server->Client();
+  EXPECT_EQ(client->Head(("/v1/artifacts/" + other).c_str())->status, 404);
   EXPECT_EQ(server->Stop(), 0);
 }
 

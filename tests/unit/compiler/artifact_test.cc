@@ -10,6 +10,7 @@
 #include <string>
 
 #include "compiler/artifact/container.h"
+#include "compiler/artifact/graph_section.h"
 #include "compiler/artifact/loader.h"
 #include "compiler/target.h"
 #include "tests/unit/status_matchers.h"
@@ -90,6 +91,40 @@ TEST(ArtifactContainerTest, TruncatedOrExtendedContainersAreRefused) {
   EXPECT_THAT(DecodeArtifact(good + "x"), StatusIs(StatusCode::kDataLoss));
   EXPECT_THAT(DecodeArtifact("#!/bin/sh\nrm -rf /\n"),
               StatusIs(StatusCode::kInvalidArgument, HasSubstr("not an hlocache artifact")));
+}
+
+TEST(ArtifactGraphTest, TheCarriedGraphRoundTripsAndGarbageIsRefused) {
+  std::string text = "HloModule m\n\nENTRY e {\n";
+  for (int i = 0; i < 2000; ++i) {
+    text += "  a" + std::to_string(i) + " = f32[8] parameter(" + std::to_string(i) + ")\n";
+  }
+  text += "}\n";
+  const std::string encoded = EncodeGraph(text);
+  ASSERT_FALSE(encoded.empty());
+  EXPECT_LT(encoded.size(), text.size() / 3) << "compressed";
+  auto decoded = DecodeGraph(encoded);
+  ASSERT_THAT(decoded, IsOk());
+  EXPECT_EQ(*decoded, text);
+
+  ArtifactHeader header = SampleHeader();
+  header.graph_zstd = encoded;
+  auto round = DecodeArtifact(EncodeArtifact(header, "payload"));
+  ASSERT_THAT(round, IsOk());
+  EXPECT_EQ(round->header.graph_zstd, encoded);
+  EXPECT_EQ(PeekCompileSeconds(EncodeArtifact(header, "p")), header.compile_seconds);
+
+  for (const std::string& bad : {std::string(), std::string("abc"), std::string("!!!!"),
+                                 std::string("AAAAAAAA"), encoded.substr(0, encoded.size() - 4)}) {
+    EXPECT_THAT(DecodeGraph(bad), StatusIs(StatusCode::kDataLoss)) << "'" << bad << "'";
+  }
+  // A graph whose encoding would not fit the header is left out, not truncated.
+  std::string random(kMaxEncodedGraphBytes, '\0');
+  uint64_t x = 88172645463325252ull;
+  for (char& c : random) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    c = static_cast<char>(x);
+  }
+  EXPECT_EQ(EncodeGraph(random), "");
 }
 
 TEST(ArtifactContainerTest, NewerFormatVersionSaysSo) {

@@ -7,7 +7,9 @@
 
 #include <filesystem>
 
+#include "cache/key.h"
 #include "compiler/artifact/container.h"
+#include "compiler/artifact/graph_section.h"
 #include "tests/integration/server_harness.h"
 #include "tests/unit/status_matchers.h"
 
@@ -104,10 +106,29 @@ TEST_F(VerifiedPutTest, AnAbandonedStreamedPutLeavesNothing) {
   EXPECT_TRUE(Stored(key));
 }
 
-TEST_F(VerifiedPutTest, StrictChecksTheTargetAgainstThePayloadKind) {
-  const std::string key = TestKey(4);
-  const std::string bytes = MakeArtifact(key, 1000, 4);  // A shared object for a CPU target.
-  EXPECT_THAT(Feed(key, bytes, 100, bytes.size(), /*strict=*/true), IsOk());
+TEST_F(VerifiedPutTest, StrictChecksTheTargetAgainstThePayloadKindAndTheKeyAgainstTheGraph) {
+  // An artifact carrying the graph its key was computed from.
+  const std::string graph = "HloModule m\n\nENTRY e {\n  ROOT c = f32[] constant(1)\n}\n";
+  const std::string bare = MakeArtifact(TestKey(4), 1000, 4);  // A shared object for a CPU target.
+  auto base = compiler::DecodeArtifact(bare);
+  ASSERT_THAT(base, IsOk());
+  compiler::ArtifactHeader with_graph = base->header;
+  with_graph.graph_zstd = compiler::EncodeGraph(graph);
+  with_graph.key =
+      cache::ComposeKey(cache::KeyInput{graph, with_graph.target, with_graph.compiler_id, {}}).text;
+  const std::string bytes = compiler::EncodeArtifact(with_graph, base->payload);
+  EXPECT_THAT(Feed(with_graph.key, bytes, 100, bytes.size(), /*strict=*/true), IsOk());
+  // The same graph under a key it does not give; no graph at all.
+  compiler::ArtifactHeader misnamed = with_graph;
+  misnamed.key = TestKey(6);
+  const std::string misnamed_bytes = compiler::EncodeArtifact(misnamed, base->payload);
+  EXPECT_THAT(Feed(misnamed.key, misnamed_bytes, 100, misnamed_bytes.size(), /*strict=*/true),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("key to " + with_graph.key + ", not " + misnamed.key)));
+  EXPECT_THAT(Feed(TestKey(4), bare, 100, bare.size(), /*strict=*/true),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("carries no graph")));
+  EXPECT_FALSE(Stored(misnamed.key));
+  EXPECT_FALSE(Stored(TestKey(4)));
 
   // A shared object that claims a GPU target passes the container's checks, not strict ones.
   auto decoded = compiler::DecodeArtifact(bytes);
