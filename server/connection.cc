@@ -20,6 +20,8 @@ constexpr size_t kReadBufferBytes = 16 << 10;
 constexpr size_t kWriteBufferBytes = 64 << 10;
 // How often a connection waiting for its next request checks whether the server is stopping.
 constexpr milliseconds kStopCheck{100};
+// The slowest a request body may arrive, on average (Apache's mod_reqtimeout uses 500 too).
+constexpr uint64_t kMinBodyBytesPerSecond = 500;
 // How long a refused body is read and dropped before the connection is closed.
 constexpr milliseconds kLinger{2000};
 
@@ -73,7 +75,10 @@ class ConnectionStream final : public httplib::Stream {
     headers_deadline_ = Clock::now() + header_timeout_;
     reading_headers_ = true;
   }
-  void HeadersRead() { reading_headers_ = false; }
+  void HeadersRead() {
+    reading_headers_ = false;
+    body_started_ = Clock::now();
+  }
 
   // The request's headers announce a body: `length` bytes, or chunked. A handler that answers
   // without reading all of it (a refused upload) leaves the rest in the connection, where it
@@ -183,13 +188,18 @@ class ConnectionStream final : public httplib::Stream {
 
   // Waits for bytes within the read timeout, and within the headers' deadline while a
   // request's headers are still arriving.
+  // Waits for bytes within the read timeout; while a request's headers are arriving, within
+  // their deadline; while its body is, at no less than kMinBodyBytesPerSecond on average after
+  // a grace of the header timeout (a trickled body would otherwise hold a thread for good).
   bool WaitReadable() const {
     milliseconds timeout = read_timeout_;
-    if (reading_headers_) {
-      const auto left = std::chrono::duration_cast<milliseconds>(headers_deadline_ - Clock::now());
-      if (left.count() <= 0) return false;
-      timeout = std::min(timeout, left);
-    }
+    const auto deadline = reading_headers_
+                              ? headers_deadline_
+                              : body_started_ + header_timeout_ +
+                                    milliseconds(body_read_ * 1000 / kMinBodyBytesPerSecond);
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+    if (left.count() <= 0) return false;
+    timeout = std::min(timeout, left);
     return Poll(POLLIN, timeout) > 0;
   }
 
@@ -213,7 +223,7 @@ class ConnectionStream final : public httplib::Stream {
 
   const int sock_;
   const milliseconds read_timeout_, write_timeout_, header_timeout_;
-  Clock::time_point headers_deadline_;
+  Clock::time_point headers_deadline_, body_started_;
   bool reading_headers_ = false;
   uint64_t body_length_ = 0, body_read_ = 0;
   bool body_chunked_ = false;

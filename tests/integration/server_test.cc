@@ -599,15 +599,21 @@ TEST_F(ServerTest, ASlowClientIsCutOffWhileOthersAreServed) {
 
 // A real full disk: the store on a small tmpfs. A put that does not fit is 507; what was
 // stored stays readable.
-// Sends `request` one byte every `gap`; how many bytes went out before the server closed the
-// connection (all of them if it never did).
-size_t Trickle(int port, const std::string& request, std::chrono::milliseconds gap) {
+// Sends `prefix` at once, then `request` one byte every `gap`; how many bytes of `request` went
+// out before the server closed the connection (all of them if it never did).
+size_t Trickle(int port, const std::string& prefix, const std::string& request,
+               std::chrono::milliseconds gap) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return 0;
+  }
+  if (!prefix.empty() && ::send(fd, prefix.data(), prefix.size(), MSG_NOSIGNAL) !=
+                             static_cast<ssize_t>(prefix.size())) {
     ::close(fd);
     return 0;
   }
@@ -624,20 +630,27 @@ size_t Trickle(int port, const std::string& request, std::chrono::milliseconds g
   return sent;
 }
 
-TEST_F(ServerTest, AClientTricklingItsHeadersIsCutOffAtTheHeaderDeadline) {
-  // Each byte arrives well within --io-timeout, so only a deadline on the headers as a whole
-  // can end this; at 250 ms a byte the request would take 15 s to send.
+TEST_F(ServerTest, AClientTricklingItsHeadersOrItsBodyIsCutOff) {
+  // Each byte arrives well within --io-timeout, so only a deadline on the headers as a whole,
+  // and a minimum rate for a body, can end these; at 250 ms a byte each would take 15 s.
   auto server = Start({"--io-timeout", "2", "--threads", "2"});
   const std::string request =
       "GET /healthz HTTP/1.1\r\nHost: trickle\r\nX-Padding: " + std::string(20, 'p') + "\r\n\r\n";
+  const std::string key = TestKey(51);
+  const std::string body = MakeArtifact(key, 10, 51).substr(0, 60);
+  const std::string upload_head =
+      "PUT /v1/artifacts/" + key +
+      " HTTP/1.1\r\nHost: trickle\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n";
   std::vector<size_t> sent(2);
   std::vector<std::thread> tricklers;
-  for (size_t i = 0; i < sent.size(); ++i) {
-    tricklers.emplace_back(
-        [&, i] { sent[i] = Trickle(server->port(), request, std::chrono::milliseconds(250)); });
-  }
+  tricklers.emplace_back(
+      [&] { sent[0] = Trickle(server->port(), "", request, std::chrono::milliseconds(250)); });
+  tricklers.emplace_back([&] {
+    sent[1] = Trickle(server->port(), upload_head, body, std::chrono::milliseconds(250));
+  });
   for (auto& t : tricklers) t.join();
-  for (size_t n : sent) EXPECT_LT(n, request.size()) << "a trickling client finished its request";
+  EXPECT_LT(sent[0], request.size()) << "a client trickling its headers finished them";
+  EXPECT_LT(sent[1], body.size()) << "a client trickling its body finished it";
   auto health = server->Client()->Get("/healthz");
   ASSERT_TRUE(health);
   EXPECT_EQ(health->status, 200);
