@@ -9,14 +9,15 @@ namespace hlocache::client {
 
 int RunHealth(const std::string& url, const std::string& ca_cert, std::ostream& out,
               std::ostream& err) {
-  if (!url.starts_with("http://") && !url.starts_with("https://")) {
-    err << "hlocache health: '" << url << "' is not an http:// or https:// URL\n";
+  auto parsed = ParseServerUrl(url);
+  if (!parsed) {
+    err << "hlocache health: " << parsed.error().message() << "\n";
     return 1;
   }
   HttpClientSettings settings;
   settings.ca_cert = ca_cert;
   settings.connect_timeout = std::chrono::seconds(2);
-  auto r = MakeHttpClient(url, settings, std::chrono::seconds(2))->Get("/healthz");
+  auto r = MakeHttpClient(*parsed, settings, std::chrono::seconds(2))->Get("/healthz");
   if (!r) {
     err << "hlocache health: " << url << " does not answer (" << httplib::to_string(r.error())
         << ")\n";

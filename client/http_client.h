@@ -10,6 +10,9 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <string_view>
+
+#include "common/status.h"
 
 namespace hlocache::client {
 
@@ -19,7 +22,18 @@ struct HttpClientSettings {
   std::chrono::milliseconds connect_timeout{300};
 };
 
-// `url` is http://host:port or https://host:port (already checked by the caller). One request
+// A server's base URL as given by a user: http://host:port or https://host:port, trailing
+// slashes dropped. Errors: kInvalidArgument for anything else.
+inline Result<std::string> ParseServerUrl(std::string_view url) {
+  if (!url.starts_with("http://") && !url.starts_with("https://")) {
+    return Error(InvalidArgument("'" + std::string(url) + "' is not an http:// or https:// URL"));
+  }
+  std::string trimmed(url);
+  while (trimmed.size() > 8 && trimmed.back() == '/') trimmed.pop_back();
+  return trimmed;
+}
+
+// `url` is http://host:port or https://host:port (from ParseServerUrl). One request
 // per connection: clients are made per request and closed after it.
 inline std::unique_ptr<httplib::Client> MakeHttpClient(const std::string& url,
                                                        const HttpClientSettings& settings,

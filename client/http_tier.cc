@@ -19,7 +19,7 @@ class HttpTier final : public Tier {
     auto r = client->Get(("/v1/artifacts/" + std::string(key)).c_str());
     if (!r) return Error(Failure("GET", r.error()));
     if (r->status == 404) return std::optional<std::string>();
-    if (r->status != 200) return Error(Unavailable(url_ + ": GET answered " + Reply(*r)));
+    if (r->status != 200) return Error(Unavailable(url_ + ": GET answered " + DescribeReply(*r)));
     return std::optional<std::string>(std::move(r->body));
   }
 
@@ -32,9 +32,9 @@ class HttpTier final : public Tier {
     if (!r) return Failure("PUT", r.error());
     if (r->status == 200 || r->status == 201) return Status::Ok();
     if (r->status == 401 || r->status == 403) {
-      return PermissionDenied(url_ + ": PUT answered " + Reply(*r));
+      return PermissionDenied(url_ + ": PUT answered " + DescribeReply(*r));
     }
-    return Unavailable(url_ + ": PUT answered " + Reply(*r));
+    return Unavailable(url_ + ": PUT answered " + DescribeReply(*r));
   }
 
   bool CanCompile(std::string_view target) const override {
@@ -50,9 +50,10 @@ class HttpTier final : public Tier {
       // The module's fault (400, 422) or the server's policy (403: read-only, or this token may
       // not compile), not a failure: the server stays in use, and the caller's own compile
       // reports any error in the module in its own words.
-      return Error(FailedPrecondition(url_ + ": compile answered " + Reply(*r)));
+      return Error(FailedPrecondition(url_ + ": compile answered " + DescribeReply(*r)));
     }
-    if (r->status != 200) return Error(Unavailable(url_ + ": compile answered " + Reply(*r)));
+    if (r->status != 200)
+      return Error(Unavailable(url_ + ": compile answered " + DescribeReply(*r)));
     RemoteCompile out;
     out.was_cached = r->get_header_value("X-Hlocache-Cache") == "hit";
     out.artifact = std::move(r->body);
@@ -69,8 +70,6 @@ class HttpTier final : public Tier {
     return Unavailable(url_ + ": " + what + " failed: " + httplib::to_string(error));
   }
 
-  static std::string Reply(const httplib::Response& r) { return DescribeReply(r); }
-
   const std::string url_;
   const HttpTierOptions options_;
 };
@@ -78,12 +77,8 @@ class HttpTier final : public Tier {
 }  // namespace
 
 Result<std::unique_ptr<Tier>> MakeHttpTier(const std::string& url, const HttpTierOptions& options) {
-  if (!url.starts_with("http://") && !url.starts_with("https://")) {
-    return Error(InvalidArgument("'" + url + "' is not an http:// or https:// URL"));
-  }
-  std::string trimmed = url;
-  while (trimmed.size() > 8 && trimmed.back() == '/') trimmed.pop_back();
-  return std::unique_ptr<Tier>(new HttpTier(trimmed, options));
+  HLOCACHE_ASSIGN_OR_RETURN(std::string parsed, ParseServerUrl(url));
+  return std::unique_ptr<Tier>(new HttpTier(std::move(parsed), options));
 }
 
 }  // namespace hlocache::client

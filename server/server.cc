@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "cache/dir_lock.h"
+#include "client/http_client.h"
 #include "common/file.h"
 #include "compiler/target.h"
 #include "compiler/toolchain.h"
@@ -305,9 +306,8 @@ Status CheckServerOptions(const ServerOptions& o) {
           "--readonly and --upstream do not go together: a server reading through keeps what it "
           "fetches");
     }
-    if (!o.upstream_url.starts_with("http://") && !o.upstream_url.starts_with("https://")) {
-      return InvalidArgument("--upstream: '" + o.upstream_url +
-                             "' is not an http:// or https:// URL");
+    if (auto url = client::ParseServerUrl(o.upstream_url); !url) {
+      return InvalidArgument("--upstream: " + url.error().message());
     }
   }
   return Status::Ok();

@@ -381,11 +381,9 @@ class UpstreamImpl final : public Upstream {
 }  // namespace
 
 Result<std::unique_ptr<Upstream>> Upstream::Make(UpstreamOptions options, cache::Store& store) {
-  if (!options.url.starts_with("http://") && !options.url.starts_with("https://")) {
-    return Error(
-        InvalidArgument("--upstream: '" + options.url + "' is not an http:// or https:// URL"));
-  }
-  while (options.url.size() > 8 && options.url.back() == '/') options.url.pop_back();
+  auto url = client::ParseServerUrl(options.url);
+  if (!url) return Error(InvalidArgument("--upstream: " + url.error().message()));
+  options.url = std::move(*url);
   return std::unique_ptr<Upstream>(new UpstreamImpl(std::move(options), store));
 }
 
