@@ -238,11 +238,7 @@ TEST_F(ClientTest, MissesAreWrittenBackToTheTiersThatMissed) {
 
 TEST_F(ClientTest, HttpsServersAreVerifiedAgainstTheGivenCa) {
   const std::string cert = (root_ / "cert.pem").string(), key = (root_ / "key.pem").string();
-  const std::string command =
-      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 -addext "
-      "subjectAltName=IP:127.0.0.1 -keyout " +
-      key + " -out " + cert + " 2>/dev/null";
-  ASSERT_EQ(std::system(command.c_str()), 0) << "openssl could not make a certificate";
+  ASSERT_TRUE(MakeSelfSignedCertificate(cert, key)) << "openssl could not make a certificate";
   ServerProcess server(HLOCACHE_BINARY, root_ / "tls",
                        {"--tls-cert", cert, "--tls-key", key, "--access-log", ""});
   ASSERT_TRUE(server.started()) << server.output();

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -115,8 +116,7 @@ std::unique_ptr<httplib::Client> ServerProcess::Client(const std::string& token)
   return client;
 }
 
-int RawExchange(int port, const std::string& bytes, std::chrono::milliseconds timeout,
-                std::string* reply) {
+int ConnectLoopback(int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -124,8 +124,23 @@ int RawExchange(int port, const std::string& bytes, std::chrono::milliseconds ti
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     ::close(fd);
-    return 0;
+    return -1;
   }
+  return fd;
+}
+
+bool MakeSelfSignedCertificate(const fs::path& cert, const fs::path& key) {
+  const std::string command =
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1 -addext "
+      "subjectAltName=IP:127.0.0.1 -keyout " +
+      key.string() + " -out " + cert.string() + " 2>/dev/null";
+  return std::system(command.c_str()) == 0;
+}
+
+int RawExchange(int port, const std::string& bytes, std::chrono::milliseconds timeout,
+                std::string* reply) {
+  const int fd = ConnectLoopback(port);
+  if (fd < 0) return 0;
   size_t sent = 0;
   while (sent < bytes.size()) {
     const ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);

@@ -50,6 +50,13 @@ class ServerProcess {
   std::string url_;
 };
 
+// A TCP socket connected to 127.0.0.1:port, or -1.
+int ConnectLoopback(int port);
+
+// A self-signed certificate and its key for 127.0.0.1 (subject and IP address), made with
+// `openssl req`; false when openssl failed.
+bool MakeSelfSignedCertificate(const std::filesystem::path& cert, const std::filesystem::path& key);
+
 // Writes raw bytes to 127.0.0.1:port and reads the reply until the server closes the
 // connection or `timeout` passes. The reply's status code, 0 when the connection closed with no
 // reply, -1 when the server neither replied nor closed in time.

@@ -3,30 +3,26 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
-#include <filesystem>
 
 #include "cache/key.h"
 #include "compiler/artifact/container.h"
 #include "compiler/artifact/graph_section.h"
 #include "tests/integration/server_harness.h"
+#include "tests/integration/test_directory.h"
 #include "tests/unit/status_matchers.h"
 
 namespace hlocache::server {
 namespace {
 
-namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using testing::MakeArtifact;
 using testing::TestKey;
 
-class VerifiedPutTest : public ::testing::Test {
+class VerifiedPutTest : public testing::TestDirectory {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/hlocache-verified-put-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
+    TestDirectory::SetUp();
     cache::StoreOptions o;
     o.min_free_bytes = 0;
     o.chunk_bytes = 64 << 10;
@@ -36,7 +32,7 @@ class VerifiedPutTest : public ::testing::Test {
   }
   void TearDown() override {
     store_.reset();
-    fs::remove_all(root_);
+    TestDirectory::TearDown();
   }
 
   // Feeds `bytes` in pieces of `piece` bytes; the outcome of Finish.
@@ -50,7 +46,6 @@ class VerifiedPutTest : public ::testing::Test {
   }
   bool Stored(const std::string& key) { return store_->Contains(key).value_or(false); }
 
-  fs::path root_;
   std::unique_ptr<cache::Store> store_;
 };
 
