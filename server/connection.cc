@@ -71,9 +71,11 @@ class ConnectionStream final : public httplib::Stream {
   }
 
   // A request begins: its line and headers must all arrive within the header timeout.
+  // It has no body until its headers announce one.
   void StartRequest() {
     headers_deadline_ = Clock::now() + header_timeout_;
     reading_headers_ = true;
+    BodyAnnounced(0, false);
   }
   void HeadersRead() {
     reading_headers_ = false;
@@ -257,7 +259,6 @@ bool PlainServer::process_and_close_socket(socket_t sock) {
     for (size_t left = keep_alive_max_count_; left > 0 && stream.WaitForRequest(idle, stopping);
          --left) {
       stream.StartRequest();
-      stream.BodyAnnounced(0, false);
       bool closed = false;
       ok = process_request(
           stream, /*close_connection=*/left == 1, closed, [&stream](httplib::Request& req) {
