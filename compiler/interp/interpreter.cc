@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <functional>
 #include <limits>
+#include <type_traits>
 
 namespace hlocache::interp {
 namespace {
@@ -137,9 +138,24 @@ class Evaluator {
 
   Result<Literal> Call(int32_t comp_index, std::span<const Literal> args) {
     const Computation& comp = m_.computations[static_cast<size_t>(comp_index)];
-    std::vector<Literal> values(comp.instructions.size());
-    for (size_t i = 0; i < comp.instructions.size(); ++i) {
+    const size_t count = comp.instructions.size();
+    // Each value is dropped after its last use: a graph of large tensors needs the memory of
+    // those alive at once, not of all it ever computed.
+    std::vector<size_t> last_use(count, 0);
+    for (size_t i = 0; i < count; ++i) {
+      for (int32_t k : comp.instructions[i].operands) {
+        if (k >= 0 && static_cast<size_t>(k) < count) last_use[static_cast<size_t>(k)] = i;
+      }
+    }
+    std::vector<Literal> values(count);
+    for (size_t i = 0; i < count; ++i) {
       HLOCACHE_ASSIGN_OR_RETURN(values[i], Eval(comp.instructions[i], values, args));
+      for (int32_t k : comp.instructions[i].operands) {
+        if (k >= 0 && static_cast<size_t>(k) < count && last_use[static_cast<size_t>(k)] == i &&
+            k != comp.root) {
+          values[static_cast<size_t>(k)] = Literal();
+        }
+      }
     }
     return std::move(values[static_cast<size_t>(comp.root)]);
   }
@@ -1080,6 +1096,14 @@ class Evaluator {
     if (n > 64) return Unsupported(inst, "reduce of more than 64 operands");
     for (size_t k = 0; k < n; ++k) outs[k] = n == 1 ? &out : &out.elements()[k];
     const auto strides = hlo::RowMajorStrides(in_dims);
+    bool swapped = false;
+    const Literal& init = values[inst.operands[n]];
+    if (n == 1 && first.size() > 0 && out.size() > 0 && init.type() == first.type() &&
+        out.type() == first.type()) {
+      if (const Instruction* op = OneBinaryOp(inst.callees[0], first.type(), swapped)) {
+        return ReduceAllAtOnce(*op, swapped, first, init, reduced, strides, out);
+      }
+    }
     std::vector<int64_t> kept(kept_dims.size(), 0);
     size_t out_i = 0;
     bool more_out = true;
@@ -1119,7 +1143,88 @@ class Evaluator {
     return Status::Ok();
   }
 
-  // dot: output dims are the batch dims, then lhs's free dims, then rhs's free dims.
+  // The root of computation `c` when it is nothing but one associative binary op on its two
+  // scalar parameters of type `t` (the usual add, max, min ... reducer); null otherwise.
+  // `swapped`: the op takes the second parameter (the element) first.
+  const Instruction* OneBinaryOp(int32_t c, PrimitiveType t, bool& swapped) const {
+    const Computation& comp = m_.computations[static_cast<size_t>(c)];
+    if (comp.instructions.size() != 3 || comp.parameters.size() != 2 || comp.root < 0) {
+      return nullptr;
+    }
+    const Instruction& root = comp.instructions[static_cast<size_t>(comp.root)];
+    switch (root.opcode.opcode) {
+      case Opcode::kAdd:
+      case Opcode::kMultiply:
+      case Opcode::kMaximum:
+      case Opcode::kMinimum:
+      case Opcode::kAnd:
+      case Opcode::kOr:
+      case Opcode::kXor:
+        break;
+      default:
+        return nullptr;
+    }
+    if (root.opcode.phase != hlo::AsyncPhase::kNone || root.operands.size() != 2) return nullptr;
+    const int32_t acc = comp.parameters[0], elem = comp.parameters[1];
+    if (root.operands[0] == acc && root.operands[1] == elem) {
+      swapped = false;
+    } else if (root.operands[0] == elem && root.operands[1] == acc) {
+      swapped = true;
+    } else {
+      return nullptr;
+    }
+    for (const Instruction& inst : comp.instructions) {
+      if (!inst.shape_written || inst.shape.type != t || inst.shape.IsTuple() ||
+          !inst.shape.dims.empty()) {
+        return nullptr;
+      }
+    }
+    return &root;
+  }
+
+  // reduce with a one-op reducer (see OneBinaryOp), over all results at once: one pass of
+  // the op per step of the reduced dimensions, in their row-major order. Each result goes
+  // through the same steps as under the definition, one element at a time.
+  Status ReduceAllAtOnce(const Instruction& op, bool swapped, const Literal& in,
+                         const Literal& init, const std::vector<bool>& reduced,
+                         const std::vector<int64_t>& strides, Literal& out) const {
+    const auto& in_dims = in.shape().dims;
+    std::vector<int64_t> kept_dims, kept_strides, red_dims, red_strides;
+    for (size_t d = 0; d < in_dims.size(); ++d) {
+      (reduced[d] ? red_dims : kept_dims).push_back(in_dims[d]);
+      (reduced[d] ? red_strides : kept_strides).push_back(strides[d]);
+    }
+    std::vector<size_t> kept_offsets;
+    kept_offsets.reserve(out.size());
+    std::vector<int64_t> kept(kept_dims.size(), 0);
+    do {
+      kept_offsets.push_back(static_cast<size_t>(Offset(kept, kept_strides)));
+    } while (!kept.empty() && Next(kept, kept_dims));
+    if (kept_offsets.size() != out.size()) return Unsupported(op, "this reduce's shapes");
+    Shape row;
+    row.type = out.type();
+    row.dims = {static_cast<int64_t>(out.size())};
+    Literal acc(row), next(row), elements(row);
+    for (size_t j = 0; j < acc.size(); ++j) CopyElement(init, 0, acc, j);
+    std::vector<int64_t> red(red_dims.size(), 0);
+    do {
+      const auto red_offset = static_cast<size_t>(Offset(red, red_strides));
+      for (size_t j = 0; j < elements.size(); ++j) {
+        CopyElement(in, kept_offsets[j] + red_offset, elements, j);
+      }
+      HLOCACHE_RETURN_IF_ERROR(swapped ? Binary(op, elements, acc, next)
+                                       : Binary(op, acc, elements, next));
+      std::swap(acc, next);
+    } while (!red.empty() && Next(red, red_dims));
+    for (size_t j = 0; j < out.size(); ++j) CopyElement(acc, j, out, j);
+    return Status::Ok();
+  }
+
+  // dot: output dims are the batch dims, then lhs's free dims, then rhs's free dims. Each
+  // result element sums its products in row-major order of the contracting dimensions,
+  // starting from zero. The loops run over a dense copy of one batch of rhs, with a row of
+  // results accumulated at once, so that the innermost loop walks memory in order: the sums
+  // and their order are those of the one-element-at-a-time definition.
   Status Dot(const Instruction& inst, const Literal& lhs, const Literal& rhs, Literal& out) const {
     const auto lb = IntsOrEmpty(inst, "lhs_batch_dims"), rb = IntsOrEmpty(inst, "rhs_batch_dims");
     const auto lc = IntsOrEmpty(inst, "lhs_contracting_dims");
@@ -1138,49 +1243,108 @@ class Evaluator {
       return f;
     };
     const auto lf = free_dims(ld.size(), lb, lc), rf = free_dims(rd.size(), rb, rc);
-    std::vector<int64_t> contract_dims;
-    for (int64_t d : lc) contract_dims.push_back(ld[static_cast<size_t>(d)]);
     const auto ls = hlo::RowMajorStrides(ld), rs = hlo::RowMajorStrides(rd);
-    const bool float_acc = out.is_float();
-    // The offsets of every contraction step, in row-major order of the contracting dimensions,
-    // computed once: each result element then adds them to its own batch and free offsets.
-    std::vector<std::pair<int64_t, int64_t>> steps;
-    {
-      std::vector<int64_t> c(contract_dims.size(), 0);
-      bool more =
-          std::all_of(contract_dims.begin(), contract_dims.end(), [](int64_t d) { return d > 0; });
-      while (more) {
-        int64_t lo = 0, ro = 0;
-        for (size_t j = 0; j < c.size(); ++j) {
-          lo += c[j] * ls[static_cast<size_t>(lc[j])];
-          ro += c[j] * rs[static_cast<size_t>(rc[j])];
+    // The offsets, in row-major order, of every index over the dimensions `group` of an
+    // operand with dimensions `dims` and strides `strides`.
+    auto offsets = [](const std::vector<int64_t>& group, const std::vector<int64_t>& dims,
+                      const std::vector<int64_t>& strides) {
+      std::vector<int64_t> sizes;
+      for (int64_t d : group) sizes.push_back(dims[static_cast<size_t>(d)]);
+      std::vector<size_t> result;
+      if (std::any_of(sizes.begin(), sizes.end(), [](int64_t n) { return n <= 0; })) {
+        return result;
+      }
+      std::vector<int64_t> index(sizes.size(), 0);
+      do {
+        int64_t off = 0;
+        for (size_t j = 0; j < index.size(); ++j) {
+          off += index[j] * strides[static_cast<size_t>(group[j])];
         }
-        steps.emplace_back(lo, ro);
-        more = !c.empty() && Next(c, contract_dims);
+        result.push_back(static_cast<size_t>(off));
+      } while (!index.empty() && Next(index, sizes));
+      return result;
+    };
+    const auto l_batch = offsets(lb, ld, ls), r_batch = offsets(rb, rd, rs);
+    const auto l_free = offsets(lf, ld, ls), r_free = offsets(rf, rd, rs);
+    const auto l_con = offsets(lc, ld, ls), r_con = offsets(rc, rd, rs);
+    if (l_batch.size() != r_batch.size() || l_con.size() != r_con.size() ||
+        l_batch.size() * l_free.size() * r_free.size() != out.size()) {
+      return Unsupported(inst, "this dot's shapes");
+    }
+    if (out.is_float()) {
+      DotRows<double>(
+          l_batch, l_free, l_con, r_batch, r_free, r_con, out,
+          [&](size_t i) { return lhs.AsDouble(i); }, [&](size_t i) { return rhs.AsDouble(i); });
+    } else {
+      // Integers wrap: the products and sums are taken modulo 2^64, then to the result type.
+      DotRows<uint64_t>(
+          l_batch, l_free, l_con, r_batch, r_free, r_con, out,
+          [&](size_t i) { return static_cast<uint64_t>(lhs.GetInt(i)); },
+          [&](size_t i) { return static_cast<uint64_t>(rhs.GetInt(i)); });
+    }
+    return Status::Ok();
+  }
+
+  template <typename Acc, typename LhsAt, typename RhsAt>
+  static void DotRows(const std::vector<size_t>& l_batch, const std::vector<size_t>& l_free,
+                      const std::vector<size_t>& l_con, const std::vector<size_t>& r_batch,
+                      const std::vector<size_t>& r_free, const std::vector<size_t>& r_con,
+                      Literal& out, LhsAt lhs_at, RhsAt rhs_at) {
+    const size_t m_size = l_free.size(), n_size = r_free.size(), k_size = l_con.size();
+    // Rows of results are computed kRows at a time, each load of rhs serving all of them.
+    constexpr size_t kRows = 4;
+    std::vector<Acc> rhs_dense(k_size * n_size), lhs_rows(kRows * k_size), acc(kRows * n_size);
+    size_t i = 0;
+    for (size_t b = 0; b < l_batch.size(); ++b) {
+      for (size_t k = 0; k < k_size; ++k) {
+        for (size_t n = 0; n < n_size; ++n) {
+          rhs_dense[k * n_size + n] = rhs_at(r_batch[b] + r_con[k] + r_free[n]);
+        }
+      }
+      for (size_t m0 = 0; m0 < m_size; m0 += kRows) {
+        const size_t rows = std::min(kRows, m_size - m0);
+        for (size_t r = 0; r < kRows; ++r) {
+          for (size_t k = 0; k < k_size; ++k) {
+            // Rows past the end multiply zeros; their results are not stored.
+            lhs_rows[r * k_size + k] =
+                r < rows ? lhs_at(l_batch[b] + l_free[m0 + r] + l_con[k]) : Acc{0};
+          }
+        }
+        std::fill(acc.begin(), acc.end(), Acc{0});
+        Acc* __restrict a0 = acc.data();
+        Acc* __restrict a1 = a0 + n_size;
+        Acc* __restrict a2 = a1 + n_size;
+        Acc* __restrict a3 = a2 + n_size;
+        for (size_t k = 0; k < k_size; ++k) {
+          const Acc x0 = lhs_rows[k], x1 = lhs_rows[k_size + k];
+          const Acc x2 = lhs_rows[2 * k_size + k], x3 = lhs_rows[3 * k_size + k];
+          const Acc* __restrict row = rhs_dense.data() + k * n_size;
+          auto step = [&](size_t n) {
+            const Acc y = row[n];
+            a0[n] += x0 * y;
+            a1[n] += x1 * y;
+            a2[n] += x2 * y;
+            a3[n] += x3 * y;
+          };
+          // Fixed-size blocks, which the compiler turns into vector instructions at -O2.
+          constexpr size_t kBlock = 8;
+          size_t n = 0;
+          for (; n + kBlock <= n_size; n += kBlock) {
+            for (size_t j = 0; j < kBlock; ++j) step(n + j);
+          }
+          for (; n < n_size; ++n) step(n);
+        }
+        for (size_t r = 0; r < rows; ++r) {
+          for (size_t n = 0; n < n_size; ++n, ++i) {
+            if constexpr (std::is_floating_point_v<Acc>) {
+              out.SetFloat(i, acc[r * n_size + n]);
+            } else {
+              out.SetInt(i, static_cast<int64_t>(acc[r * n_size + n]));
+            }
+          }
+        }
       }
     }
-    ForEachIndex(out, [&](size_t i, const std::vector<int64_t>& idx) {
-      int64_t lbase = 0, rbase = 0;
-      size_t k = 0;
-      for (size_t b = 0; b < lb.size(); ++b, ++k) {
-        lbase += idx[k] * ls[static_cast<size_t>(lb[b])];
-        rbase += idx[k] * rs[static_cast<size_t>(rb[b])];
-      }
-      for (int64_t d : lf) lbase += idx[k++] * ls[static_cast<size_t>(d)];
-      for (int64_t d : rf) rbase += idx[k++] * rs[static_cast<size_t>(d)];
-      double facc = 0;
-      uint64_t iacc = 0;
-      for (const auto& [lo, ro] : steps) {
-        const auto l = static_cast<size_t>(lbase + lo), r = static_cast<size_t>(rbase + ro);
-        if (float_acc) {
-          facc += lhs.AsDouble(l) * rhs.AsDouble(r);
-        } else {
-          iacc += static_cast<uint64_t>(lhs.GetInt(l)) * static_cast<uint64_t>(rhs.GetInt(r));
-        }
-      }
-      Store(out, i, facc, static_cast<int64_t>(iacc));
-    });
-    return Status::Ok();
   }
 
   const hlo::Module& m_;

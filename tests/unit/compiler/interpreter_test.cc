@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <vector>
 
@@ -229,6 +230,107 @@ TEST(InterpreterTest, DotWithBatchAndContractingDimensions) {
   ASSERT_THAT(r, IsOk());
   EXPECT_EQ(FloatsOf(r->elements()[0]), (std::vector<double>{58, 64, 139, 154}));
   EXPECT_EQ(IntsOf(r->elements()[1]), (std::vector<int64_t>{7, 10, 15, 22, 67, 78, 91, 106}));
+}
+
+// Batch and contracting dimensions anywhere, two contracting dimensions paired out of order,
+// and sizes that are not multiples of the interpreter's row and column blocks: compared with
+// the definition written out here, one element at a time.
+TEST(InterpreterTest, DotMatchesItsDefinitionForAnyDimensionNumbers) {
+  constexpr int64_t kK1 = 3, kB = 2, kM = 5, kK2 = 2, kN = 11;
+  auto module = [](const char* type) {
+    return std::string("ENTRY e {\n  a = ") + type + "[3,2,5,2] parameter(0)\n  b = " + type +
+           "[11,2,2,3] parameter(1)\n  ROOT d = " + type +
+           "[2,5,11] dot(a, b), lhs_batch_dims={1}, rhs_batch_dims={2}, "
+           "lhs_contracting_dims={0,3}, rhs_contracting_dims={3,1}\n}";
+  };
+  std::vector<int64_t> lhs(kK1 * kB * kM * kK2), rhs(kN * kK2 * kB * kK1);
+  for (size_t i = 0; i < lhs.size(); ++i) lhs[i] = static_cast<int64_t>((i * 37) % 101) - 50;
+  for (size_t i = 0; i < rhs.size(); ++i) rhs[i] = static_cast<int64_t>((i * 53) % 97) - 48;
+  std::vector<int64_t> expected;
+  for (int64_t b = 0; b < kB; ++b) {
+    for (int64_t m = 0; m < kM; ++m) {
+      for (int64_t n = 0; n < kN; ++n) {
+        int64_t sum = 0;
+        for (int64_t c0 = 0; c0 < kK1; ++c0) {
+          for (int64_t c1 = 0; c1 < kK2; ++c1) {
+            sum += lhs[static_cast<size_t>(((c0 * kB + b) * kM + m) * kK2 + c1)] *
+                   rhs[static_cast<size_t>(((n * kK2 + c1) * kB + b) * kK1 + c0)];
+          }
+        }
+        expected.push_back(sum);
+      }
+    }
+  }
+  // f32: small integers, so every sum is exact.
+  std::vector<double> lhs_f(lhs.begin(), lhs.end()), rhs_f(rhs.begin(), rhs.end());
+  auto f = EvalText(module("f32"), {Floats(PrimitiveType::kF32, {kK1, kB, kM, kK2}, lhs_f),
+                                    Floats(PrimitiveType::kF32, {kN, kK2, kB, kK1}, rhs_f)});
+  ASSERT_THAT(f, IsOk());
+  EXPECT_EQ(FloatsOf(*f), std::vector<double>(expected.begin(), expected.end()));
+  // s8: the sums wrap to 8 bits.
+  for (auto* v : {&lhs, &rhs}) {
+    for (int64_t& x : *v) x = static_cast<int8_t>(x);
+  }
+  auto s = EvalText(module("s8"), {Ints(PrimitiveType::kS8, {kK1, kB, kM, kK2}, lhs),
+                                   Ints(PrimitiveType::kS8, {kN, kK2, kB, kK1}, rhs)});
+  ASSERT_THAT(s, IsOk());
+  std::vector<int64_t> wrapped;
+  for (int64_t x : expected) wrapped.push_back(static_cast<int8_t>(static_cast<uint8_t>(x & 0xff)));
+  EXPECT_EQ(IntsOf(*s), wrapped);
+}
+
+// A reducer of one op is applied to all results at once; it must still round to the element
+// type after every step, in the order of the reduced dimensions, as the one-element-at-a-time
+// definition does (and the general path, which a subtracting reducer takes, does).
+TEST(InterpreterTest, ReductionsRoundEveryStepAndKeepTheirOrder) {
+  auto r = EvalText(R"(
+add {
+  x = bf16[] parameter(0)
+  y = bf16[] parameter(1)
+  ROOT s = bf16[] add(y, x)
+}
+max {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT m = f32[] maximum(x, y)
+}
+sub {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT d = f32[] subtract(x, y)
+}
+xor {
+  x = u8[] parameter(0)
+  y = u8[] parameter(1)
+  ROOT d = u8[] xor(x, y)
+}
+ENTRY e {
+  h = bf16[2,5] constant({{256, 1, 1, 1, 1}, {1, 1, 1, 1, 256}})
+  hz = bf16[] constant(0)
+  hs = bf16[2] reduce(h, hz), dimensions={1}, to_apply=add
+  a = f32[2,3,2] constant({{{1, 7}, {nan, 2}, {3, 4}}, {{-1, -2}, {-3, -4}, {-5, 9}}})
+  ninf = f32[] constant(-inf)
+  mx = f32[2,2] reduce(a, ninf), dimensions={1}, to_apply=max
+  ten = f32[] constant(10)
+  v = f32[3] constant({1, 2, 3})
+  df = f32[] reduce(v, ten), dimensions={0}, to_apply=sub
+  u = u8[2,2] constant({{1, 2}, {4, 8}})
+  zero = u8[] constant(0)
+  x = u8[2] reduce(u, zero), dimensions={0}, to_apply=xor
+  ROOT t = (bf16[2], f32[2,2], f32[], u8[2]) tuple(hs, mx, df, x)
+})",
+                    {});
+  ASSERT_THAT(r, IsOk());
+  // bf16 has 8 significant bits: 256 + 1 rounds back to 256, while 4 + 256 is exact.
+  EXPECT_EQ(FloatsOf(r->elements()[0]), (std::vector<double>{256, 260}));
+  const std::vector<double> mx = FloatsOf(r->elements()[1]);
+  ASSERT_EQ(mx.size(), 4u);
+  EXPECT_TRUE(std::isnan(mx[0]));  // NaN wins.
+  EXPECT_EQ(mx[1], 7);
+  EXPECT_EQ(mx[2], -1);
+  EXPECT_EQ(mx[3], 9);
+  EXPECT_EQ(FloatsOf(r->elements()[2]), (std::vector<double>{4}));  // ((10 - 1) - 2) - 3.
+  EXPECT_EQ(IntsOf(r->elements()[3]), (std::vector<int64_t>{5, 10}));
 }
 
 TEST(InterpreterTest, CallsAndTuples) {
