@@ -44,11 +44,13 @@ namespace fs = std::filesystem;
 // Buffers above this are compiled but not run (the bound for running).
 constexpr uint64_t kRunBufferLimit = uint64_t{2} << 30;
 
-// The reference interpreter is written to be obviously right, not fast (tens of millions of
-// element operations a second): modules estimated above this many operations are compiled and
-// run, but checked against the interpreter only by `hlocache run --check`, outside the suite.
+// Modules estimated above this many interpreter operations are compiled and run, but checked
+// against the interpreter only by `hlocache run --check`, outside the suite. The plain build's
+// budget covers every module of the corpus: the largest, sharded_computation.hlo (about 2^35
+// multiply-adds of attention), takes the interpreter about 90 s and 6 GB. The sanitizer
+// build's is far smaller, since the interpreter runs there at a tenth of the speed or less.
 #ifndef HLOCACHE_CORPUS_INTERPRETER_BUDGET
-#define HLOCACHE_CORPUS_INTERPRETER_BUDGET (uint64_t{1} << 28)
+#define HLOCACHE_CORPUS_INTERPRETER_BUDGET (uint64_t{1} << 36)
 #endif
 constexpr uint64_t kInterpreterBudget = HLOCACHE_CORPUS_INTERPRETER_BUDGET;
 // Every module is lowered; every Nth is also compiled and run. The sanitizer build lowers all
@@ -323,6 +325,10 @@ TEST(CorpusCompileTest, EveryCoreOpModuleCompilesRunsAndMatchesTheInterpreter) {
                 f.c_str());
   }
   for (const std::string& f : tally.failures) ADD_FAILURE() << f;
+  // At the plain build's budget every module that runs is also checked.
+  if (kInterpreterBudget >= (uint64_t{1} << 36)) {
+    EXPECT_EQ(tally.not_interpreted, 0) << "modules ran but were not checked";
+  }
   EXPECT_GE(tally.matched, static_cast<int>(100 / kCompileStride))
       << "far fewer core-op modules than the corpus holds";
   // PyTorch/XLA's BERT training graph compiles and runs, and matches the interpreter whenever
@@ -332,7 +338,7 @@ TEST(CorpusCompileTest, EveryCoreOpModuleCompilesRunsAndMatchesTheInterpreter) {
   };
   constexpr const char* kBert = "bert__bert_single_graph_2.hlo";
   EXPECT_TRUE(kCompileStride > 1 || has(tally.matched_files, kBert) ||
-              (kInterpreterBudget < (uint64_t{1} << 28) && has(tally.not_interpreted_files, kBert)))
+              (kInterpreterBudget < (uint64_t{1} << 36) && has(tally.not_interpreted_files, kBert)))
       << "PyTorch/XLA's BERT training graph must compile, run and match";
   const WorkerPoolStats stats = pool.stats();
   EXPECT_EQ(stats.running, 0u);
