@@ -52,6 +52,11 @@ class ConnectionStream final : public httplib::Stream {
     tv.tv_sec = static_cast<time_t>(write_timeout.count() / 1000);
     tv.tv_usec = static_cast<suseconds_t>((write_timeout.count() % 1000) * 1000);
     ::setsockopt(sock_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    sockaddr_storage addr{};
+    socklen_t len = sizeof addr;
+    if (::getpeername(sock_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+      remote_ip_ = AddressText(addr, remote_port_);
+    }
   }
 
   // Waits for the first byte of the next request: false when the connection closed, stayed
@@ -75,6 +80,8 @@ class ConnectionStream final : public httplib::Stream {
   void StartRequest() {
     headers_deadline_ = Clock::now() + header_timeout_;
     reading_headers_ = true;
+    request_bytes_ = 0;
+    failure_.clear();
     BodyAnnounced(0, false);
   }
   void HeadersRead() {
@@ -91,6 +98,11 @@ class ConnectionStream final : public httplib::Stream {
     body_read_ = 0;
   }
   bool BodyLeftUnread() const { return body_chunked_ || body_read_ < body_length_; }
+
+  // Why the connection failed during the current request (a deadline passed, the client went
+  // away mid-request, a send failed); empty when it did not. A client that closes an idle
+  // connection is not a failure.
+  const std::string& failure() const { return failure_; }
 
   // Before closing a connection whose client may still be sending a body we did not read:
   // stop sending, then read and drop what arrives for up to `linger`, until the client closes.
@@ -139,6 +151,13 @@ class ConnectionStream final : public httplib::Stream {
       if (!WaitReadable()) return -1;
       got = Recv(into, want, 0);
     }
+    if (got < 0) {
+      Fail(std::string("recv: ") + std::strerror(errno));
+    } else if (got == 0 && request_bytes_ > 0) {
+      Fail("the client closed the connection after " + std::to_string(request_bytes_) +
+           " bytes of the request");
+    }
+    if (got > 0) request_bytes_ += static_cast<uint64_t>(got);
     if (into == ptr || got <= 0) return got;
     in_len_ = static_cast<size_t>(got);
     in_pos_ = std::min(size, in_len_);
@@ -160,12 +179,11 @@ class ConnectionStream final : public httplib::Stream {
     return static_cast<ssize_t>(size);
   }
 
+  // Taken once, when the connection starts: after the client has gone, getpeername fails, and
+  // a request it cut short could not say whose it was.
   void get_remote_ip_and_port(std::string& ip, int& port) const override {
-    sockaddr_storage addr{};
-    socklen_t len = sizeof addr;
-    if (::getpeername(sock_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-      ip = AddressText(addr, port);
-    }
+    ip = remote_ip_;
+    port = remote_port_;
   }
   void get_local_ip_and_port(std::string& ip, int& port) const override {
     sockaddr_storage addr{};
@@ -200,9 +218,28 @@ class ConnectionStream final : public httplib::Stream {
                               : body_started_ + header_timeout_ +
                                     milliseconds(body_read_ * 1000 / kMinBodyBytesPerSecond);
     const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) return false;
+    if (left.count() <= 0) {
+      Fail(reading_headers_
+               ? "its line and headers took longer than " +
+                     std::to_string(header_timeout_.count()) + " ms"
+               : "its body arrived slower than " + std::to_string(kMinBodyBytesPerSecond) +
+                     " bytes/s (" + std::to_string(body_read_) + " bytes read)");
+      return false;
+    }
     timeout = std::min(timeout, left);
-    return Poll(POLLIN, timeout) > 0;
+    const int ready = Poll(POLLIN, timeout);
+    if (ready == 0 && timeout == read_timeout_) {
+      Fail("no byte arrived for " + std::to_string(read_timeout_.count()) + " ms");
+    } else if (ready == 0) {
+      return WaitReadable();  // The deadline came first: says which.
+    } else if (ready < 0) {
+      Fail(std::string("poll: ") + std::strerror(errno));
+    }
+    return ready > 0;
+  }
+
+  void Fail(std::string why) const {
+    if (failure_.empty()) failure_ = std::move(why);
   }
 
   ssize_t Recv(char* ptr, size_t size, int flags) {
@@ -217,7 +254,14 @@ class ConnectionStream final : public httplib::Stream {
     while (sent < size) {
       const ssize_t n = ::send(sock_, data + sent, size - sent, MSG_NOSIGNAL);
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return false;  // Gone, or not reading for the whole write timeout.
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        Fail("the client read nothing for " + std::to_string(write_timeout_.count()) + " ms");
+        return false;
+      }
+      if (n <= 0) {  // Gone.
+        Fail(std::string("send: ") + std::strerror(errno));
+        return false;
+      }
       sent += static_cast<size_t>(n);
     }
     return true;
@@ -227,7 +271,10 @@ class ConnectionStream final : public httplib::Stream {
   const milliseconds read_timeout_, write_timeout_, header_timeout_;
   Clock::time_point headers_deadline_, body_started_;
   bool reading_headers_ = false;
-  uint64_t body_length_ = 0, body_read_ = 0;
+  uint64_t body_length_ = 0, body_read_ = 0, request_bytes_ = 0;
+  mutable std::string failure_;
+  std::string remote_ip_;
+  int remote_port_ = 0;
   bool body_chunked_ = false;
   char in_[kReadBufferBytes];
   size_t in_pos_ = 0, in_len_ = 0;
@@ -268,6 +315,12 @@ bool PlainServer::process_and_close_socket(socket_t sock) {
             stream.BodyAnnounced(length, chunked);
           });
       if (!stream.Flush()) ok = false;
+      if (!stream.failure().empty() && cut_short_) {
+        std::string ip;
+        int port = 0;
+        stream.get_remote_ip_and_port(ip, port);
+        cut_short_(ip + ":" + std::to_string(port), stream.failure());
+      }
       if (ok && stream.BodyLeftUnread()) {
         stream.Linger(kLinger);
         break;

@@ -19,6 +19,8 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <functional>
+#include <string>
 
 namespace hlocache::server {
 
@@ -48,10 +50,19 @@ class PlainServer final : public WideBacklog<httplib::Server> {
   explicit PlainServer(std::chrono::milliseconds header_timeout)
       : header_timeout_(header_timeout) {}
 
+  // Called, on the connection's thread, for each request the connection failed during: a
+  // deadline passed, the client went away mid-request, or a send failed. `remote` is
+  // "ip:port"; `why` a phrase such as "its body arrived slower than 500 bytes/s (1200 bytes
+  // read)". Such a request may have no access-log line (the reply never went out). Set before
+  // listening.
+  using CutShortHandler = std::function<void(const std::string& remote, const std::string& why)>;
+  void set_cut_short_handler(CutShortHandler handler) { cut_short_ = std::move(handler); }
+
  private:
   bool process_and_close_socket(socket_t sock) override;
 
   const std::chrono::milliseconds header_timeout_;
+  CutShortHandler cut_short_;
 };
 
 }  // namespace hlocache::server

@@ -109,6 +109,9 @@ std::string Metrics::RenderPrometheus(const cache::StoreStats* store,
   counter("hlocache_uploads_total", "Uploads that stored a new artifact.", load(uploads));
   counter("hlocache_uploads_rejected_total", "Uploads refused (bad key, container or size).",
           load(rejected));
+  counter("hlocache_requests_cut_short_total",
+          "Requests the connection failed during: a deadline passed, or the client went away.",
+          load(cut_short));
   counter("hlocache_bytes_in_total", "Artifact and HLO bytes received.", load(bytes_in));
   counter("hlocache_bytes_out_total", "Artifact bytes sent.", load(bytes_out));
   counter("hlocache_compiles_total", "Compiles that produced an artifact.",
@@ -174,6 +177,7 @@ std::string Metrics::RenderStatsJson(const cache::StoreStats* store,
   j["misses"] = load(misses);
   j["puts"] = load(uploads);
   j["rejected"] = load(rejected);
+  j["requests_cut_short"] = load(cut_short);
   j["bytes_in"] = load(bytes_in);
   j["bytes_out"] = load(bytes_out);
   j["compiles"] = pool.compiles;

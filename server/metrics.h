@@ -50,7 +50,8 @@ class Metrics {
   std::atomic<uint64_t> compile_micros{0};  // Wall time of compiles run here.
   std::atomic<uint64_t> compile_saved_micros{0};  // Compile time of the artifacts served as hits.
   std::atomic<uint64_t> store_errors{0};          // Store failures answered with 5xx.
-  std::atomic<int64_t> in_flight{0};              // Requests routed and not yet answered.
+  std::atomic<uint64_t> cut_short{0};  // Requests the connection failed during (timeouts, resets).
+  std::atomic<int64_t> in_flight{0};   // Requests routed and not yet answered.
 
   // `store` may be null when its statistics could not be read; `upstream` is null for a
   // server without one.

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <mutex>
 #include <thread>
 
@@ -256,7 +257,14 @@ Status ServerImpl::Init(ServerOptions options) {
                              " and key " + o.tls_key.string());
     }
   } else {
-    http_ = std::make_unique<PlainServer>(o.io_timeout);
+    auto plain = std::make_unique<PlainServer>(o.io_timeout);
+    // Such a request may never reach the access log: say what happened to it.
+    plain->set_cut_short_handler([this](const std::string& remote, const std::string& why) {
+      ctx_.metrics.cut_short.fetch_add(1, std::memory_order_relaxed);
+      std::fprintf(stderr, "hlocache: serve: a request from %s was cut short: %s\n", remote.c_str(),
+                   why.c_str());
+    });
+    http_ = std::move(plain);
   }
   Configure();
 

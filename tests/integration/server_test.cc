@@ -644,7 +644,15 @@ TEST_F(ServerTest, AClientTricklingItsHeadersOrItsBodyIsCutOff) {
   auto health = server->Client()->Get("/healthz");
   ASSERT_TRUE(health);
   EXPECT_EQ(health->status, 200);
+  auto metrics = server->Client()->Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_THAT(metrics->body, HasSubstr("hlocache_requests_cut_short_total 2\n"));
   EXPECT_EQ(server->Stop(), 0);
+  // Neither request reached a reply, so neither has an access-log line: the server says why.
+  EXPECT_THAT(server->output(),
+              HasSubstr("was cut short: its line and headers took longer than 2000 ms"));
+  EXPECT_THAT(server->output(),
+              HasSubstr("was cut short: its body arrived slower than 500 bytes/s"));
 }
 
 TEST_F(ServerTest, ARefusedBodyEndsTheConnectionAndTheReplyStillArrives) {
