@@ -210,16 +210,19 @@ class Canonicalizer {
     }
     if (rank > 0 && !in_dim) return i;  // A trailing comma.
     if (close >= end || close + 1 >= end || toks[close + 1].kind != TokenKind::kLBrace) return i;
-    // Expect exactly {rank-1, ..., 0}.
+    // Expect exactly {rank-1, ..., 0}, compared as the numbers the output spells: `{1,00}` and
+    // `{1,0.}` are the default layout too, as their respelling `{1,0}` is in the next round.
+    auto spelled_value = [&](uint32_t j, int64_t& value) {
+      if (toks[j].kind != TokenKind::kInt && toks[j].kind != TokenKind::kFloat) return false;
+      std::string spelled;
+      AppendCanonicalNumber(m_.TokenText(j), toks[j].kind, spelled);
+      auto [ptr, ec] = std::from_chars(spelled.data(), spelled.data() + spelled.size(), value);
+      return ec == std::errc() && ptr == spelled.data() + spelled.size();
+    };
     uint32_t j = close + 2;
     for (int64_t d = rank - 1; d >= 0; --d) {
       int64_t value = -1;
-      std::string_view t = j < end ? m_.TokenText(j) : std::string_view();
-      if (j >= end || toks[j].kind != TokenKind::kInt ||
-          std::from_chars(t.data(), t.data() + t.size(), value).ptr != t.data() + t.size() ||
-          value != d) {
-        return i;  // Compared as numbers: `{1,00}` is the default layout too.
-      }
+      if (j >= end || !spelled_value(j, value) || value != d) return i;
       ++j;
       if (d > 0) {
         if (j >= end || toks[j].kind != TokenKind::kComma) return i;

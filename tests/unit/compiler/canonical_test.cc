@@ -147,6 +147,13 @@ TEST(CanonicalTest, PunctuationNeverGluesIntoOtherTokens) {
   std::string z = Canon(zeros);
   EXPECT_EQ(Canon(z), z);
   EXPECT_THAT(z, HasSubstr("outfeed_shape=f32[2,8]\n"));
+  // And one spelled with a float that prints as an integer (fuzzer finding: the first round
+  // kept `{1,0.}`, printed as `{1,0}`, which the second round dropped).
+  const std::string dotted =
+      "ENTRY e {\n ROOT a = f32[] parameter(0), outfeed_shape=(f32[1,4]{1,0.})\n}\n";
+  std::string d = Canon(dotted);
+  EXPECT_EQ(Canon(d), d);
+  EXPECT_THAT(d, HasSubstr("outfeed_shape=(f32[1,4])\n"));
   // '%' is dropped when printed, so a '%'-prefixed shape is normalized like a plain one
   // (fuzzer finding: otherwise the second round dropped the layout the first one kept).
   const std::string percent =
