@@ -146,7 +146,14 @@ void AppendCanonicalElement(std::string_view text, TokenKind kind, PrimitiveType
 
 void AppendCanonicalNumber(std::string_view text, TokenKind kind, std::string& out) {
   if (kind == TokenKind::kInt) {
-    if (!AppendInteger(text, /*is_signed=*/true, out)) out += text;
+    const size_t before = out.size();
+    if (!AppendInteger(text, /*is_signed=*/true, out)) {
+      out += text;
+    } else if (text.starts_with('-') && out.compare(before, std::string::npos, "0") == 0) {
+      // A float -0.0 prints as -0, which the next round reads as an integer: it keeps its sign
+      // there too, or the canonical text would not be a fixed point (fuzzer finding).
+      out.insert(before, 1, '-');
+    }
     return;
   }
   if (kind == TokenKind::kFloat) {

@@ -154,6 +154,13 @@ TEST(CanonicalTest, PunctuationNeverGluesIntoOtherTokens) {
   std::string d = Canon(dotted);
   EXPECT_EQ(Canon(d), d);
   EXPECT_THAT(d, HasSubstr("outfeed_shape=(f32[1,4])\n"));
+  // A float -0.0 in a value prints as -0, which reads back as an integer and must keep its
+  // sign there (fuzzer finding).
+  const std::string negative_zero =
+      "ENTRY e {\n ROOT a = f32[] parameter(0), outfeed_shape=(f32[1]{-0.0 . F})\n}\n";
+  std::string nz = Canon(negative_zero);
+  EXPECT_EQ(Canon(nz), nz);
+  EXPECT_THAT(nz, HasSubstr("{-0 . F}"));
   // '%' is dropped when printed, so a '%'-prefixed shape is normalized like a plain one
   // (fuzzer finding: otherwise the second round dropped the layout the first one kept).
   const std::string percent =
