@@ -910,7 +910,7 @@ class Lowering {
 
   // dot: the result's dimensions are the batch ones, lhs's free ones, then rhs's free ones.
   // Floats accumulate in double over the contracting dimensions in row-major order and are
-  // rounded once, as the interpreter does.
+  // rounded once, as the interpreter does; the blocked loops are the prelude's hc_dot.
   Status Dot(int32_t index, const Instruction& inst) {
     const Shape& lhs = OperandShape(inst, 0);
     const Shape& rhs = OperandShape(inst, 1);
@@ -929,74 +929,56 @@ class Lowering {
     lall.insert(lall.end(), lc.begin(), lc.end());
     rall.insert(rall.end(), rc.begin(), rc.end());
     const auto ls = hlo::RowMajorStrides(ld), rs = hlo::RowMajorStrides(rd);
-    std::vector<int64_t> want, to_l, to_r;
+    // Each group of dimensions (batch, free, contracting) as sizes and strides; the prelude's
+    // hc_offsets turns each into the offsets of its indices, and hc_dot does the rest.
+    struct Group {
+      std::vector<int64_t> sizes, strides;
+      int64_t count = 1;
+      void Add(int64_t size, int64_t stride) {
+        sizes.push_back(size);
+        strides.push_back(stride);
+        count *= size;
+      }
+    };
+    Group l_batch, r_batch, l_free, r_free, l_con, r_con;
     for (size_t k = 0; k < lb.size(); ++k) {
       const auto l = static_cast<size_t>(lb[k]), r = static_cast<size_t>(rb[k]);
-      want.push_back(ld[l]);
-      to_l.push_back(ls[l]);
-      to_r.push_back(rs[r]);
+      l_batch.Add(ld[l], ls[l]);
+      r_batch.Add(rd[r], rs[r]);
     }
-    for (size_t d = 0; d < ld.size(); ++d) {
-      if (std::find(lall.begin(), lall.end(), static_cast<int64_t>(d)) != lall.end()) continue;
-      want.push_back(ld[d]);
-      to_l.push_back(ls[d]);
-      to_r.push_back(0);
-    }
-    for (size_t d = 0; d < rd.size(); ++d) {
-      if (std::find(rall.begin(), rall.end(), static_cast<int64_t>(d)) != rall.end()) continue;
-      want.push_back(rd[d]);
-      to_l.push_back(0);
-      to_r.push_back(rs[d]);
-    }
-    std::vector<int64_t> cdims, lcs, rcs;
     for (size_t k = 0; k < lc.size(); ++k) {
       const auto l = static_cast<size_t>(lc[k]), r = static_cast<size_t>(rc[k]);
-      cdims.push_back(ld[l]);
-      lcs.push_back(ls[l]);
-      rcs.push_back(rs[r]);
+      l_con.Add(ld[l], ls[l]);
+      r_con.Add(rd[r], rs[r]);
     }
-    const std::string t = CType(inst.shape.type);
-    const bool is_float = hlo::IsFloat(inst.shape.type);
-    const std::string acc_type = is_float ? "double" : "uint64_t";
-    auto load = [&](const std::string& v, const std::string& off) {
-      return is_float ? "hc_load(" + v + "[" + off + "])"
-                      : "static_cast<uint64_t>(static_cast<int64_t>(" + v + "[" + off + "]))";
-    };
+    for (size_t d = 0; d < ld.size(); ++d) {
+      if (std::find(lall.begin(), lall.end(), static_cast<int64_t>(d)) == lall.end()) {
+        l_free.Add(ld[d], ls[d]);
+      }
+    }
+    for (size_t d = 0; d < rd.size(); ++d) {
+      if (std::find(rall.begin(), rall.end(), static_cast<int64_t>(d)) == rall.end()) {
+        r_free.Add(rd[d], rs[d]);
+      }
+    }
     const std::string out = Materialize(index, inst);
-    // Nested loops over the result (d0, d1, ...) around nested loops over the contracting
-    // dimensions (c0, c1, ...): offsets are affine in the loop variables, so the innermost loop
-    // is a strided dot product the C++ compiler can vectorize.
-    std::string loff = "0", roff = "0";
-    for (size_t k = 0; k < want.size(); ++k) {
-      const std::string d = "d" + std::to_string(k);
-      if (to_l[k] != 0) loff += " + " + d + " * " + Int(to_l[k]);
-      if (to_r[k] != 0) roff += " + " + d + " * " + Int(to_r[k]);
-    }
-    for (size_t k = 0; k < cdims.size(); ++k) {
-      const std::string c = "c" + std::to_string(k);
-      loff += " + " + c + " * " + Int(lcs[k]);
-      roff += " + " + c + " * " + Int(rcs[k]);
-    }
-    std::string indent = "    ";
-    body_ += "  {\n    int64_t o = 0;\n";
-    for (size_t k = 0; k < want.size(); ++k) {
-      body_ += indent + "for (int64_t d" + std::to_string(k) + " = 0; d" + std::to_string(k) +
-               " < " + Int(want[k]) + "; ++d" + std::to_string(k) + ")\n";
-      indent += "  ";
-    }
-    body_ += indent + "{\n" + indent + "  " + acc_type + " acc = 0;\n";
-    std::string inner = indent + "  ";
-    for (size_t k = 0; k < cdims.size(); ++k) {
-      body_ += inner + "for (int64_t c" + std::to_string(k) + " = 0; c" + std::to_string(k) +
-               " < " + Int(cdims[k]) + "; ++c" + std::to_string(k) + ")\n";
-      inner += "  ";
-    }
-    body_ += inner + "acc += " + load(Buffer(inst, 0), loff) + " * " + load(Buffer(inst, 1), roff) +
-             ";\n";
-    body_ += indent + "  " + out + "[o++] = " +
-             (is_float ? "hc_store<" + t + ">(acc)"
-                       : "static_cast<" + t + ">(static_cast<int64_t>(acc))") +
-             ";\n" + indent + "}\n  }\n";
+    body_ += "  {\n";
+    auto offsets = [&](const char* name, const Group& g) {
+      body_ += IntArray(std::string(name) + "_sizes", g.sizes);
+      body_ += IntArray(std::string(name) + "_strides", g.strides);
+      body_ += "    const auto " + std::string(name) + " = hc_offsets(" +
+               std::to_string(g.sizes.size()) + ", " + name + "_sizes, " + name + "_strides);\n";
+    };
+    offsets("lb", l_batch);
+    offsets("lf", l_free);
+    offsets("lc", l_con);
+    offsets("rb", r_batch);
+    offsets("rf", r_free);
+    offsets("rc", r_con);
+    body_ += "    hc_dot(" + Buffer(inst, 0) + ", " + Buffer(inst, 1) + ", " + out + ", " +
+             Int(l_batch.count) + ", " + Int(l_free.count) + ", " + Int(r_free.count) + ", " +
+             Int(l_con.count) +
+             ", lb.get(), lf.get(), lc.get(), rb.get(), rf.get(), rc.get());\n  }\n";
     return Status::Ok();
   }
 

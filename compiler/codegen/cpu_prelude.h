@@ -213,6 +213,72 @@ template <class To, class From> To hc_cvt(From x) {
     return static_cast<To>(x);
   }
 }
+// The offsets of every index over `n` dimensions (sizes, strides), in row-major order.
+inline std::unique_ptr<int64_t[]> hc_offsets(int n, const int64_t* sizes, const int64_t* strides) {
+  int64_t count = 1;
+  for (int d = 0; d < n; ++d) count *= sizes[d];
+  std::unique_ptr<int64_t[]> out(new int64_t[count > 0 ? count : 1]);
+  for (int64_t at = 0; at < count; ++at) {
+    int64_t rest = at, off = 0;
+    for (int d = n - 1; d >= 0; --d) {
+      off += (rest % sizes[d]) * strides[d];
+      rest /= sizes[d];
+    }
+    out[at] = off;
+  }
+  return out;
+}
+// dot: out[(b*M + m)*N + n] = sum over k of lhs[lb[b] + lf[m] + lc[k]] * rhs[rb[b] + rf[n] + rc[k]],
+// summed from zero in order of k, in double for floats (rounded once) and modulo 2^64 for
+// integers, as the interpreter does. Blocked: a tile of kCols columns of rhs is packed as
+// Acc once per batch, and kRows rows of results are accumulated across it at a time, in arrays
+// of fixed size the compiler keeps in vector registers.
+template <class T, class L, class R>
+void hc_dot(const L* lhs, const R* rhs, T* out, int64_t B, int64_t M, int64_t N, int64_t K,
+            const int64_t* lb, const int64_t* lf, const int64_t* lc, const int64_t* rb,
+            const int64_t* rf, const int64_t* rc) {
+  using Acc = std::conditional_t<kFloat<T>, double, uint64_t>;
+  constexpr int64_t kRows = 4, kCols = 16;
+  auto load = [](auto x) -> Acc {
+    if constexpr (kFloat<T>) return hc_load(x);
+    else return static_cast<uint64_t>(static_cast<int64_t>(x));
+  };
+  std::unique_ptr<Acc[]> packed(new Acc[(K > 0 ? K : 1) * kCols]);
+  std::unique_ptr<Acc[]> rows(new Acc[(K > 0 ? K : 1) * kRows]);
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t n0 = 0; n0 < N; n0 += kCols) {
+      const int64_t cols = std::min(kCols, N - n0);
+      for (int64_t k = 0; k < K; ++k) {
+        for (int64_t j = 0; j < kCols; ++j) {
+          packed[k * kCols + j] = j < cols ? load(rhs[rb[b] + rf[n0 + j] + rc[k]]) : Acc(0);
+        }
+      }
+      for (int64_t m0 = 0; m0 < M; m0 += kRows) {
+        const int64_t live = std::min(kRows, M - m0);
+        for (int64_t r = 0; r < kRows; ++r) {
+          for (int64_t k = 0; k < K; ++k) {
+            rows[r * K + k] = r < live ? load(lhs[lb[b] + lf[m0 + r] + lc[k]]) : Acc(0);
+          }
+        }
+        Acc acc[kRows][kCols] = {};
+        for (int64_t k = 0; k < K; ++k) {
+          const Acc* p = &packed[k * kCols];
+          for (int64_t r = 0; r < kRows; ++r) {
+            const Acc x = rows[r * K + k];
+            for (int64_t j = 0; j < kCols; ++j) acc[r][j] += x * p[j];
+          }
+        }
+        for (int64_t r = 0; r < live; ++r) {
+          T* o = out + (b * M + m0 + r) * N + n0;
+          for (int64_t j = 0; j < cols; ++j) {
+            if constexpr (kFloat<T>) o[j] = hc_store<T>(acc[r][j]);
+            else o[j] = static_cast<T>(static_cast<int64_t>(acc[r][j]));
+          }
+        }
+      }
+    }
+  }
+}
 // Ordering of elements for compare: floats as doubles (NaN unordered), the rest as they are.
 template <class T> auto hc_key(T x) {
   if constexpr (kFloat<T>) return hc_load(x);

@@ -180,7 +180,7 @@ std::string MakeArtifact(const std::string& key, size_t payload_bytes, uint64_t 
   compiler::ArtifactHeader header;
   header.key = key;
   header.target = "cpu-x86-64-v2";
-  header.compiler_id = "gcc-12.2.0/hlocache-codegen-2/O2";
+  header.compiler_id = "gcc-12.2.0/hlocache-codegen-3/O2";
   header.payload_kind = std::string(compiler::kPayloadSharedObject);
   header.entry_symbol = "hlocache_entry";
   header.result_shape = "f32[]";

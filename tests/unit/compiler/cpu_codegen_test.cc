@@ -221,6 +221,42 @@ ENTRY e {
                                     Array(PrimitiveType::kS64, {2}, {5e9, -2})});
 }
 
+// The blocked dot (the prelude's hc_dot): batch and contracting dimensions anywhere, two
+// contracting dimensions paired out of order, 5 rows (a block of 4 and one row) and 37 columns
+// (two tiles of 16 and a part), for a float, a 16-bit float and two integer types (which wrap),
+// and an empty contraction.
+TEST(CpuCodegenTest, BlockedDotsMatchTheInterpreterAcrossTileEdges) {
+  auto module = [](const char* t) {
+    return std::string("ENTRY e {\n  a = ") + t + "[3,2,5,2] parameter(0)\n  b = " + t +
+           "[37,2,2,3] parameter(1)\n  ROOT d = " + t +
+           "[2,5,37] dot(a, b), lhs_batch_dims={1}, rhs_batch_dims={2}, "
+           "lhs_contracting_dims={0,3}, rhs_contracting_dims={3,1}\n}";
+  };
+  for (PrimitiveType type :
+       {PrimitiveType::kF32, PrimitiveType::kBF16, PrimitiveType::kS8, PrimitiveType::kU32}) {
+    const bool is_float = type == PrimitiveType::kF32 || type == PrimitiveType::kBF16;
+    const char* name = type == PrimitiveType::kF32    ? "f32"
+                       : type == PrimitiveType::kBF16 ? "bf16"
+                       : type == PrimitiveType::kS8   ? "s8"
+                                                      : "u32";
+    std::vector<double> lhs = Ramp(60, is_float ? -2.9 : -30, is_float ? 0.1 : 1);
+    std::vector<double> rhs = Ramp(444, is_float ? 1.7 : 0, is_float ? -0.01 : 1);
+    if (type == PrimitiveType::kS8) {
+      for (double& v : rhs) v = std::fmod(v, 100) - 50;
+    } else if (type == PrimitiveType::kU32) {
+      for (double& v : lhs) v += 30;
+      for (double& v : rhs) v *= 1e7;  // Products and sums past 2^32: they wrap.
+    }
+    SCOPED_TRACE(name);
+    ExpectCompiledMatchesInterpreter(
+        module(name), {Array(type, {3, 2, 5, 2}, lhs), Array(type, {37, 2, 2, 3}, rhs)});
+  }
+  ExpectCompiledMatchesInterpreter(
+      "ENTRY e {\n  a = f32[4,0] parameter(0)\n  b = f32[0,3] parameter(1)\n  ROOT d = f32[4,3] "
+      "dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}",
+      {Array(PrimitiveType::kF32, {4, 0}, {}), Array(PrimitiveType::kF32, {0, 3}, {})});
+}
+
 TEST(CpuCodegenTest, UnsupportedOpsAreNamedWithTheirLine) {
   auto module = hlo::ParseModule(
       "ENTRY e {\n  a = f32[2,2] parameter(0)\n  ROOT s = f32[2,2] sort(a), dimensions={0}\n}",

@@ -17,7 +17,7 @@ std::string Sample(size_t payload_bytes) {
   ArtifactHeader h;
   h.key = "v1-0123456789abcdef0123456789abcdef";
   h.target = "cpu-x86-64-v3";
-  h.compiler_id = "gcc-12.2.0/hlocache-codegen-2/O2";
+  h.compiler_id = "gcc-12.2.0/hlocache-codegen-3/O2";
   h.payload_kind = std::string(kPayloadSharedObject);
   h.entry_symbol = "hlocache_entry";
   h.parameter_shapes = {"f32[2]"};
