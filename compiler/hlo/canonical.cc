@@ -1,6 +1,7 @@
 #include "compiler/hlo/canonical.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <unordered_map>
 
@@ -122,10 +123,28 @@ class Canonicalizer {
       AppendTokenRaw(i, out);
       return;
     }
-    if (NeedsSpaceBetween(last_kind_, t.kind)) out += ' ';
-    AppendCanonicalNumber(m_.TokenText(t), t.kind, out);
+    // Spaced by what the respelled number reads back as (a float `0.` prints as the integer
+    // `0`), or the next round would space it differently (fuzzer finding: `...0.`).
+    std::string spelled;
+    AppendCanonicalNumber(m_.TokenText(t), t.kind, spelled);
+    const TokenKind kind = SpelledNumberKind(spelled);
+    if (NeedsSpaceBetween(last_kind_, kind)) out += ' ';
+    out += spelled;
     kind_before_last_ = last_kind_;
-    last_kind_ = t.kind;
+    last_kind_ = kind;
+  }
+
+  // How a respelled number lexes: an integer, a float, or a word (`inf`, `-nan`).
+  static TokenKind SpelledNumberKind(std::string_view spelled) {
+    std::string_view digits = spelled;
+    if (digits.starts_with('-')) digits.remove_prefix(1);
+    if (!digits.empty() && std::isalpha(static_cast<unsigned char>(digits[0]))) {
+      return TokenKind::kIdent;
+    }
+    const bool integer = !digits.empty() && std::all_of(digits.begin(), digits.end(), [](char c) {
+      return std::isdigit(static_cast<unsigned char>(c));
+    });
+    return integer ? TokenKind::kInt : TokenKind::kFloat;
   }
 
   uint32_t SkipGroupFrom(uint32_t i, uint32_t end) const {
@@ -274,15 +293,23 @@ class Canonicalizer {
     TokenKind prev = TokenKind::kEnd;
     for (uint32_t i = inst.literal.begin; i < inst.literal.end; ++i) {
       const Token& t = m_.tokens[i];
-      if (NeedsSpaceBetween(prev, t.kind)) out += ' ';
-      prev = t.kind;
       if (t.kind == TokenKind::kInt || t.kind == TokenKind::kFloat || t.kind == TokenKind::kIdent) {
+        // Spaced by what the respelled element reads back as, as in attribute values.
+        std::string spelled;
         if (type == PrimitiveType::kTuple) {
-          AppendCanonicalNumber(m_.TokenText(t), t.kind, out);
+          AppendCanonicalNumber(m_.TokenText(t), t.kind, spelled);
         } else {
-          AppendCanonicalElement(m_.TokenText(t), t.kind, type, out);
+          AppendCanonicalElement(m_.TokenText(t), t.kind, type, spelled);
         }
+        const TokenKind kind = t.kind == TokenKind::kIdent && spelled == m_.TokenText(t)
+                                   ? TokenKind::kIdent
+                                   : SpelledNumberKind(spelled);
+        if (NeedsSpaceBetween(prev, kind)) out += ' ';
+        prev = kind;
+        out += spelled;
       } else {
+        if (NeedsSpaceBetween(prev, t.kind)) out += ' ';
+        prev = t.kind;
         out += m_.TokenText(t);
       }
     }

@@ -161,6 +161,12 @@ TEST(CanonicalTest, PunctuationNeverGluesIntoOtherTokens) {
   std::string nz = Canon(negative_zero);
   EXPECT_EQ(Canon(nz), nz);
   EXPECT_THAT(nz, HasSubstr("{-0 . F}"));
+  // A number is spaced by what its respelling reads back as: `0.` prints as the integer `0`,
+  // which needs no space after `...` (fuzzer finding: the rounds printed `... 0`, then `...0`).
+  std::string ellipsis =
+      Canon("ENTRY e {\n ROOT a = f32[] parameter(0), replica_groups=[...0.]\n}\n");
+  EXPECT_EQ(Canon(ellipsis), ellipsis);
+  EXPECT_THAT(ellipsis, HasSubstr("replica_groups=[...0]"));
   // '%' is dropped when printed, so a '%'-prefixed shape is normalized like a plain one
   // (fuzzer finding: otherwise the second round dropped the layout the first one kept).
   const std::string percent =
