@@ -53,7 +53,7 @@ serve: build
 	./$(BUILD)/hlocache serve --dir $(SERVE_DIR) --listen $(LISTEN)
 
 # The peers the benchmarks measure side by side.
-BENCH_PACKAGES := nginx redis-server redis-tools wrk
+BENCH_PACKAGES := nginx redis-server redis-tools wrk libopenblas0
 
 bench: build
 	@missing=""; \

@@ -2,12 +2,20 @@
 // a worker process (what a miss costs the fleet once), the artifact's size, loading it from
 // memory (what a hit costs each process), running it, and running the same inputs through the
 // reference interpreter (what executing without a compiler would cost), side by side.
+// Then a kernel table: f32 dots of 256, 512 and 1024 cubed, a row reduction and a fused
+// elementwise chain, generated code against the interpreter and, for the dots, against
+// OpenBLAS's sgemm on one thread (libopenblas0 from Debian, loaded at run time; `make bench`
+// installs it) on the same inputs.
 //
 // Usage: compile_bench [CORPUS_DIR]
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -49,6 +57,134 @@ double BestMs(int runs, Fn fn) {
     best = std::min(best, Ms(t0));
   }
   return best;
+}
+
+// OpenBLAS's sgemm, when the library can be loaded.
+class OpenBlas {
+ public:
+  OpenBlas() {
+    handle_ = ::dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+    if (handle_ == nullptr) return;
+    sgemm_ = reinterpret_cast<Sgemm>(::dlsym(handle_, "cblas_sgemm"));
+    auto threads = reinterpret_cast<void (*)(int)>(::dlsym(handle_, "openblas_set_num_threads"));
+    if (threads != nullptr) threads(1);
+  }
+  ~OpenBlas() {
+    if (handle_ != nullptr) ::dlclose(handle_);
+  }
+  bool ok() const { return sgemm_ != nullptr; }
+  // c = a * b for row-major a (m x k) and b (k x n).
+  void Multiply(int m, int n, int k, const float* a, const float* b, float* c) const {
+    constexpr int kRowMajor = 101, kNoTrans = 111;  // CBLAS_ORDER and CBLAS_TRANSPOSE values.
+    sgemm_(kRowMajor, kNoTrans, kNoTrans, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
+  }
+
+ private:
+  using Sgemm = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int,
+                         float, float*, int);
+  void* handle_ = nullptr;
+  Sgemm sgemm_ = nullptr;
+};
+
+struct Kernel {
+  std::string name;
+  std::string hlo;
+  int dot = 0;  // n for an n x n x n dot, else 0.
+};
+
+std::vector<Kernel> Kernels() {
+  std::vector<Kernel> out;
+  for (int n : {256, 512, 1024}) {
+    const std::string s = "f32[" + std::to_string(n) + "," + std::to_string(n) + "]";
+    out.push_back({"dot " + std::to_string(n) + "^3 f32",
+                   "HloModule dot\n\nENTRY e {\n  a = " + s + " parameter(0)\n  b = " + s +
+                       " parameter(1)\n  ROOT d = " + s +
+                       " dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n",
+                   n});
+  }
+  out.push_back({"reduce f32[4096,4096] rows (add)",
+                 "HloModule reduce\n\nadd {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n"
+                 "  ROOT s = f32[] add(x, y)\n}\n\nENTRY e {\n  a = f32[4096,4096] parameter(0)\n"
+                 "  z = f32[] constant(0)\n  ROOT r = f32[4096] reduce(a, z), dimensions={1}, "
+                 "to_apply=add\n}\n"});
+  out.push_back({"elementwise chain f32[16M] (6 ops)",
+                 "HloModule chain\n\nENTRY e {\n  a = f32[16777216] parameter(0)\n"
+                 "  b = f32[16777216] parameter(1)\n  m = f32[16777216] multiply(a, b)\n"
+                 "  s = f32[16777216] add(m, a)\n  t = f32[16777216] tanh(s)\n"
+                 "  x = f32[16777216] maximum(t, b)\n  d = f32[16777216] subtract(x, a)\n"
+                 "  ROOT n = f32[16777216] negate(d)\n}\n"});
+  return out;
+}
+
+// The generated code's and the interpreter's times for each kernel, and OpenBLAS's for the dots.
+void KernelTable(hlocache::compiler::WorkerPool& pool, const std::string& compiler_id) {
+  using namespace hlocache;
+  OpenBlas blas;
+  std::printf(
+      "\nKernels: generated code against the interpreter and, for dots, OpenBLAS sgemm "
+      "(one thread%s); best of 3 runs, the interpreter once.\n\n",
+      blas.ok() ? "" : "; libopenblas.so.0 not found, install libopenblas0");
+  std::printf(
+      "| kernel | generated ms | GFLOP/s | interpreter ms | OpenBLAS ms | generated / "
+      "OpenBLAS |\n|---|---:|---:|---:|---:|---:|\n");
+  for (const Kernel& k : Kernels()) {
+    auto module = hlo::ParseModule(k.hlo, k.name);
+    if (!module) {
+      std::printf("| %s | (%s) |\n", k.name.c_str(), module.error().message().c_str());
+      continue;
+    }
+    client::KeySettings settings;
+    settings.compiler_id = compiler_id;
+    auto keyed = client::KeyModule(*module, settings);
+    if (!keyed) continue;
+    auto compiled = pool.Compile({keyed->key.text, std::string(module->source()), "", k.name});
+    if (!compiled) {
+      std::printf("| %s | compile failed: %s |\n", k.name.c_str(),
+                  compiled.error().message().c_str());
+      continue;
+    }
+    auto exe = compiler::LoadedExecutable::Load(compiled->artifact);
+    auto abi = compiler::EntryLeavesOf(*module);
+    auto args = interp::MakeArguments(*module, interp::ArgumentFill::kRandom, 11);
+    if (!exe || !abi || !args) continue;
+    std::vector<std::string> generated;
+    const double run_ms = BestMs(3, [&] {
+      auto ran = compiler::Execute(**exe, *abi, *args);
+      if (ran) generated = std::move(*ran);
+      return ran.has_value();
+    });
+    const double interp_ms =
+        BestMs(1, [&] { return interp::Evaluate(*module, *args).has_value(); });
+    const double flops = k.dot ? 2.0 * k.dot * k.dot * k.dot : 0;
+    std::string blas_ms = "", ratio = "";
+    if (k.dot && blas.ok() && !generated.empty()) {
+      const std::string a = interp::ToBytes((*args)[0]), b = interp::ToBytes((*args)[1]);
+      std::vector<float> c(static_cast<size_t>(k.dot) * k.dot);
+      const double ms = BestMs(3, [&] {
+        blas.Multiply(k.dot, k.dot, k.dot, reinterpret_cast<const float*>(a.data()),
+                      reinterpret_cast<const float*>(b.data()), c.data());
+        return true;
+      });
+      // The same product, or the comparison means nothing.
+      const auto* ours = reinterpret_cast<const float*>(generated[0].data());
+      double worst = 0;
+      for (size_t i = 0; i < c.size(); ++i) {
+        worst = std::max(worst, std::fabs(static_cast<double>(ours[i]) - c[i]) /
+                                    std::max(1.0, std::fabs(static_cast<double>(c[i]))));
+      }
+      char text[64];
+      std::snprintf(text, sizeof text, "%.2f", ms);
+      blas_ms = text;
+      std::snprintf(text, sizeof text, "%.1fx%s", run_ms / ms,
+                    worst > 1e-3 ? " (results differ)" : "");
+      ratio = text;
+    }
+    char gflops[32] = "";
+    if (flops > 0) std::snprintf(gflops, sizeof gflops, "%.1f", flops / (run_ms * 1e6));
+    std::printf("| %s | %.2f | %s | %.1f | %s | %s |\n", k.name.c_str(), run_ms, gflops, interp_ms,
+                blas_ms.c_str(), ratio.c_str());
+    std::fflush(stdout);
+  }
 }
 
 }  // namespace
@@ -117,5 +253,6 @@ int main(int argc, char** argv) {
                 interp_ms / std::max(run_ms, 1e-3));
     std::fflush(stdout);
   }
+  KernelTable(pool, toolchain->CompilerId());
   return 0;
 }
