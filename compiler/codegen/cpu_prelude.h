@@ -230,49 +230,75 @@ inline std::unique_ptr<int64_t[]> hc_offsets(int n, const int64_t* sizes, const 
 }
 // dot: out[(b*M + m)*N + n] = sum over k of lhs[lb[b] + lf[m] + lc[k]] * rhs[rb[b] + rf[n] + rc[k]],
 // summed from zero in order of k, in double for floats (rounded once) and modulo 2^64 for
-// integers, as the interpreter does. Blocked: a tile of kCols columns of rhs is packed as
-// Acc once per batch, and kRows rows of results are accumulated across it at a time, in arrays
-// of fixed size the compiler keeps in vector registers.
+// integers, as the interpreter does. Blocked: a panel of rhs columns is packed as Acc once per
+// batch, in tiles of kCols columns; kRows rows of lhs are packed once per panel; each
+// kRows x kCols block of results is summed in vector registers over all of k.
 template <class T, class L, class R>
 void hc_dot(const L* lhs, const R* rhs, T* out, int64_t B, int64_t M, int64_t N, int64_t K,
             const int64_t* lb, const int64_t* lf, const int64_t* lc, const int64_t* rb,
             const int64_t* rf, const int64_t* rc) {
   using Acc = std::conditional_t<kFloat<T>, double, uint64_t>;
-  constexpr int64_t kRows = 4, kCols = 16;
+  typedef Acc V __attribute__((vector_size(8 * sizeof(Acc))));  // 8 lanes: half a tile row.
+  constexpr int64_t kRows = 4, kCols = 16, kPanel = 256;
   auto load = [](auto x) -> Acc {
     if constexpr (kFloat<T>) return hc_load(x);
     else return static_cast<uint64_t>(static_cast<int64_t>(x));
   };
-  std::unique_ptr<Acc[]> packed(new Acc[(K > 0 ? K : 1) * kCols]);
-  std::unique_ptr<Acc[]> rows(new Acc[(K > 0 ? K : 1) * kRows]);
+  const int64_t k_alloc = K > 0 ? K : 1;
+  std::unique_ptr<Acc[]> packed(new Acc[k_alloc * kPanel]);
+  std::unique_ptr<Acc[]> rows(new Acc[k_alloc * kRows]);
   for (int64_t b = 0; b < B; ++b) {
-    for (int64_t n0 = 0; n0 < N; n0 += kCols) {
-      const int64_t cols = std::min(kCols, N - n0);
-      for (int64_t k = 0; k < K; ++k) {
-        for (int64_t j = 0; j < kCols; ++j) {
-          packed[k * kCols + j] = j < cols ? load(rhs[rb[b] + rf[n0 + j] + rc[k]]) : Acc(0);
+    for (int64_t p0 = 0; p0 < N; p0 += kPanel) {
+      const int64_t tiles = (std::min(kPanel, N - p0) + kCols - 1) / kCols;
+      // Tile t of the panel is [K][kCols], columns past N zero.
+      for (int64_t t = 0; t < tiles; ++t) {
+        Acc* tile = &packed[t * k_alloc * kCols];
+        for (int64_t k = 0; k < K; ++k) {
+          for (int64_t j = 0; j < kCols; ++j) {
+            const int64_t n = p0 + t * kCols + j;
+            tile[k * kCols + j] = n < N ? load(rhs[rb[b] + rf[n] + rc[k]]) : Acc(0);
+          }
         }
       }
       for (int64_t m0 = 0; m0 < M; m0 += kRows) {
         const int64_t live = std::min(kRows, M - m0);
-        for (int64_t r = 0; r < kRows; ++r) {
+        for (int64_t r = 0; r < kRows; ++r) {  // Rows past M multiply zeros.
           for (int64_t k = 0; k < K; ++k) {
-            rows[r * K + k] = r < live ? load(lhs[lb[b] + lf[m0 + r] + lc[k]]) : Acc(0);
+            rows[r * k_alloc + k] = r < live ? load(lhs[lb[b] + lf[m0 + r] + lc[k]]) : Acc(0);
           }
         }
-        Acc acc[kRows][kCols] = {};
-        for (int64_t k = 0; k < K; ++k) {
-          const Acc* p = &packed[k * kCols];
-          for (int64_t r = 0; r < kRows; ++r) {
-            const Acc x = rows[r * K + k];
-            for (int64_t j = 0; j < kCols; ++j) acc[r][j] += x * p[j];
+        for (int64_t t = 0; t < tiles; ++t) {
+          const Acc* tile = &packed[t * k_alloc * kCols];
+          const Acc* x0 = &rows[0];
+          const Acc* x1 = x0 + k_alloc;
+          const Acc* x2 = x1 + k_alloc;
+          const Acc* x3 = x2 + k_alloc;
+          // Named, not an array: the compiler keeps them in registers across the loop.
+          V c00 = {}, c01 = {}, c10 = {}, c11 = {}, c20 = {}, c21 = {}, c30 = {}, c31 = {};
+          for (int64_t k = 0; k < K; ++k) {
+            V y0, y1;
+            std::memcpy(&y0, tile + k * kCols, sizeof y0);
+            std::memcpy(&y1, tile + k * kCols + 8, sizeof y1);
+            c00 += x0[k] * y0;
+            c01 += x0[k] * y1;
+            c10 += x1[k] * y0;
+            c11 += x1[k] * y1;
+            c20 += x2[k] * y0;
+            c21 += x2[k] * y1;
+            c30 += x3[k] * y0;
+            c31 += x3[k] * y1;
           }
-        }
-        for (int64_t r = 0; r < live; ++r) {
-          T* o = out + (b * M + m0 + r) * N + n0;
-          for (int64_t j = 0; j < cols; ++j) {
-            if constexpr (kFloat<T>) o[j] = hc_store<T>(acc[r][j]);
-            else o[j] = static_cast<T>(static_cast<int64_t>(acc[r][j]));
+          const V acc[kRows][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}};
+          const int64_t n0 = p0 + t * kCols, cols = std::min(kCols, N - n0);
+          for (int64_t r = 0; r < live; ++r) {
+            Acc sums[kCols];
+            std::memcpy(sums, &acc[r][0], sizeof(V));
+            std::memcpy(sums + 8, &acc[r][1], sizeof(V));
+            T* o = out + (b * M + m0 + r) * N + n0;
+            for (int64_t j = 0; j < cols; ++j) {
+              if constexpr (kFloat<T>) o[j] = hc_store<T>(sums[j]);
+              else o[j] = static_cast<T>(static_cast<int64_t>(sums[j]));
+            }
           }
         }
       }
