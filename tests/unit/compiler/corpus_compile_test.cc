@@ -47,7 +47,7 @@ constexpr uint64_t kRunBufferLimit = uint64_t{2} << 30;
 // Modules estimated above this many interpreter operations are compiled and run, but checked
 // against the interpreter only by `hlocache run --check`, outside the suite. The plain build's
 // budget covers every module of the corpus: the largest, sharded_computation.hlo (about 2^35
-// multiply-adds of attention), takes the interpreter about 90 s and 6 GB. The sanitizer
+// multiply-adds of attention), takes the interpreter about 40 s and 6 GB. The sanitizer
 // build's is far smaller, since the interpreter runs there at a tenth of the speed or less.
 #ifndef HLOCACHE_CORPUS_INTERPRETER_BUDGET
 #define HLOCACHE_CORPUS_INTERPRETER_BUDGET (uint64_t{1} << 36)
