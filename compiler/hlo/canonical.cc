@@ -46,8 +46,16 @@ struct CompInfo {
 };
 
 bool IsDefaultHeaderValue(const Module& m, const Attribute& a) {
+  // Compared as printed: `replica_count=01` or `=1.` prints as `=1`, which is the default in the
+  // next round, so it must be in this one too (fuzzer finding).
   auto single = [&](std::string_view v) {
-    return a.value.end == a.value.begin + 1 && m.TokenText(a.value.begin) == v;
+    if (a.value.end != a.value.begin + 1) return false;
+    const TokenKind kind = m.tokens[a.value.begin].kind;
+    if (kind != TokenKind::kInt && kind != TokenKind::kFloat)
+      return m.TokenText(a.value.begin) == v;
+    std::string spelled;
+    AppendCanonicalNumber(m.TokenText(a.value.begin), kind, spelled);
+    return spelled == v;
   };
   if (a.name == "replica_count" || a.name == "num_partitions") return single("1");
   if (a.name == "is_scheduled" || a.name == "alias_passthrough_params") return single("false");
