@@ -48,12 +48,14 @@ inline bool IsWordLike(TokenKind k) {
 }
 
 // True when printing `prev` and `next` with nothing between them could lex differently (two words
-// merging, `-` `1` becoming -1, `.` `5` becoming .5, `/` `/` starting a comment). The canonical
-// printer puts a space there so that its text reads back to the same tokens.
+// merging, `-` `1` becoming -1, `.` `5` becoming .5, `/` `/` starting a comment, a name taking in
+// the dots of a `...` after it). The canonical printer puts a space there so that its text reads
+// back to the same tokens.
 inline bool NeedsSpaceBetween(TokenKind prev, TokenKind next) {
   if (prev == TokenKind::kEnd) return false;
   return (IsWordLike(prev) && IsWordLike(next)) || prev == TokenKind::kOther ||
-         next == TokenKind::kOther || (prev == TokenKind::kEllipsis && next == TokenKind::kFloat);
+         next == TokenKind::kOther || (prev == TokenKind::kEllipsis && next == TokenKind::kFloat) ||
+         (IsWordLike(prev) && next == TokenKind::kEllipsis);
 }
 
 }  // namespace hlocache::hlo

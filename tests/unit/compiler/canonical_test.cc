@@ -168,6 +168,13 @@ TEST(CanonicalTest, PunctuationNeverGluesIntoOtherTokens) {
       Canon("ENTRY e {\n ROOT a = f32[] parameter(0), replica_groups=[...0.]\n}\n");
   EXPECT_EQ(Canon(ellipsis), ellipsis);
   EXPECT_THAT(ellipsis, HasSubstr("replica_groups=[...0]"));
+  // A name before `...` would take its dots in (names may hold dots): they are spaced apart
+  // (fuzzer finding: `n ...` printed as `n...`, which reads back as one name).
+  for (const char* value : {"[{n ...\"\"}]", "[{1 ...}]", "[{2.5 ...}]"}) {
+    std::string v = Canon(std::string("ENTRY e {\n ROOT a = f32[] parameter(0), replica_groups=") +
+                          value + "\n}\n");
+    EXPECT_EQ(Canon(v), v) << value;
+  }
   // A default header value is recognized however its number is spelled (fuzzer finding:
   // `replica_count=1.` was kept and printed as `=1`, which the next round dropped).
   for (const char* header : {"HloModule m, replica_count=1.\n", "HloModule m, replica_count=01\n",
