@@ -257,6 +257,9 @@ class Canonicalizer {
       }
     }
     if (j >= end || toks[j].kind != TokenKind::kRBrace) return i;
+    // A group right after the layout would become the shape's layout in the next round once
+    // this one is dropped (fuzzer finding: `f32[1,0]{1,0}{1,0}`): such a layout is kept.
+    if (j + 1 < end && toks[j + 1].kind == TokenKind::kLBrace) return i;
     for (uint32_t k = i + 1; k <= close; ++k) AppendTokenNormalized(k, out);
     return j;
   }

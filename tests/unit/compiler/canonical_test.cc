@@ -168,6 +168,12 @@ TEST(CanonicalTest, PunctuationNeverGluesIntoOtherTokens) {
       Canon("ENTRY e {\n ROOT a = f32[] parameter(0), replica_groups=[...0.]\n}\n");
   EXPECT_EQ(Canon(ellipsis), ellipsis);
   EXPECT_THAT(ellipsis, HasSubstr("replica_groups=[...0]"));
+  // A default layout followed by another group is kept: dropped, the group would read as the
+  // layout in the next round (fuzzer finding).
+  std::string twice =
+      Canon("ENTRY e {\n ROOT a = f32[] parameter(0), outfeed_shape={f32[1,0]{1,0}{1,0}}\n}\n");
+  EXPECT_EQ(Canon(twice), twice);
+  EXPECT_THAT(twice, HasSubstr("f32[1,0]{1,0}{1,0}"));
   // A name before `...` would take its dots in (names may hold dots): they are spaced apart
   // (fuzzer finding: `n ...` printed as `n...`, which reads back as one name).
   for (const char* value : {"[{n ...\"\"}]", "[{1 ...}]", "[{2.5 ...}]"}) {
