@@ -268,8 +268,10 @@ class Canonicalizer {
   void AppendSortedMap(const Attribute& a, std::string& out) {
     uint32_t begin = a.value.begin;
     uint32_t end = a.value.end;
+    // Only a map is sorted: one brace group spanning the whole value. Anything else (`{a}{b}`)
+    // is printed as written, or its pieces would regroup in the next round (fuzzer finding).
     if (end - begin < 2 || m_.tokens[begin].kind != TokenKind::kLBrace ||
-        m_.tokens[end - 1].kind != TokenKind::kRBrace) {
+        SkipGroupFrom(begin, end) != end || m_.tokens[end - 1].kind != TokenKind::kRBrace) {
       AppendValue(begin, end, /*verbatim=*/true, out);
       return;
     }
@@ -415,8 +417,10 @@ class Canonicalizer {
         AddText(scratch_);
         int64_t channel = 0;
         std::string_view t = m_.TokenText(a.value.begin);
-        if (a.value.end == a.value.begin + 1 &&
-            std::from_chars(t.data(), t.data() + t.size(), channel).ec == std::errc()) {
+        // The whole token, as an integer: `0.1` is not channel 0 (fuzzer finding: `.1` printed
+        // as `0.1`, which the next round read as 0 and renumbered).
+        const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), channel);
+        if (a.value.end == a.value.begin + 1 && ec == std::errc() && ptr == t.data() + t.size()) {
           pieces_.push_back({PieceKind::kChannel, ChannelSlot(channel)});
         } else {
           scratch_.clear();

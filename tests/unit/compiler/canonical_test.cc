@@ -168,6 +168,14 @@ TEST(CanonicalTest, PunctuationNeverGluesIntoOtherTokens) {
       Canon("ENTRY e {\n ROOT a = f32[] parameter(0), replica_groups=[...0.]\n}\n");
   EXPECT_EQ(Canon(ellipsis), ellipsis);
   EXPECT_THAT(ellipsis, HasSubstr("replica_groups=[...0]"));
+  // A channel id that is not a whole integer is printed, not renumbered; a frontend_attributes
+  // value that is not one brace group is printed as written (fuzzer findings).
+  for (const char* module :
+       {"ENTRY e {\n ROOT a = f32[] parameter(0), channel_id=.1\n}\n",
+        "ENTRY e {\n ROOT a = f32[] constant(4), frontend_attributes={l#,s,d}{}\n}\n"}) {
+    std::string c = Canon(module);
+    EXPECT_EQ(Canon(c), c) << module;
+  }
   // A default layout followed by another group is kept: dropped, the group would read as the
   // layout in the next round (fuzzer finding).
   std::string twice =
