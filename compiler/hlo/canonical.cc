@@ -416,11 +416,17 @@ class Canonicalizer {
       } else if (a.name == "channel_id") {
         AddText(scratch_);
         int64_t channel = 0;
-        std::string_view t = m_.TokenText(a.value.begin);
-        // The whole token, as an integer: `0.1` is not channel 0 (fuzzer finding: `.1` printed
-        // as `0.1`, which the next round read as 0 and renumbered).
-        const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), channel);
-        if (a.value.end == a.value.begin + 1 && ec == std::errc() && ptr == t.data() + t.size()) {
+        // Renumbered when the value prints as a whole integer, decided on that spelling: `.0`
+        // prints as `0` and `0.1` does not read as 0 (fuzzer findings).
+        std::string spelled;
+        const TokenKind kind = m_.tokens[a.value.begin].kind;
+        if (kind == TokenKind::kInt || kind == TokenKind::kFloat) {
+          AppendCanonicalNumber(m_.TokenText(a.value.begin), kind, spelled);
+        }
+        const auto [ptr, ec] =
+            std::from_chars(spelled.data(), spelled.data() + spelled.size(), channel);
+        if (a.value.end == a.value.begin + 1 && !spelled.empty() && ec == std::errc() &&
+            ptr == spelled.data() + spelled.size()) {
           pieces_.push_back({PieceKind::kChannel, ChannelSlot(channel)});
         } else {
           scratch_.clear();

@@ -172,6 +172,7 @@ TEST(CanonicalTest, PunctuationNeverGluesIntoOtherTokens) {
   // value that is not one brace group is printed as written (fuzzer findings).
   for (const char* module :
        {"ENTRY e {\n ROOT a = f32[] parameter(0), channel_id=.1\n}\n",
+        "ENTRY e {\n ROOT a = f32[] parameter(0), channel_id=.0\n}\n",
         "ENTRY e {\n ROOT a = f32[] constant(4), frontend_attributes={l#,s,d}{}\n}\n"}) {
     std::string c = Canon(module);
     EXPECT_EQ(Canon(c), c) << module;
