@@ -968,6 +968,7 @@ class Lowering {
       body_ += IntArray(std::string(name) + "_strides", g.strides);
       body_ += "    const auto " + std::string(name) + " = hc_offsets(" +
                std::to_string(g.sizes.size()) + ", " + name + "_sizes, " + name + "_strides);\n";
+      body_ += "    if (!" + std::string(name) + ") return 1;  // Out of memory.\n";
     };
     offsets("lb", l_batch);
     offsets("lf", l_free);
@@ -975,10 +976,11 @@ class Lowering {
     offsets("rb", r_batch);
     offsets("rf", r_free);
     offsets("rc", r_con);
-    body_ += "    hc_dot(" + Buffer(inst, 0) + ", " + Buffer(inst, 1) + ", " + out + ", " +
+    body_ += "    if (!hc_dot(" + Buffer(inst, 0) + ", " + Buffer(inst, 1) + ", " + out + ", " +
              Int(l_batch.count) + ", " + Int(l_free.count) + ", " + Int(r_free.count) + ", " +
              Int(l_con.count) +
-             ", lb.get(), lf.get(), lc.get(), rb.get(), rf.get(), rc.get());\n  }\n";
+             ", lb.get(), lf.get(), lc.get(), rb.get(), rf.get(), rc.get())) {\n"
+             "      return 1;  // Out of memory.\n    }\n  }\n";
     return Status::Ok();
   }
 

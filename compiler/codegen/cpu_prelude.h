@@ -213,11 +213,13 @@ template <class To, class From> To hc_cvt(From x) {
     return static_cast<To>(x);
   }
 }
-// The offsets of every index over `n` dimensions (sizes, strides), in row-major order.
+// The offsets of every index over `n` dimensions (sizes, strides), in row-major order; null
+// when out of memory.
 inline std::unique_ptr<int64_t[]> hc_offsets(int n, const int64_t* sizes, const int64_t* strides) {
   int64_t count = 1;
   for (int d = 0; d < n; ++d) count *= sizes[d];
-  std::unique_ptr<int64_t[]> out(new int64_t[count > 0 ? count : 1]);
+  std::unique_ptr<int64_t[]> out(new (std::nothrow) int64_t[count > 0 ? count : 1]);
+  if (!out) return out;
   for (int64_t at = 0; at < count; ++at) {
     int64_t rest = at, off = 0;
     for (int d = n - 1; d >= 0; --d) {
@@ -232,9 +234,10 @@ inline std::unique_ptr<int64_t[]> hc_offsets(int n, const int64_t* sizes, const 
 // summed from zero in order of k, in double for floats (rounded once) and modulo 2^64 for
 // integers, as the interpreter does. Blocked: a panel of rhs columns is packed as Acc once per
 // batch, in tiles of kCols columns; kRows rows of lhs are packed once per panel; each
-// kRows x kCols block of results is summed in vector registers over all of k.
+// kRows x kCols block of results is summed in vector registers over all of k. False when out
+// of memory.
 template <class T, class L, class R>
-void hc_dot(const L* lhs, const R* rhs, T* out, int64_t B, int64_t M, int64_t N, int64_t K,
+bool hc_dot(const L* lhs, const R* rhs, T* out, int64_t B, int64_t M, int64_t N, int64_t K,
             const int64_t* lb, const int64_t* lf, const int64_t* lc, const int64_t* rb,
             const int64_t* rf, const int64_t* rc) {
   using Acc = std::conditional_t<kFloat<T>, double, uint64_t>;
@@ -245,11 +248,15 @@ void hc_dot(const L* lhs, const R* rhs, T* out, int64_t B, int64_t M, int64_t N,
     else return static_cast<uint64_t>(static_cast<int64_t>(x));
   };
   const int64_t k_alloc = K > 0 ? K : 1;
-  std::unique_ptr<Acc[]> packed(new Acc[k_alloc * kPanel]);
-  std::unique_ptr<Acc[]> rows(new Acc[k_alloc * kRows]);
+  // A panel no wider than rhs (rounded up to whole tiles): a long contraction with few
+  // columns packs only what it has.
+  const int64_t panel = std::min(kPanel, (N + kCols - 1) / kCols * kCols);
+  std::unique_ptr<Acc[]> packed(new (std::nothrow) Acc[k_alloc * (panel > 0 ? panel : kCols)]);
+  std::unique_ptr<Acc[]> rows(new (std::nothrow) Acc[k_alloc * kRows]);
+  if (!packed || !rows) return false;
   for (int64_t b = 0; b < B; ++b) {
-    for (int64_t p0 = 0; p0 < N; p0 += kPanel) {
-      const int64_t tiles = (std::min(kPanel, N - p0) + kCols - 1) / kCols;
+    for (int64_t p0 = 0; p0 < N; p0 += panel) {
+      const int64_t tiles = (std::min(panel, N - p0) + kCols - 1) / kCols;
       // Tile t of the panel is [K][kCols], columns past N zero.
       for (int64_t t = 0; t < tiles; ++t) {
         Acc* tile = &packed[t * k_alloc * kCols];
@@ -304,6 +311,7 @@ void hc_dot(const L* lhs, const R* rhs, T* out, int64_t B, int64_t M, int64_t N,
       }
     }
   }
+  return true;
 }
 // Ordering of elements for compare: floats as doubles (NaN unordered), the rest as they are.
 template <class T> auto hc_key(T x) {
