@@ -173,8 +173,10 @@ class Canonicalizer {
     last_kind_ = TokenKind::kEnd;
     for (uint32_t i = begin; i < end; ++i) {
       const Token& t = m_.tokens[i];
+      // `%metadata` prints as `metadata`, so it is dropped too (fuzzer finding).
       if (!verbatim && t.kind == TokenKind::kIdent && i + 2 < end &&
-          m_.tokens[i + 1].kind == TokenKind::kEqual && m_.TokenText(t) == "metadata" &&
+          m_.tokens[i + 1].kind == TokenKind::kEqual &&
+          (m_.TokenText(t) == "metadata" || m_.TokenText(t) == "%metadata") &&
           m_.tokens[i + 2].kind == TokenKind::kLBrace) {
         i = SkipGroupFrom(i + 2, end);
         if (i < end && m_.tokens[i].kind == TokenKind::kComma) {

@@ -177,6 +177,11 @@ TEST(CanonicalTest, PunctuationNeverGluesIntoOtherTokens) {
     std::string c = Canon(module);
     EXPECT_EQ(Canon(c), c) << module;
   }
+  // `%metadata={...}` in a value is dropped like `metadata={...}`, which is how it prints.
+  std::string percent_metadata =
+      Canon("ENTRY e {\n ROOT a = f32[] parameter(0), sharding={{%metadata={}}}\n}\n");
+  EXPECT_EQ(Canon(percent_metadata), percent_metadata);
+  EXPECT_THAT(percent_metadata, Not(HasSubstr("metadata")));
   // A default layout followed by another group is kept: dropped, the group would read as the
   // layout in the next round (fuzzer finding).
   std::string twice =
