@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <optional>
 #include <unordered_map>
 
 #include "common/fast_hash.h"
@@ -45,20 +46,29 @@ struct CompInfo {
   uint64_t hash = 0;
 };
 
+// The integer number token `i` prints as, if it prints as one: `01`, `1.` and `1.0` print as
+// `1`. Decisions on a number (a default, a layout, a channel to renumber) are taken on this, not
+// on the spelling in the input, or the next round, which reads the output, would decide
+// otherwise (fuzzer findings).
+std::optional<int64_t> PrintedInteger(const Module& m, uint32_t i) {
+  const TokenKind kind = m.tokens[i].kind;
+  if (kind != TokenKind::kInt && kind != TokenKind::kFloat) return std::nullopt;
+  std::string spelled;
+  AppendCanonicalNumber(m.TokenText(i), kind, spelled);
+  int64_t value = 0;
+  const auto [ptr, ec] = std::from_chars(spelled.data(), spelled.data() + spelled.size(), value);
+  if (ec != std::errc() || ptr != spelled.data() + spelled.size()) return std::nullopt;
+  return value;
+}
+
 bool IsDefaultHeaderValue(const Module& m, const Attribute& a) {
-  // Compared as printed: `replica_count=01` or `=1.` prints as `=1`, which is the default in the
-  // next round, so it must be in this one too (fuzzer finding).
-  auto single = [&](std::string_view v) {
-    if (a.value.end != a.value.begin + 1) return false;
-    const TokenKind kind = m.tokens[a.value.begin].kind;
-    if (kind != TokenKind::kInt && kind != TokenKind::kFloat)
-      return m.TokenText(a.value.begin) == v;
-    std::string spelled;
-    AppendCanonicalNumber(m.TokenText(a.value.begin), kind, spelled);
-    return spelled == v;
-  };
-  if (a.name == "replica_count" || a.name == "num_partitions") return single("1");
-  if (a.name == "is_scheduled" || a.name == "alias_passthrough_params") return single("false");
+  const bool single = a.value.end == a.value.begin + 1;
+  if (a.name == "replica_count" || a.name == "num_partitions") {
+    return single && PrintedInteger(m, a.value.begin) == 1;
+  }
+  if (a.name == "is_scheduled" || a.name == "alias_passthrough_params") {
+    return single && m.TokenText(a.value.begin) == "false";
+  }
   if (a.name.starts_with("allow_spmd_sharding_propagation")) {
     for (uint32_t i = a.value.begin; i < a.value.end; ++i) {
       TokenKind k = m.tokens[i].kind;
@@ -115,12 +125,18 @@ class Canonicalizer {
   }
 
   // ---- token rendering ----
+  // A token's text as printed: names lose their '%'. What the printer drops, decisions on the
+  // token must ignore too (`%s32[3]{0}` is a shape, `%metadata={}` is metadata).
+  std::string_view PrintedText(uint32_t i) const {
+    std::string_view text = m_.TokenText(i);
+    if (m_.tokens[i].kind == TokenKind::kIdent && text[0] == '%') text.remove_prefix(1);
+    return text;
+  }
+
   void AppendTokenRaw(uint32_t i, std::string& out) {
     const Token& t = m_.tokens[i];
     if (NeedsSpaceBetween(last_kind_, t.kind)) out += ' ';
-    std::string_view text = m_.TokenText(t);
-    if (t.kind == TokenKind::kIdent && text[0] == '%') text.remove_prefix(1);
-    out += text;
+    out += PrintedText(i);
     kind_before_last_ = last_kind_;
     last_kind_ = t.kind;
   }
@@ -173,10 +189,8 @@ class Canonicalizer {
     last_kind_ = TokenKind::kEnd;
     for (uint32_t i = begin; i < end; ++i) {
       const Token& t = m_.tokens[i];
-      // `%metadata` prints as `metadata`, so it is dropped too (fuzzer finding).
       if (!verbatim && t.kind == TokenKind::kIdent && i + 2 < end &&
-          m_.tokens[i + 1].kind == TokenKind::kEqual &&
-          (m_.TokenText(t) == "metadata" || m_.TokenText(t) == "%metadata") &&
+          m_.tokens[i + 1].kind == TokenKind::kEqual && PrintedText(i) == "metadata" &&
           m_.tokens[i + 2].kind == TokenKind::kLBrace) {
         i = SkipGroupFrom(i + 2, end);
         if (i < end && m_.tokens[i].kind == TokenKind::kComma) {
@@ -213,10 +227,7 @@ class Canonicalizer {
         toks[i + 1].kind != TokenKind::kLBracket) {
       return i;
     }
-    // The printer drops '%', so `%s32[3]{0}` prints as a shape and must be normalized as one.
-    std::string_view type_name = m_.TokenText(i);
-    if (type_name[0] == '%') type_name.remove_prefix(1);
-    if (!PrimitiveTypeFromName(type_name).has_value()) return i;
+    if (!PrimitiveTypeFromName(PrintedText(i)).has_value()) return i;
     // Dims: comma-separated, each made of numbers (`16`, a float spelling that prints as one),
     // `?` or `<=`. Anything else is not a shape, in this round or the next: the decision must
     // not depend on how numbers were spelled, since the output respells them.
@@ -241,17 +252,9 @@ class Canonicalizer {
     if (close >= end || close + 1 >= end || toks[close + 1].kind != TokenKind::kLBrace) return i;
     // Expect exactly {rank-1, ..., 0}, compared as the numbers the output spells: `{1,00}` and
     // `{1,0.}` are the default layout too, as their respelling `{1,0}` is in the next round.
-    auto spelled_value = [&](uint32_t j, int64_t& value) {
-      if (toks[j].kind != TokenKind::kInt && toks[j].kind != TokenKind::kFloat) return false;
-      std::string spelled;
-      AppendCanonicalNumber(m_.TokenText(j), toks[j].kind, spelled);
-      auto [ptr, ec] = std::from_chars(spelled.data(), spelled.data() + spelled.size(), value);
-      return ec == std::errc() && ptr == spelled.data() + spelled.size();
-    };
     uint32_t j = close + 2;
     for (int64_t d = rank - 1; d >= 0; --d) {
-      int64_t value = -1;
-      if (j >= end || !spelled_value(j, value) || value != d) return i;
+      if (j >= end || PrintedInteger(m_, j) != d) return i;
       ++j;
       if (d > 0) {
         if (j >= end || toks[j].kind != TokenKind::kComma) return i;
@@ -417,19 +420,12 @@ class Canonicalizer {
         pieces_.push_back({PieceKind::kControl});
       } else if (a.name == "channel_id") {
         AddText(scratch_);
-        int64_t channel = 0;
-        // Renumbered when the value prints as a whole integer, decided on that spelling: `.0`
-        // prints as `0` and `0.1` does not read as 0 (fuzzer findings).
-        std::string spelled;
-        const TokenKind kind = m_.tokens[a.value.begin].kind;
-        if (kind == TokenKind::kInt || kind == TokenKind::kFloat) {
-          AppendCanonicalNumber(m_.TokenText(a.value.begin), kind, spelled);
-        }
-        const auto [ptr, ec] =
-            std::from_chars(spelled.data(), spelled.data() + spelled.size(), channel);
-        if (a.value.end == a.value.begin + 1 && !spelled.empty() && ec == std::errc() &&
-            ptr == spelled.data() + spelled.size()) {
-          pieces_.push_back({PieceKind::kChannel, ChannelSlot(channel)});
+        // Renumbered when the value prints as a whole integer: `.0` prints as `0`, `0.1` is
+        // not channel 0.
+        const std::optional<int64_t> channel =
+            a.value.end == a.value.begin + 1 ? PrintedInteger(m_, a.value.begin) : std::nullopt;
+        if (channel) {
+          pieces_.push_back({PieceKind::kChannel, ChannelSlot(*channel)});
         } else {
           scratch_.clear();
           AppendValue(a.value.begin, a.value.end, false, scratch_);
