@@ -5,7 +5,10 @@
 #include <cstdio>
 #include <optional>
 
+#include "compiler/codegen/cpu_emitter.h"
+#include "compiler/codegen/cpu_extended_ops.h"
 #include "compiler/codegen/cpu_prelude.h"
+#include "compiler/codegen/cpu_source.h"
 #include "compiler/interp/half.h"
 #include "compiler/interp/interpreter.h"
 
@@ -24,89 +27,42 @@ constexpr int64_t kStackBufferBytes = 512;
 // grows deep enough to slow the C++ compiler down.
 constexpr int kMaxFusionDepth = 24;
 
-const char* CType(PrimitiveType t) {
-  switch (t) {
-    case PrimitiveType::kPred:
-      return "bool";
-    case PrimitiveType::kS8:
-      return "int8_t";
-    case PrimitiveType::kS16:
-      return "int16_t";
-    case PrimitiveType::kS32:
-      return "int32_t";
-    case PrimitiveType::kS64:
-      return "int64_t";
-    case PrimitiveType::kU8:
-      return "uint8_t";
-    case PrimitiveType::kU16:
-      return "uint16_t";
-    case PrimitiveType::kU32:
-      return "uint32_t";
-    case PrimitiveType::kU64:
-      return "uint64_t";
-    case PrimitiveType::kF16:
-      return "hc_f16";
-    case PrimitiveType::kBF16:
-      return "hc_bf16";
-    case PrimitiveType::kF32:
-      return "float";
-    case PrimitiveType::kF64:
-      return "double";
-    default:
-      return nullptr;
-  }
-}
-
-std::string Int(int64_t v) { return std::to_string(v) + "LL"; }
-
-// A double as C++ source that reads back to exactly that double.
-std::string DoubleLiteral(double v) {
-  if (std::isnan(v)) {
-    return std::signbit(v) ? "-std::numeric_limits<double>::quiet_NaN()"
-                           : "std::numeric_limits<double>::quiet_NaN()";
-  }
-  if (std::isinf(v)) {
-    return v < 0 ? "-std::numeric_limits<double>::infinity()"
-                 : "std::numeric_limits<double>::infinity()";
-  }
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%a", v);
-  return buf;
-}
-
-// One element of a constant, as a constant expression of its C type.
-std::string ElementLiteral(const interp::Literal& value, size_t e) {
-  const PrimitiveType t = value.type();
-  if (t == PrimitiveType::kF16 || t == PrimitiveType::kBF16) {
-    const auto format = t == PrimitiveType::kF16 ? interp::kF16Format : interp::kBF16Format;
-    return "{" + std::to_string(interp::EncodeHalf(value.GetFloat(e), format)) + "}";
-  }
-  if (value.is_float()) {
-    return "static_cast<" + std::string(CType(t)) + ">(" + DoubleLiteral(value.GetFloat(e)) + ")";
-  }
-  if (t == PrimitiveType::kPred) return value.GetInt(e) != 0 ? "true" : "false";
-  return "static_cast<" + std::string(CType(t)) + ">(" +
-         std::to_string(static_cast<uint64_t>(value.GetInt(e))) + "ULL)";
-}
-
-int64_t Product(const std::vector<int64_t>& v) {
-  int64_t p = 1;
-  for (int64_t x : v) p *= x;
-  return p;
-}
-
 using hlo::AppendLeafShapes;
 using hlo::SameValues;
 
-// An array value held in a buffer: a C++ expression for a pointer to its first element.
-struct Leaf {
-  std::string ptr;
-  const Shape* shape;
-};
-
-class Lowering {
+class Lowering : public CpuEmitter {
  public:
   explicit Lowering(const hlo::Module& m) : m_(m) {}
+
+  // ---- CpuEmitter ------------------------------------------------------------------------------
+
+  const hlo::Module& module() const override { return m_; }
+  const Computation& computation() const override { return *comp_; }
+  const std::vector<Leaf>& Leaves(int32_t i) const override {
+    return values_[static_cast<size_t>(i)];
+  }
+  void Emit(std::string_view code) override { body_ += code; }
+  const std::vector<Leaf>& MaterializeLeaves(int32_t index, const Instruction& inst) override {
+    std::vector<const Shape*> leaves;
+    AppendLeafShapes(inst.shape, leaves);
+    std::vector<Leaf>& out = values_[static_cast<size_t>(index)];
+    out.clear();
+    for (size_t j = 0; j < leaves.size(); ++j) {
+      const std::string name = leaves.size() == 1 && inst.shape.IsArray()
+                                   ? Var(index)
+                                   : Var(index) + "_" + std::to_string(j);
+      Declare(name, *leaves[j]);
+      out.push_back({name, leaves[j]});
+    }
+    return out;
+  }
+  void Bind(int32_t index, std::vector<Leaf> leaves) override {
+    values_[static_cast<size_t>(index)] = std::move(leaves);
+  }
+  std::string FunctionName(int32_t c) const override { return "hc_comp" + std::to_string(c); }
+  std::string Fresh(std::string_view prefix) override {
+    return std::string(prefix) + "_" + std::to_string(fresh_++);
+  }
 
   Result<std::string> Run() {
     if (m_.entry < 0) return Error(InvalidArgument(m_.filename() + ": no entry computation"));
@@ -148,15 +104,14 @@ class Lowering {
   static const Instruction& Inst(const Computation& c, int32_t i) {
     return c.instructions[static_cast<size_t>(i)];
   }
-  static std::string FunctionName(int32_t c) { return "hc_comp" + std::to_string(c); }
   static std::string Var(int32_t i) { return "v" + std::to_string(i); }
 
-  Status Unsupported(const Instruction& inst, const std::string& what) const {
+  Status Unsupported(const Instruction& inst, const std::string& what) const override {
     return FailedPrecondition(m_.filename() + ":" + std::to_string(m_.LineOf(inst.offset)) +
                               ": the CPU code generator does not support " + what +
                               " (instruction '" + std::string(inst.name) + "')");
   }
-  Status Malformed(const Instruction& inst, const std::string& what) const {
+  Status Malformed(const Instruction& inst, const std::string& what) const override {
     return InvalidArgument(m_.filename() + ":" + std::to_string(m_.LineOf(inst.offset)) + ": '" +
                            std::string(inst.name) + "' (" +
                            std::string(hlo::OpcodeName(inst.opcode.opcode)) + "): " + what);
@@ -177,6 +132,11 @@ class Lowering {
     for (const Instruction& inst : comp.instructions) {
       const Opcode op = inst.opcode.opcode;
       if (inst.callees.empty()) continue;
+      if (IsExtendedCpuOp(op) && inst.opcode.phase == hlo::AsyncPhase::kNone) {
+        // Loop bodies, branches, comparators, update computations: each is a function.
+        for (int32_t callee : inst.callees) HLOCACHE_RETURN_IF_ERROR(Reach(callee, state));
+        continue;
+      }
       if (op != Opcode::kCall && op != Opcode::kFusion && op != Opcode::kReduce) {
         return Unsupported(inst, "'" + std::string(hlo::OpcodeName(op)) + "'");
       }
@@ -268,18 +228,11 @@ class Lowering {
     return Status::Ok();
   }
 
-  static int64_t Count(const Shape& s) { return *s.ElementCount(); }
-  static int64_t Bytes(const Shape& s) { return Count(s) * hlo::BufferElementBytes(s.type); }
-
-  const Instruction& Operand(const Instruction& inst, size_t k) const {
-    return Inst(*comp_, inst.operands[k]);
-  }
-  const Shape& OperandShape(const Instruction& inst, size_t k) const {
-    return Operand(inst, k).shape;
-  }
+  static int64_t Count(const Shape& s) { return ElementCount(s); }
+  static int64_t Bytes(const Shape& s) { return ByteCount(s); }
 
   // Declares a fresh buffer for an array of shape `s` named `name`.
-  void Declare(const std::string& name, const Shape& s) {
+  void Declare(const std::string& name, const Shape& s) override {
     const std::string t = CType(s.type);
     const int64_t count = std::max<int64_t>(Count(s), 1);
     if (Bytes(s) <= kStackBufferBytes) {
@@ -290,11 +243,6 @@ class Lowering {
              std::to_string(count) + "]);\n";
     body_ += "  if (!" + name + "_buf) return 1;  // Out of memory: the caller sees a failure.\n";
     body_ += "  " + t + "* const " + name + " = " + name + "_buf.get();\n";
-  }
-
-  // The buffer of an array-shaped operand (never a fused one: see ReadsAtIndex).
-  std::string Buffer(const Instruction& inst, size_t k) const {
-    return values_[static_cast<size_t>(inst.operands[k])][0].ptr;
   }
 
   // ---- Fusion of elementwise chains ---------------------------------------------------------
@@ -323,8 +271,12 @@ class Lowering {
       case Opcode::kDot:
         return false;
       default:
-        return inst.opcode.phase == hlo::AsyncPhase::kNone && inst.callees.empty() &&
-               inst.shape.IsArray();
+        if (inst.opcode.phase != hlo::AsyncPhase::kNone || !inst.callees.empty() ||
+            !inst.shape.IsArray()) {
+          return false;
+        }
+        return interp::IsCoreOp(inst.opcode.opcode) ||
+               IsElementwiseExtendedCpuOp(inst.opcode.opcode);
     }
   }
 
@@ -356,7 +308,7 @@ class Lowering {
   }
 
   // Element i of operand k: the fused expression, or a load from its buffer.
-  std::string Read(const Instruction& inst, size_t k) const {
+  std::string Read(const Instruction& inst, size_t k) const override {
     const auto o = static_cast<size_t>(inst.operands[k]);
     if (fused_[o]) return "(" + *fused_[o] + ")";
     return values_[o][0].ptr + "[i]";
@@ -369,7 +321,7 @@ class Lowering {
 
   // Defines instruction `index` elementwise by `expr` (in terms of i): fused into its user, or
   // one loop writing its buffer.
-  void Elementwise(int32_t index, const Instruction& inst, const std::string& expr) {
+  void Elementwise(int32_t index, const Instruction& inst, const std::string& expr) override {
     const auto slot = static_cast<size_t>(index);
     int depth = 0;
     for (int32_t o : inst.operands) depth = std::max(depth, depth_[static_cast<size_t>(o)]);
@@ -384,13 +336,6 @@ class Lowering {
              "[i] = " + expr + ";\n";
   }
 
-  // Declares instruction `index`'s own buffer (for ops that write it in their own loops).
-  std::string Materialize(int32_t index, const Instruction& inst) {
-    Declare(Var(index), inst.shape);
-    values_[static_cast<size_t>(index)] = {{Var(index), &inst.shape}};
-    return Var(index);
-  }
-
   // ---- Instructions --------------------------------------------------------------------------
 
   Status Lower(int32_t index) {
@@ -398,6 +343,7 @@ class Lowering {
     const Opcode op = inst.opcode.opcode;
     if (op == Opcode::kParameter) return Status::Ok();  // Bound in the signature.
     if (inst.opcode.phase != hlo::AsyncPhase::kNone) return Unsupported(inst, "asynchronous ops");
+    if (IsExtendedCpuOp(op)) return LowerExtended(index, inst);
     if (!interp::IsCoreOp(op))
       return Unsupported(inst, "'" + std::string(hlo::OpcodeName(op)) + "'");
     HLOCACHE_RETURN_IF_ERROR(interp::CheckOperandCount(m_, inst));
@@ -497,6 +443,22 @@ class Lowering {
       return Unsupported(inst, "'" + std::string(hlo::OpcodeName(op)) + "'");
     }
     return ElementwiseMath(index, inst);
+  }
+
+  // An op of one of the families of cpu_extended_ops.h, once its shapes are known to follow
+  // the interpreter's rules.
+  Status LowerExtended(int32_t index, const Instruction& inst) {
+    if (!inst.shape_written) return Unsupported(inst, "instructions without a shape");
+    HLOCACHE_RETURN_IF_ERROR(CheckShape(inst, inst.shape));
+    std::vector<const Shape*> operand_shapes;
+    for (size_t k = 0; k < inst.operands.size(); ++k) {
+      HLOCACHE_RETURN_IF_ERROR(CheckShape(inst, OperandShape(inst, k)));
+      operand_shapes.push_back(&OperandShape(inst, k));
+    }
+    HLOCACHE_RETURN_IF_ERROR(interp::CheckShapes(m_, inst, operand_shapes));
+    body_ += "  // " + std::string(inst.name) + " = " +
+             std::string(hlo::OpcodeName(inst.opcode.opcode)) + "\n";
+    return LowerExtendedCpuOp(*this, index, inst);
   }
 
   Status Tuple(int32_t index, const Instruction& inst) {
@@ -729,27 +691,6 @@ class Lowering {
 
   // ---- Data movement -----------------------------------------------------------------------
 
-  // Nested loops over `extents` (variables d0, d1, ...), innermost last, around `body`.
-  void NestedLoops(const std::vector<int64_t>& extents, const std::string& body) {
-    std::string indent = "    ";
-    for (size_t d = 0; d < extents.size(); ++d) {
-      body_ += indent + "for (int64_t d" + std::to_string(d) + " = 0; d" + std::to_string(d) +
-               " < " + Int(extents[d]) + "; ++d" + std::to_string(d) + ")\n";
-      indent += "  ";
-    }
-    body_ += indent + body + "\n";
-  }
-
-  // sum of d<k> * coefficient<k> (+ base).
-  static std::string Affine(const std::string& base, const std::vector<int64_t>& coefficients) {
-    std::string e = base;
-    for (size_t d = 0; d < coefficients.size(); ++d) {
-      if (coefficients[d] == 0) continue;
-      e += " + d" + std::to_string(d) + " * " + Int(coefficients[d]);
-    }
-    return e;
-  }
-
   Result<std::vector<int64_t>> IntList(const Instruction& inst, const char* name) const {
     const hlo::Attribute* a = inst.FindAttribute(name);
     if (a == nullptr) return Error(Malformed(inst, std::string("no ") + name));
@@ -823,7 +764,7 @@ class Lowering {
         break;
     }
     body_ += "    int64_t o = 0;\n";
-    NestedLoops(od, out + "[o++] = " + Buffer(inst, 0) + "[" + Affine(base, coef) + "];");
+    body_ += NestedLoops(od, out + "[o++] = " + Buffer(inst, 0) + "[" + Affine(base, coef) + "];");
     body_ += "  }\n";
     return Status::Ok();
   }
@@ -844,8 +785,8 @@ class Lowering {
       inside += " && " + q + " >= 0 && " + q + " < " + Int(od[k]);
       target += " + " + q + " * " + Int(os[k]);
     }
-    NestedLoops(id, "{ if (" + inside + ") " + out + "[" + target + "] = " + Buffer(inst, 0) +
-                        "[o]; ++o; }");
+    body_ += NestedLoops(id, "{ if (" + inside + ") " + out + "[" + target +
+                                 "] = " + Buffer(inst, 0) + "[o]; ++o; }");
     body_ += "  }\n";
     return Status::Ok();
   }
@@ -878,35 +819,13 @@ class Lowering {
              ");\n  {\n";
     const std::string base = DynamicStarts(inst, 2, ud);
     body_ += "    int64_t o = 0;\n";
-    NestedLoops(ud, out + "[" + Affine(base, hlo::RowMajorStrides(inst.shape.dims)) +
-                        "] = " + Buffer(inst, 1) + "[o++];");
+    body_ += NestedLoops(ud, out + "[" + Affine(base, hlo::RowMajorStrides(inst.shape.dims)) +
+                                 "] = " + Buffer(inst, 1) + "[o++];");
     body_ += "  }\n";
     return Status::Ok();
   }
 
   // ---- Reductions and contractions ------------------------------------------------------------
-
-  // Adds to each offset in `offsets` the row-major digits of `linear` over `dims`, each times
-  // its stride.
-  static std::string Digits(const std::string& linear, const std::string& dims, size_t rank,
-                            const std::vector<std::pair<std::string, std::string>>& offsets) {
-    if (rank == 0) return "";
-    std::string out = "      { int64_t rest = " + linear +
-                      ";\n        for (int d = " + std::to_string(rank) +
-                      " - 1; d >= 0; --d) {\n          const int64_t x = rest % " + dims +
-                      "[d];\n          rest /= " + dims + "[d];\n";
-    for (const auto& [offset, strides] : offsets) {
-      out += "          " + offset + " += x * " + strides + "[d];\n";
-    }
-    return out + "        }\n      }\n";
-  }
-
-  static std::string IntArray(const std::string& name, const std::vector<int64_t>& v) {
-    std::string out = "    static const int64_t " + name + "[] = {";
-    for (size_t k = 0; k < v.size(); ++k) out += (k ? ", " : "") + Int(v[k]);
-    if (v.empty()) out += "0";
-    return out + "};\n";
-  }
 
   // dot: the result's dimensions are the batch ones, lhs's free ones, then rhs's free ones.
   // Floats accumulate in double over the contracting dimensions in row-major order and are
@@ -1111,6 +1030,7 @@ class Lowering {
   std::vector<int> depth_;                         // Fused chain length ending here.
   std::vector<int> uses_;
   std::vector<std::pair<int32_t, size_t>> user_;  // The (last) user and its operand slot.
+  int fresh_ = 0;                                 // For Fresh().
 };
 
 }  // namespace

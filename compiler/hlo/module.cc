@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "compiler/hlo/attributes.h"
 #include "compiler/hlo/lexer.h"
 
 namespace hlocache::hlo {
@@ -86,6 +87,25 @@ Result<int64_t> Module::Int(const Attribute& attr) const {
                          "expected one integer in '" + std::string(attr.name) + "'"));
   }
   return (*list)[0];
+}
+
+std::vector<int32_t> Module::CalleesOf(const Instruction& inst, std::string_view attr_name) const {
+  // The parser appended one callee per name, attribute by attribute, in written order.
+  size_t next = 0;
+  for (const Attribute& a : inst.attributes) {
+    if (!IsCalleeAttribute(a.name)) continue;
+    size_t names = 0;
+    for (uint32_t t = a.value.begin; t < a.value.end; ++t) {
+      if (tokens[t].kind == TokenKind::kIdent) ++names;
+    }
+    if (a.name == attr_name) {
+      if (next + names > inst.callees.size()) return {};
+      return std::vector<int32_t>(inst.callees.begin() + static_cast<ptrdiff_t>(next),
+                                  inst.callees.begin() + static_cast<ptrdiff_t>(next + names));
+    }
+    next += names;
+  }
+  return {};
 }
 
 }  // namespace hlocache::hlo

@@ -94,6 +94,10 @@ class Module {
   Result<std::vector<int64_t>> IntList(const Attribute& attr) const;
   // Reads an attribute value that is a single integer.
   Result<int64_t> Int(const Attribute& attr) const;
+  // The computations `inst` calls through its attribute `attr_name` (to_apply=, body=,
+  // branch_computations={...}), as indices into `computations`; empty when it has no such
+  // attribute. (inst.callees holds the callees of all such attributes, in written order.)
+  std::vector<int32_t> CalleesOf(const Instruction& inst, std::string_view attr_name) const;
 
  private:
   std::unique_ptr<std::string> source_;

@@ -9,6 +9,9 @@
 #include <limits>
 #include <type_traits>
 
+#include "compiler/interp/eval_context.h"
+#include "compiler/interp/extended_ops.h"
+
 namespace hlocache::interp {
 namespace {
 
@@ -47,6 +50,7 @@ std::pair<double, double> IntRange(PrimitiveType t) {
 // The parser takes any operand count; the core ops index their operands, so a module with
 // the wrong number is refused before it is evaluated or lowered.
 Status OperandCountStatus(const hlo::Module& m, const hlo::Instruction& inst) {
+  if (IsExtendedOp(inst.opcode.opcode)) return Status::Ok();  // Its family checks the count.
   size_t min = 0, max = 0;
   switch (inst.opcode.opcode) {
     case Opcode::kConstant:
@@ -125,9 +129,9 @@ class ShapeView {
   const Shape* shape_;
 };
 
-class Evaluator {
+class Evaluator : public EvalContext {
  public:
-  explicit Evaluator(const hlo::Module& m) : m_(m) {}
+  explicit Evaluator(const hlo::Module& m) : EvalContext(m), m_(m) {}
 
   Result<Literal> Constant(const Instruction& inst) const {
     auto made = Literal::MakeZeros(inst.shape);
@@ -136,7 +140,7 @@ class Evaluator {
     return std::move(*made);
   }
 
-  Result<Literal> Call(int32_t comp_index, std::span<const Literal> args) {
+  Result<Literal> Call(int32_t comp_index, std::span<const Literal> args) override {
     const Computation& comp = m_.computations[static_cast<size_t>(comp_index)];
     const size_t count = comp.instructions.size();
     // Each value is dropped after its last use: a graph of large tensors needs the memory of
@@ -161,20 +165,6 @@ class Evaluator {
   }
 
  private:
-  Status Unsupported(const Instruction& inst, const std::string& what) const {
-    return FailedPrecondition(m_.filename() + ":" + std::to_string(m_.LineOf(inst.offset)) +
-                              ": the interpreter does not implement " + what + " (instruction '" +
-                              std::string(inst.name) + "')");
-  }
-
-  Result<std::vector<int64_t>> Ints(const Instruction& inst, const char* name) const {
-    const hlo::Attribute* a = inst.FindAttribute(name);
-    if (a == nullptr) {
-      return Error(InvalidArgument(m_.filename() + ":" + std::to_string(m_.LineOf(inst.offset)) +
-                                   ": '" + std::string(inst.name) + "' lacks " + name));
-    }
-    return m_.IntList(*a);
-  }
   std::vector<int64_t> IntsOrEmpty(const Instruction& inst, const char* name) const {
     const hlo::Attribute* a = inst.FindAttribute(name);
     if (a == nullptr) return {};
@@ -210,6 +200,17 @@ class Evaluator {
         return Error(InvalidArgument("get-tuple-element index out of range"));
       }
       return t.elements()[static_cast<size_t>(index)];
+    }
+    if (IsExtendedOp(op)) {
+      if (!inst.shape_written) return Error(Unsupported(inst, "instructions without a shape"));
+      std::vector<const Literal*> operands;
+      std::vector<const Shape*> shapes;
+      for (size_t k = 0; k < inst.operands.size(); ++k) {
+        operands.push_back(&operand(k));
+        shapes.push_back(&operand(k).shape());
+      }
+      HLOCACHE_RETURN_IF_ERROR(CheckExtendedShapes(*this, inst, shapes));
+      return EvalExtended(*this, inst, operands);
     }
     if (!IsCoreOp(op)) {
       return Error(Unsupported(inst, "'" + std::string(hlo::OpcodeName(op)) + "'"));
@@ -1447,6 +1448,9 @@ bool IsCoreOp(hlo::Opcode op) {
 
 Status CheckShapes(const hlo::Module& module, const hlo::Instruction& inst,
                    std::span<const hlo::Shape* const> operand_shapes) {
+  if (IsExtendedOp(inst.opcode.opcode)) {
+    return CheckExtendedShapes(ShapeContext(module), inst, operand_shapes);
+  }
   HLOCACHE_RETURN_IF_ERROR(OperandCountStatus(module, inst));
   std::vector<ShapeView> operands;
   for (const hlo::Shape* s : operand_shapes) operands.emplace_back(*s);
@@ -1460,6 +1464,8 @@ Result<std::vector<int64_t>> SliceSpec(const hlo::Module& module, const hlo::Ins
 Result<std::vector<int64_t>> PaddingSpec(const hlo::Module& module, const hlo::Instruction& pad) {
   return Evaluator(module).PaddingSpec(pad);
 }
+
+bool IsSupportedOp(hlo::Opcode op) { return IsCoreOp(op) || IsExtendedOp(op); }
 
 Status CheckOperandCount(const hlo::Module& module, const hlo::Instruction& inst) {
   return OperandCountStatus(module, inst);

@@ -31,6 +31,9 @@ Status CheckOperandCount(const hlo::Module& module, const hlo::Instruction& inst
 
 // Whether `op` is one of the ops above (fusion is evaluated as a call of its computation).
 bool IsCoreOp(hlo::Opcode op);
+// Whether the interpreter evaluates `op`: a core op, or one of the op families of
+// extended_ops.h (gather, scatter, sort, while, convolution, collectives, ...).
+bool IsSupportedOp(hlo::Opcode op);
 
 // kInvalidArgument (naming file:line) when `inst`'s declared shape does not follow from its
 // operands' shapes and attributes, for the ops whose evaluation indexes by shape (everything but

@@ -1,0 +1,12 @@
+// The CPU code generator's op families outside the core, one file each (see
+// cpu_extended_ops.h for what a family provides). Internal to compiler/codegen.
+#pragma once
+
+#include "compiler/codegen/cpu_extended_ops.h"
+
+namespace hlocache::compiler {
+
+// cpu_collectives.cc: the collectives of a one-participant program, partition-id, replica-id.
+CpuOpFamily CpuCollectiveOps();
+
+}  // namespace hlocache::compiler

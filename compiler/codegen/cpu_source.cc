@@ -1,0 +1,124 @@
+#include "compiler/codegen/cpu_source.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "compiler/interp/half.h"
+
+namespace hlocache::compiler {
+
+using hlo::PrimitiveType;
+
+const char* CType(PrimitiveType t) {
+  switch (t) {
+    case PrimitiveType::kPred:
+      return "bool";
+    case PrimitiveType::kS8:
+      return "int8_t";
+    case PrimitiveType::kS16:
+      return "int16_t";
+    case PrimitiveType::kS32:
+      return "int32_t";
+    case PrimitiveType::kS64:
+      return "int64_t";
+    case PrimitiveType::kU8:
+      return "uint8_t";
+    case PrimitiveType::kU16:
+      return "uint16_t";
+    case PrimitiveType::kU32:
+      return "uint32_t";
+    case PrimitiveType::kU64:
+      return "uint64_t";
+    case PrimitiveType::kF16:
+      return "hc_f16";
+    case PrimitiveType::kBF16:
+      return "hc_bf16";
+    case PrimitiveType::kF32:
+      return "float";
+    case PrimitiveType::kF64:
+      return "double";
+    default:
+      return nullptr;
+  }
+}
+
+std::string Int(int64_t v) { return std::to_string(v) + "LL"; }
+
+std::string DoubleLiteral(double v) {
+  if (std::isnan(v)) {
+    return std::signbit(v) ? "-std::numeric_limits<double>::quiet_NaN()"
+                           : "std::numeric_limits<double>::quiet_NaN()";
+  }
+  if (std::isinf(v)) {
+    return v < 0 ? "-std::numeric_limits<double>::infinity()"
+                 : "std::numeric_limits<double>::infinity()";
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%a", v);
+  return buf;
+}
+
+std::string ElementLiteral(const interp::Literal& value, size_t e) {
+  const PrimitiveType t = value.type();
+  if (t == PrimitiveType::kF16 || t == PrimitiveType::kBF16) {
+    const auto format = t == PrimitiveType::kF16 ? interp::kF16Format : interp::kBF16Format;
+    return "{" + std::to_string(interp::EncodeHalf(value.GetFloat(e), format)) + "}";
+  }
+  if (value.is_float()) {
+    return "static_cast<" + std::string(CType(t)) + ">(" + DoubleLiteral(value.GetFloat(e)) + ")";
+  }
+  if (t == PrimitiveType::kPred) return value.GetInt(e) != 0 ? "true" : "false";
+  return "static_cast<" + std::string(CType(t)) + ">(" +
+         std::to_string(static_cast<uint64_t>(value.GetInt(e))) + "ULL)";
+}
+
+int64_t Product(const std::vector<int64_t>& v) {
+  int64_t p = 1;
+  for (int64_t x : v) p *= x;
+  return p;
+}
+
+int64_t ElementCount(const hlo::Shape& s) { return *s.ElementCount(); }
+int64_t ByteCount(const hlo::Shape& s) { return ElementCount(s) * hlo::BufferElementBytes(s.type); }
+
+std::string IntArray(const std::string& name, const std::vector<int64_t>& v) {
+  std::string out = "    static const int64_t " + name + "[] = {";
+  for (size_t k = 0; k < v.size(); ++k) out += (k ? ", " : "") + Int(v[k]);
+  if (v.empty()) out += "0";
+  return out + "};\n";
+}
+
+std::string NestedLoops(const std::vector<int64_t>& extents, const std::string& body, int indent) {
+  std::string out;
+  std::string pad(static_cast<size_t>(indent), ' ');
+  for (size_t d = 0; d < extents.size(); ++d) {
+    out += pad + "for (int64_t d" + std::to_string(d) + " = 0; d" + std::to_string(d) + " < " +
+           Int(extents[d]) + "; ++d" + std::to_string(d) + ")\n";
+    pad += "  ";
+  }
+  return out + pad + body + "\n";
+}
+
+std::string Affine(const std::string& base, const std::vector<int64_t>& coefficients) {
+  std::string e = base;
+  for (size_t d = 0; d < coefficients.size(); ++d) {
+    if (coefficients[d] == 0) continue;
+    e += " + d" + std::to_string(d) + " * " + Int(coefficients[d]);
+  }
+  return e;
+}
+
+std::string Digits(const std::string& linear, const std::string& dims, size_t rank,
+                   const std::vector<std::pair<std::string, std::string>>& offsets) {
+  if (rank == 0) return "";
+  std::string out = "      { int64_t rest = " + linear +
+                    ";\n        for (int d = " + std::to_string(rank) +
+                    " - 1; d >= 0; --d) {\n          const int64_t x = rest % " + dims +
+                    "[d];\n          rest /= " + dims + "[d];\n";
+  for (const auto& [offset, strides] : offsets) {
+    out += "          " + offset + " += x * " + strides + "[d];\n";
+  }
+  return out + "        }\n      }\n";
+}
+
+}  // namespace hlocache::compiler

@@ -1,0 +1,53 @@
+// Pieces of generated C++ source shared by the CPU code generator's files: C types of HLO
+// element types, literals that read back exactly, and loop nests over index spaces.
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "compiler/hlo/shape.h"
+#include "compiler/interp/literal.h"
+
+namespace hlocache::compiler {
+
+// The C++ type of one element of an array of `t` in generated code (the prelude defines hc_f16
+// and hc_bf16); nullptr for the types the code generator does not handle.
+const char* CType(hlo::PrimitiveType t);
+
+// An int64_t literal: "42LL".
+std::string Int(int64_t v);
+
+// A double as C++ source that reads back to exactly that double (hex float, NaN, infinities).
+std::string DoubleLiteral(double v);
+
+// Element `e` of a literal as a constant expression of its C type.
+std::string ElementLiteral(const interp::Literal& value, size_t e);
+
+int64_t Product(const std::vector<int64_t>& v);
+
+// Elements and bytes of an array shape with static dimensions.
+int64_t ElementCount(const hlo::Shape& s);
+int64_t ByteCount(const hlo::Shape& s);
+
+// "    static const int64_t NAME[] = {...};\n" ({0} when empty, which C++ does not allow).
+std::string IntArray(const std::string& name, const std::vector<int64_t>& v);
+
+// Nested loops over `extents` (variables d0, d1, ...; innermost last) around `body`, indented
+// by `indent` spaces.
+std::string NestedLoops(const std::vector<int64_t>& extents, const std::string& body,
+                        int indent = 4);
+
+// base + sum over k of d<k> * coefficients[k], omitting zero coefficients.
+std::string Affine(const std::string& base, const std::vector<int64_t>& coefficients);
+
+// Statements that add to each offset variable of `offsets` (name, strides array name) the
+// row-major digits of `linear` over the dimension array `dims` of `rank` entries, each times
+// its stride.
+std::string Digits(const std::string& linear, const std::string& dims, size_t rank,
+                   const std::vector<std::pair<std::string, std::string>>& offsets);
+
+}  // namespace hlocache::compiler

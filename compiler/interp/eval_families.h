@@ -1,0 +1,14 @@
+// The interpreter's op families outside the core, one file each (see extended_ops.h for what a
+// family provides). Internal to compiler/interp.
+#pragma once
+
+#include "compiler/interp/extended_ops.h"
+
+namespace hlocache::interp {
+
+// eval_collectives.cc: all-reduce, all-gather, reduce-scatter, all-to-all, collective-permute,
+// collective-broadcast (and their -start/-done forms), partition-id and replica-id, for
+// programs of one participant.
+OpFamily CollectiveOps();
+
+}  // namespace hlocache::interp

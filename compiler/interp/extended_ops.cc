@@ -1,0 +1,47 @@
+#include "compiler/interp/extended_ops.h"
+
+#include <string>
+
+#include "compiler/interp/eval_families.h"
+
+namespace hlocache::interp {
+namespace {
+
+const OpFamily* FamilyOf(hlo::Opcode op) {
+  for (const OpFamily& f : ExtendedOpFamilies()) {
+    if (f.takes(op)) return &f;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::span<const OpFamily> ExtendedOpFamilies() {
+  static const OpFamily kFamilies[] = {
+      CollectiveOps(),
+  };
+  return std::span<const OpFamily>(kFamilies, sizeof kFamilies / sizeof kFamilies[0]);
+}
+
+bool IsExtendedOp(hlo::Opcode op) { return FamilyOf(op) != nullptr; }
+
+Status CheckExtendedShapes(const ShapeContext& ctx, const hlo::Instruction& inst,
+                           std::span<const hlo::Shape* const> operands) {
+  const OpFamily* f = FamilyOf(inst.opcode.opcode);
+  if (f == nullptr) {
+    return ctx.Unsupported(inst, "'" + std::string(hlo::OpcodeName(inst.opcode.opcode)) + "'");
+  }
+  return f->check(ctx, inst, operands);
+}
+
+Result<Literal> EvalExtended(EvalContext& ctx, const hlo::Instruction& inst,
+                             std::span<const Literal* const> operands) {
+  const OpFamily* f = FamilyOf(inst.opcode.opcode);
+  if (f == nullptr) {
+    return Error(
+        ctx.Unsupported(inst, "'" + std::string(hlo::OpcodeName(inst.opcode.opcode)) + "'"));
+  }
+  return f->eval(ctx, inst, operands);
+}
+
+}  // namespace hlocache::interp

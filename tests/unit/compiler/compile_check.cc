@@ -1,0 +1,105 @@
+#include "tests/unit/compiler/compile_check.h"
+
+#include <gtest/gtest.h>
+
+#include "compiler/artifact/loader.h"
+#include "compiler/build.h"
+#include "compiler/codegen/cpu_codegen.h"
+#include "compiler/hlo/parser.h"
+#include "compiler/interp/arguments.h"
+#include "compiler/interp/interpreter.h"
+#include "compiler/target.h"
+#include "compiler/toolchain.h"
+#include "tests/unit/status_matchers.h"
+
+namespace hlocache::compiler {
+
+using hlo::PrimitiveType;
+using interp::Literal;
+
+Literal Array(PrimitiveType type, std::vector<int64_t> dims, const std::vector<double>& values) {
+  hlo::Shape s;
+  s.type = type;
+  s.dims = std::move(dims);
+  Literal l(s);
+  for (size_t i = 0; i < l.size(); ++i) {
+    if (l.is_float()) {
+      l.SetFloat(i, values[i]);
+    } else {
+      l.SetInt(i, static_cast<int64_t>(values[i]));
+    }
+  }
+  return l;
+}
+
+// Compiles `text`, runs it on `args`, and checks the result against the interpreter's, bit for
+// bit. Returns the generated source.
+std::string ExpectCompiledMatchesInterpreter(const std::string& text,
+                                             const std::vector<Literal>& args) {
+  auto module = hlo::ParseModule(text, "g.hlo");
+  EXPECT_THAT(module, IsOk());
+  if (!module) return "";
+  auto expected = interp::Evaluate(*module, args);
+  EXPECT_THAT(expected, IsOk());
+  if (!expected) return "";
+
+  auto source = LowerToCpp(*module);
+  EXPECT_THAT(source, IsOk());
+  if (!source) return "";
+  auto again = LowerToCpp(*module);
+  EXPECT_THAT(again, IsOk());
+  EXPECT_EQ(*source, *again) << "the generated source is not deterministic";
+  auto toolchain = Toolchain::Probe(ToolchainOptions());
+  EXPECT_THAT(toolchain, IsOk());
+  if (!toolchain) return "";
+  auto artifact =
+      BuildArtifact(*module, *toolchain, {"v1-00000000000000000000000000000000", HostCpuTarget()});
+  EXPECT_THAT(artifact, IsOk()) << *source;
+  if (!artifact) return "";
+  auto loaded = LoadedExecutable::Load(*artifact);
+  EXPECT_THAT(loaded, IsOk());
+  if (!loaded) return "";
+
+  std::vector<const Literal*> in_leaves, leaves;
+  for (const Literal& a : args) interp::FlattenLeaves(a, in_leaves);
+  interp::FlattenLeaves(*expected, leaves);
+  auto abi = EntryLeavesOf(*module);
+  EXPECT_THAT(abi, IsOk());
+  EXPECT_EQ(abi->parameters.size(), in_leaves.size());
+  EXPECT_EQ(abi->results.size(), leaves.size());
+  std::vector<std::string> in_bytes;
+  std::vector<const void*> params;
+  for (const Literal* a : in_leaves) in_bytes.push_back(interp::ToBytes(*a));
+  for (const std::string& b : in_bytes) params.push_back(b.data());
+  std::vector<std::string> out_bytes;
+  std::vector<void*> results;
+  for (const Literal* leaf : leaves)
+    out_bytes.push_back(std::string(interp::ToBytes(*leaf).size(), '\x55'));
+  for (std::string& b : out_bytes) results.push_back(b.data());
+  auto entry = reinterpret_cast<int (*)(const void* const*, void* const*)>((*loaded)->entry());
+  EXPECT_EQ(entry(params.data(), results.data()), 0);
+  for (size_t k = 0; k < leaves.size(); ++k) {
+    auto got = interp::FromBytes(leaves[k]->shape(), out_bytes[k]);
+    EXPECT_THAT(got, IsOk());
+    if (!got) continue;
+    EXPECT_TRUE(*got == *leaves[k]) << "result " << k << ": compiled " << got->ToString()
+                                    << ", interpreter " << leaves[k]->ToString();
+    // Integers and pred byte for byte too (floats may differ only in NaN payloads).
+    if (!got->is_float()) {
+      EXPECT_EQ(out_bytes[k], interp::ToBytes(*leaves[k])) << "result " << k;
+    }
+  }
+  return *source;
+}
+
+std::string ExpectCompiledMatchesInterpreterOnRandomInputs(const std::string& text, uint64_t seed) {
+  auto module = hlo::ParseModule(text, "g.hlo");
+  EXPECT_THAT(module, IsOk());
+  if (!module) return "";
+  auto args = interp::MakeArguments(*module, interp::ArgumentFill::kRandom, seed);
+  EXPECT_THAT(args, IsOk());
+  if (!args) return "";
+  return ExpectCompiledMatchesInterpreter(text, *args);
+}
+
+}  // namespace hlocache::compiler

@@ -1,0 +1,30 @@
+// Test helpers for the code generator and the interpreter: literals from values, and the check
+// every op test ends with: compile a module, run it, and compare with the interpreter.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compiler/hlo/shape.h"
+#include "compiler/interp/literal.h"
+
+namespace hlocache::compiler {
+
+// An array literal of `type` and `dims` holding `values` (row-major; integers truncated).
+interp::Literal Array(hlo::PrimitiveType type, std::vector<int64_t> dims,
+                      const std::vector<double>& values);
+
+// Evaluates `text` with the interpreter on `args`, lowers it (twice, checking the source is
+// deterministic), compiles it with the system C++ compiler, loads the artifact, runs it on the
+// same arguments and checks each result against the interpreter's, bit for bit (integers and
+// pred byte for byte). Failures are reported with gtest's EXPECT_*. Returns the generated
+// source (empty when a step failed).
+std::string ExpectCompiledMatchesInterpreter(const std::string& text,
+                                             const std::vector<interp::Literal>& args);
+
+// The same on the seeded random arguments of interp::MakeArguments.
+std::string ExpectCompiledMatchesInterpreterOnRandomInputs(const std::string& text,
+                                                           uint64_t seed = 1);
+
+}  // namespace hlocache::compiler
