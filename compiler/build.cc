@@ -16,9 +16,10 @@ Result<std::string> BuildArtifact(const hlo::Module& module, const Toolchain& to
   const auto start = std::chrono::steady_clock::now();
   const std::string target = request.target.empty() ? HostCpuTarget() : request.target;
   if (auto arch = TargetArchFlag(target); !arch) return Error(arch.error());
-  HLOCACHE_ASSIGN_OR_RETURN(std::string source, LowerToCpp(module));
+  HLOCACHE_ASSIGN_OR_RETURN(std::vector<std::string> units,
+                            LowerToCppUnits(module, request.lowering));
   HLOCACHE_ASSIGN_OR_RETURN(std::string shared_object,
-                            toolchain.CompileSharedObject(source, target));
+                            toolchain.CompileSharedObject(units, target));
   const hlo::Computation& entry = module.computations[static_cast<size_t>(module.entry)];
   ArtifactHeader header;
   header.key = request.key;

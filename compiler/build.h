@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "compiler/codegen/cpu_units.h"
 #include "compiler/hlo/module.h"
 #include "compiler/toolchain.h"
 
@@ -16,6 +17,9 @@ namespace hlocache::compiler {
 struct BuildRequest {
   std::string key;     // Stored in the artifact's header; the caller computed it.
   std::string target;  // cpu-x86-64-v2|v3|v4; empty for this host's best level.
+  // How the generated code is cut into functions and units: the executable computes the same
+  // whatever they are (tests cut as finely as possible to check that).
+  CpuLoweringOptions lowering;
 };
 
 // The artifact's bytes. Errors: those of LowerToCpp (kFailedPrecondition for what the code

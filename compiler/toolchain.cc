@@ -4,11 +4,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include "common/file.h"
@@ -100,43 +103,89 @@ std::string Toolchain::CompilerId() const {
 
 Result<std::string> Toolchain::CompileSharedObject(std::string_view source,
                                                    std::string_view target) const {
+  const std::string unit(source);
+  return CompileSharedObject(std::span<const std::string>(&unit, 1), target);
+}
+
+Result<std::string> Toolchain::CompileSharedObject(std::span<const std::string> units,
+                                                   std::string_view target) const {
   HLOCACHE_ASSIGN_OR_RETURN(std::string arch, TargetArchFlag(target));
+  if (units.empty()) return Error(InvalidArgument("no translation units to compile"));
   HLOCACHE_ASSIGN_OR_RETURN(TempDir dir, TempDir::Make(TempRoot(options_), "hlocache-compile-"));
-  {
-    std::ofstream out(dir.path() / "module.cc", std::ios::binary);
-    out.write(source.data(), static_cast<std::streamsize>(source.size()));
+  auto name = [&](size_t u, const char* ext) {
+    return units.size() == 1 ? std::string("module") + ext : "unit" + std::to_string(u) + ext;
+  };
+  for (size_t u = 0; u < units.size(); ++u) {
+    std::ofstream out(dir.path() / name(u, ".cc"), std::ios::binary);
+    out.write(units[u].data(), static_cast<std::streamsize>(units[u].size()));
     out.close();
     if (!out) return Error(IoError("cannot write the generated source in " + dir.path().string()));
   }
-  const std::vector<std::string> args = {"-" + std::string(kOptimization),
-                                         arch,
-                                         "-std=c++17",
-                                         "-fPIC",
-                                         "-shared",
-                                         "-fvisibility=hidden",
-                                         "-pipe",
-                                         "-o",
-                                         "module.so",
-                                         "module.cc"};
-  HLOCACHE_ASSIGN_OR_RETURN(ProcessOutcome outcome,
-                            RunProcess(cxx_path_, args, dir.path(),
-                                       ProcessLimits{options_.timeout, options_.memory_limit_bytes,
-                                                     0, options_.own_process_group}));
-  if (outcome.timed_out) {
-    return Error(
-        DeadlineExceeded("the C++ compiler ran past its time limit of " +
-                         std::to_string(std::chrono::duration<double>(options_.timeout).count()) +
-                         " s and was killed"));
-  }
-  if (outcome.signal != 0) {
-    return Error(Internal("the C++ compiler was killed by signal " +
-                          std::to_string(outcome.signal) + " (" + strsignal(outcome.signal) +
-                          "): " + FirstLines(outcome.output, 5)));
-  }
-  if (outcome.exit_code != 0) {
-    return Error(Internal("the C++ compiler failed (exit status " +
-                          std::to_string(outcome.exit_code) +
-                          "): " + FirstLines(outcome.output, 5)));
+  const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
+  // One compiler run: `args` in the folder, under what is left of the time limit.
+  auto run = [&](const std::vector<std::string>& args, const std::string& output_name) -> Status {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      return DeadlineExceeded(
+          "the C++ compiler ran past its time limit of " +
+          std::to_string(std::chrono::duration<double>(options_.timeout).count()) + " s");
+    }
+    HLOCACHE_ASSIGN_OR_RETURN(
+        ProcessOutcome outcome,
+        RunProcess(cxx_path_, args, dir.path(),
+                   ProcessLimits{left, options_.memory_limit_bytes, 0, options_.own_process_group},
+                   output_name));
+    if (outcome.timed_out) {
+      return DeadlineExceeded(
+          "the C++ compiler ran past its time limit of " +
+          std::to_string(std::chrono::duration<double>(options_.timeout).count()) +
+          " s and was killed");
+    }
+    if (outcome.signal != 0) {
+      return Internal("the C++ compiler was killed by signal " + std::to_string(outcome.signal) +
+                      " (" + strsignal(outcome.signal) + "): " + FirstLines(outcome.output, 5));
+    }
+    if (outcome.exit_code != 0) {
+      return Internal("the C++ compiler failed (exit status " + std::to_string(outcome.exit_code) +
+                      "): " + FirstLines(outcome.output, 5));
+    }
+    return Status::Ok();
+  };
+  const std::vector<std::string> flags = {"-" + std::string(kOptimization),
+                                          arch,
+                                          "-std=c++17",
+                                          "-fPIC",
+                                          "-fvisibility=hidden",
+                                          "-pipe"};
+  if (units.size() == 1) {
+    std::vector<std::string> args = flags;
+    args.insert(args.end(), {"-shared", "-o", "module.so", "module.cc"});
+    HLOCACHE_RETURN_IF_ERROR(run(args, "output.txt"));
+  } else {
+    // Units are taken in order by up to `jobs` threads, each running one compiler at a time.
+    const size_t jobs = std::min<size_t>(
+        units.size(), options_.jobs > 0 ? static_cast<size_t>(options_.jobs)
+                                        : std::max(1u, std::thread::hardware_concurrency()));
+    std::atomic<size_t> next{0};
+    std::vector<Status> results(units.size());
+    std::atomic<bool> failed{false};
+    auto worker = [&] {
+      for (size_t u; !failed && (u = next.fetch_add(1)) < units.size();) {
+        std::vector<std::string> args = flags;
+        args.insert(args.end(), {"-c", "-o", name(u, ".o"), name(u, ".cc")});
+        results[u] = run(args, name(u, ".txt"));
+        if (!results[u].ok()) failed = true;
+      }
+    };
+    std::vector<std::thread> threads;
+    for (size_t t = 1; t < jobs; ++t) threads.emplace_back(worker);
+    worker();
+    for (std::thread& t : threads) t.join();
+    for (const Status& s : results) HLOCACHE_RETURN_IF_ERROR(s);
+    std::vector<std::string> args = {"-shared", "-fPIC", "-o", "module.so"};
+    for (size_t u = 0; u < units.size(); ++u) args.push_back(name(u, ".o"));
+    HLOCACHE_RETURN_IF_ERROR(run(args, "link.txt"));
   }
   std::string so = ReadWholeFile(dir.path() / "module.so").value_or("");
   if (so.empty()) return Error(Internal("the C++ compiler succeeded but wrote no shared object"));

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -31,6 +32,9 @@ struct ToolchainOptions {
   // False inside a compile worker: the compiler stays in the worker's process group, so killing
   // the worker's group kills the compiler too.
   bool own_process_group = true;
+  // Compiler processes run side by side for the translation units of one module; 0 for one per
+  // core of this machine.
+  int jobs = 0;
 };
 
 class Toolchain {
@@ -44,7 +48,7 @@ class Toolchain {
   const std::filesystem::path& cxx_path() const { return cxx_path_; }
 
   // The compiler id: toolchain version, code generator version and optimization flags, e.g.
-  // "gcc-12.2.0/hlocache-codegen-3/O2". Keys of executables built by another toolchain or
+  // "gcc-12.2.0/hlocache-codegen-4/O2". Keys of executables built by another toolchain or
   // code generator never match.
   std::string CompilerId() const;
 
@@ -54,6 +58,13 @@ class Toolchain {
   // signal; kDeadlineExceeded when it runs past the time limit; kIoError for the temporary
   // folder.
   Result<std::string> CompileSharedObject(std::string_view source, std::string_view target) const;
+
+  // The same for several translation units (compiler/codegen/cpu_units.h): each is compiled to an
+  // object by its own compiler process, up to `jobs` at a time, then all are linked into one
+  // shared object. The time limit covers the whole build; the first failing unit's error is
+  // returned.
+  Result<std::string> CompileSharedObject(std::span<const std::string> units,
+                                          std::string_view target) const;
 
  private:
   Toolchain(ToolchainOptions options, std::filesystem::path cxx_path, std::string version)

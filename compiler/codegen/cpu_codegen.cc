@@ -9,6 +9,7 @@
 #include "compiler/codegen/cpu_extended_ops.h"
 #include "compiler/codegen/cpu_prelude.h"
 #include "compiler/codegen/cpu_source.h"
+#include "compiler/codegen/cpu_units.h"
 #include "compiler/interp/half.h"
 #include "compiler/interp/interpreter.h"
 
@@ -23,6 +24,9 @@ using hlo::Shape;
 
 // Intermediate values up to this size live on the stack; bigger ones on the heap.
 constexpr int64_t kStackBufferBytes = 512;
+// Constants of up to this many elements are defined in every translation unit (the compiler
+// folds them into the code that reads them); larger ones once.
+constexpr size_t kSmallConstantElements = 64;
 // A chain of fused elementwise ops longer than this is cut by a buffer, so that no expression
 // grows deep enough to slow the C++ compiler down.
 constexpr int kMaxFusionDepth = 24;
@@ -32,7 +36,7 @@ using hlo::SameValues;
 
 class Lowering : public CpuEmitter {
  public:
-  explicit Lowering(const hlo::Module& m) : m_(m) {}
+  Lowering(const hlo::Module& m, const CpuLoweringOptions& options) : m_(m), options_(options) {}
 
   // ---- CpuEmitter ------------------------------------------------------------------------------
 
@@ -41,7 +45,7 @@ class Lowering : public CpuEmitter {
   const std::vector<Leaf>& Leaves(int32_t i) const override {
     return values_[static_cast<size_t>(i)];
   }
-  void Emit(std::string_view code) override { body_ += code; }
+  void Emit(std::string_view code) override { Body() += code; }
   const std::vector<Leaf>& MaterializeLeaves(int32_t index, const Instruction& inst) override {
     std::vector<const Shape*> leaves;
     AppendLeafShapes(inst.shape, leaves);
@@ -64,43 +68,52 @@ class Lowering : public CpuEmitter {
     return std::string(prefix) + "_" + std::to_string(fresh_++);
   }
 
-  Result<std::string> Run() {
+  // The module's translation units (cpu_units.h): each starts with the prelude and every
+  // declaration; the functions and large constants are spread over them.
+  Result<std::vector<std::string>> Run() {
     if (m_.entry < 0) return Error(InvalidArgument(m_.filename() + ": no entry computation"));
     std::vector<int> state(m_.computations.size(), 0);
     HLOCACHE_RETURN_IF_ERROR(Reach(m_.entry, state));
-    std::string prototypes, bodies;
+    pieces_.clear();
+    pieces_.push_back({"", EntryPoint()});
     for (size_t c = 0; c < m_.computations.size(); ++c) {
       if (state[c] != 2) continue;
-      std::string signature;
-      HLOCACHE_RETURN_IF_ERROR(LowerComputation(static_cast<int32_t>(c), signature, bodies));
-      prototypes += signature + ";\n";
+      HLOCACHE_RETURN_IF_ERROR(LowerComputation(static_cast<int32_t>(c)));
     }
-    std::string out = kCpuPrelude;
-    out += prototypes + "\n" + bodies;
-    // The entry point: leaves of the parameters in, leaves of the result out.
+    std::string shared = kCpuPrelude;
+    for (const CodePiece& p : pieces_) shared += p.declaration;
+    shared += small_constants_ + "\n";
+    return PackUnits(shared, pieces_, options_);
+  }
+
+ private:
+  // The entry point: leaves of the parameters in, leaves of the result out.
+  std::string EntryPoint() const {
     const Computation& entry = m_.computations[static_cast<size_t>(m_.entry)];
-    out +=
+    std::string out =
         "extern \"C\" __attribute__((visibility(\"default\"))) int hlocache_entry(\n"
         "    const void* const* params, void* const* results) {\n  return " +
         FunctionName(m_.entry) + "(";
     std::vector<const Shape*> leaves;
-    for (int32_t p : entry.parameters) AppendLeafShapes(Inst(entry, p).shape, leaves);
+    for (int32_t p : entry.parameters) {
+      if (p >= 0) AppendLeafShapes(Inst(entry, p).shape, leaves);
+    }
     size_t n = 0;
     for (size_t j = 0; j < leaves.size(); ++j, ++n) {
-      out += std::string(n ? ", " : "") + "static_cast<const " + CType(leaves[j]->type) +
-             "*>(params[" + std::to_string(j) + "])";
-    }
-    leaves.clear();
-    AppendLeafShapes(Inst(entry, entry.root).shape, leaves);
-    for (size_t j = 0; j < leaves.size(); ++j, ++n) {
-      out += std::string(n ? ", " : "") + "static_cast<" + CType(leaves[j]->type) + "*>(results[" +
+      const char* t = CType(leaves[j]->type);
+      out += std::string(n ? ", " : "") + "static_cast<const " + (t ? t : "void") + "*>(params[" +
              std::to_string(j) + "])";
     }
-    out += ");\n}\n";
-    return out;
+    leaves.clear();
+    if (entry.root >= 0) AppendLeafShapes(Inst(entry, entry.root).shape, leaves);
+    for (size_t j = 0; j < leaves.size(); ++j, ++n) {
+      const char* t = CType(leaves[j]->type);
+      out += std::string(n ? ", " : "") + "static_cast<" + (t ? t : "void") + "*>(results[" +
+             std::to_string(j) + "])";
+    }
+    return out + ");\n}\n\n";
   }
 
- private:
   static const Instruction& Inst(const Computation& c, int32_t i) {
     return c.instructions[static_cast<size_t>(i)];
   }
@@ -165,7 +178,7 @@ class Lowering : public CpuEmitter {
 
   // ---- One computation as one static function -------------------------------------------
 
-  Status LowerComputation(int32_t c, std::string& signature, std::string& bodies) {
+  Status LowerComputation(int32_t c) {
     comp_ = &m_.computations[static_cast<size_t>(c)];
     const Computation& comp = *comp_;
     if (comp.root < 0) return InvalidArgument(m_.filename() + ": a computation without a root");
@@ -187,7 +200,8 @@ class Lowering : public CpuEmitter {
     }
     ++uses_[static_cast<size_t>(comp.root)];
 
-    signature = "static int " + FunctionName(c) + "(";
+    std::string signature = "int " + FunctionName(c) + "(";
+    std::vector<std::pair<std::string, std::string>> params;
     size_t n = 0;
     for (size_t p = 0; p < comp.parameters.size(); ++p) {
       if (comp.parameters[p] < 0) return InvalidArgument(m_.filename() + ": a missing parameter");
@@ -197,7 +211,9 @@ class Lowering : public CpuEmitter {
       AppendLeafShapes(param.shape, leaves);
       for (const Shape* s : leaves) {
         const std::string name = "p" + std::to_string(n);
-        signature += std::string(n ? ", " : "") + "const " + CType(s->type) + "* " + name;
+        const std::string type = "const " + std::string(CType(s->type)) + "*";
+        signature += std::string(n ? ", " : "") + type + " " + name;
+        params.emplace_back(name, type);
         values_[static_cast<size_t>(comp.parameters[p])].push_back({name, s});
         ++n;
       }
@@ -207,42 +223,44 @@ class Lowering : public CpuEmitter {
     std::vector<const Shape*> result_leaves;
     AppendLeafShapes(root.shape, result_leaves);
     for (size_t j = 0; j < result_leaves.size(); ++j, ++n) {
-      signature +=
-          std::string(n ? ", " : "") + CType(result_leaves[j]->type) + "* r" + std::to_string(j);
+      const std::string name = "r" + std::to_string(j);
+      const std::string type = std::string(CType(result_leaves[j]->type)) + "*";
+      signature += std::string(n ? ", " : "") + type + " " + name;
+      params.emplace_back(name, type);
     }
     signature += ")";
 
-    body_.clear();
+    SegmentedFunction function(FunctionName(c), signature, std::move(params),
+                               options_.segment_bytes);
+    function_ = &function;
     for (size_t i = 0; i < comp.instructions.size(); ++i) {
       HLOCACHE_RETURN_IF_ERROR(Lower(static_cast<int32_t>(i)));
+      function.EndInstruction();
     }
+    function_ = nullptr;
     const auto& out = values_[static_cast<size_t>(comp.root)];
     if (out.size() != result_leaves.size()) {
       return Malformed(root, "the root's value does not have the root's shape");
     }
+    std::string epilogue;
     for (size_t j = 0; j < out.size(); ++j) {
-      body_ += "  std::memcpy(r" + std::to_string(j) + ", " + out[j].ptr + ", " +
-               Int(Bytes(*out[j].shape)) + ");\n";
+      epilogue += "  std::memcpy(r" + std::to_string(j) + ", " + out[j].ptr + ", " +
+                  Int(Bytes(*out[j].shape)) + ");\n";
     }
-    bodies += signature + " {\n" + body_ + "  return 0;\n}\n\n";
+    for (CodePiece& piece : function.Finish(epilogue)) pieces_.push_back(std::move(piece));
     return Status::Ok();
   }
+
+  // The code of the function being written.
+  std::string& Body() { return function_->body(); }
 
   static int64_t Count(const Shape& s) { return ElementCount(s); }
   static int64_t Bytes(const Shape& s) { return ByteCount(s); }
 
-  // Declares a fresh buffer for an array of shape `s` named `name`.
+  // Declares a fresh buffer for an array of shape `s` named `name`, owned by the function.
   void Declare(const std::string& name, const Shape& s) override {
-    const std::string t = CType(s.type);
-    const int64_t count = std::max<int64_t>(Count(s), 1);
-    if (Bytes(s) <= kStackBufferBytes) {
-      body_ += "  alignas(64) " + t + " " + name + "[" + std::to_string(count) + "];\n";
-      return;
-    }
-    body_ += "  std::unique_ptr<" + t + "[]> " + name + "_buf(new (std::nothrow) " + t + "[" +
-             std::to_string(count) + "]);\n";
-    body_ += "  if (!" + name + "_buf) return 1;  // Out of memory: the caller sees a failure.\n";
-    body_ += "  " + t + "* const " + name + " = " + name + "_buf.get();\n";
+    function_->Declare({name, CType(s.type), std::max<int64_t>(Count(s), 1),
+                        hlo::BufferElementBytes(s.type), Bytes(s) > kStackBufferBytes});
   }
 
   // ---- Fusion of elementwise chains ---------------------------------------------------------
@@ -332,8 +350,8 @@ class Lowering : public CpuEmitter {
     }
     Declare(Var(index), inst.shape);
     values_[slot] = {{Var(index), &inst.shape}};
-    body_ += "  for (int64_t i = 0; i < " + Int(Count(inst.shape)) + "; ++i) " + Var(index) +
-             "[i] = " + expr + ";\n";
+    Body() += "  for (int64_t i = 0; i < " + Int(Count(inst.shape)) + "; ++i) " + Var(index) +
+              "[i] = " + expr + ";\n";
   }
 
   // ---- Instructions --------------------------------------------------------------------------
@@ -352,7 +370,7 @@ class Lowering : public CpuEmitter {
     for (size_t k = 0; k < inst.operands.size(); ++k) {
       HLOCACHE_RETURN_IF_ERROR(CheckShape(inst, OperandShape(inst, k)));
     }
-    body_ += "  // " + std::string(inst.name) + " = " + std::string(hlo::OpcodeName(op)) + "\n";
+    Body() += "  // " + std::string(inst.name) + " = " + std::string(hlo::OpcodeName(op)) + "\n";
     switch (op) {
       case Opcode::kTuple:
         return Tuple(index, inst);
@@ -456,8 +474,8 @@ class Lowering : public CpuEmitter {
       operand_shapes.push_back(&OperandShape(inst, k));
     }
     HLOCACHE_RETURN_IF_ERROR(interp::CheckShapes(m_, inst, operand_shapes));
-    body_ += "  // " + std::string(inst.name) + " = " +
-             std::string(hlo::OpcodeName(inst.opcode.opcode)) + "\n";
+    Body() += "  // " + std::string(inst.name) + " = " +
+              std::string(hlo::OpcodeName(inst.opcode.opcode)) + "\n";
     return LowerExtendedCpuOp(*this, index, inst);
   }
 
@@ -533,22 +551,31 @@ class Lowering : public CpuEmitter {
       out.push_back({name, leaves[j]});
       args += (args.empty() ? "" : ", ") + name;
     }
-    body_ += "  if (" + FunctionName(callee) + "(" + args + ") != 0) return 1;\n";
+    Body() += "  if (" + FunctionName(callee) + "(" + args + ") != 0) return 1;\n";
     return Status::Ok();
   }
 
+  // A constant is an array at namespace scope, so that every segment of its computation (see
+  // cpu_units.h) can read it: a small one is defined in every unit, a large one in one.
   Status Constant(int32_t index, const Instruction& inst) {
     HLOCACHE_ASSIGN_OR_RETURN(interp::Literal value, interp::ConstantValue(m_, inst));
     if (value.is_tuple()) return Unsupported(inst, "tuple constants");
     const std::string t = CType(inst.shape.type);
-    const std::string name = "k" + std::to_string(index);
-    body_ += "  static const " + t + " " + name + "[" +
-             std::to_string(std::max<size_t>(value.size(), 1)) + "] = {";
+    const std::string name =
+        "hc_k" + std::to_string(comp_ - m_.computations.data()) + "_" + std::to_string(index);
+    const std::string array =
+        t + " " + name + "[" + std::to_string(std::max<size_t>(value.size(), 1)) + "]";
+    std::string values = " = {";
     for (size_t e = 0; e < value.size(); ++e) {
-      if (e) body_ += (e % 8 == 0) ? ",\n      " : ", ";
-      body_ += ElementLiteral(value, e);
+      if (e) values += (e % 8 == 0) ? ",\n    " : ", ";
+      values += ElementLiteral(value, e);
     }
-    body_ += "};\n";
+    values += "};\n";
+    if (value.size() <= kSmallConstantElements) {
+      small_constants_ += "static const " + array + values;
+    } else {
+      pieces_.push_back({"extern const " + array + ";\n", "extern const " + array + values});
+    }
     values_[static_cast<size_t>(index)] = {{name, &inst.shape}};
     return Status::Ok();
   }
@@ -706,10 +733,10 @@ class Lowering : public CpuEmitter {
     std::string offset = "0";
     for (size_t d = 0; d < in.size(); ++d) {
       const std::string s = "s" + std::to_string(d);
-      body_ += "    const int64_t " + s +
-               " = std::min<int64_t>(std::max<int64_t>(static_cast<int64_t>(" +
-               Buffer(inst, first + d) + "[0]), 0), " +
-               Int(std::max<int64_t>(0, in[d] - window[d])) + ");\n";
+      Body() += "    const int64_t " + s +
+                " = std::min<int64_t>(std::max<int64_t>(static_cast<int64_t>(" +
+                Buffer(inst, first + d) + "[0]), 0), " +
+                Int(std::max<int64_t>(0, in[d] - window[d])) + ");\n";
       offset += " + " + s + " * " + Int(strides[d]);
     }
     return offset;
@@ -724,7 +751,7 @@ class Lowering : public CpuEmitter {
     std::vector<int64_t> coef(od.size(), 0);
     std::string base = "0";
     const std::string out = Materialize(index, inst);
-    body_ += "  {\n";
+    Body() += "  {\n";
     switch (inst.opcode.opcode) {
       case Opcode::kBroadcast: {
         HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> dims, IntList(inst, "dimensions"));
@@ -763,9 +790,9 @@ class Lowering : public CpuEmitter {
         coef = is;
         break;
     }
-    body_ += "    int64_t o = 0;\n";
-    body_ += NestedLoops(od, out + "[o++] = " + Buffer(inst, 0) + "[" + Affine(base, coef) + "];");
-    body_ += "  }\n";
+    Body() += "    int64_t o = 0;\n";
+    Body() += NestedLoops(od, out + "[o++] = " + Buffer(inst, 0) + "[" + Affine(base, coef) + "];");
+    Body() += "  }\n";
     return Status::Ok();
   }
 
@@ -775,8 +802,8 @@ class Lowering : public CpuEmitter {
     const auto& id = OperandShape(inst, 0).dims;
     const auto os = hlo::RowMajorStrides(od);
     const std::string out = Materialize(index, inst);
-    body_ += "  {\n    for (int64_t i = 0; i < " + Int(Count(inst.shape)) + "; ++i) " + out +
-             "[i] = " + Buffer(inst, 1) + "[0];\n    int64_t o = 0;\n";
+    Body() += "  {\n    for (int64_t i = 0; i < " + Int(Count(inst.shape)) + "; ++i) " + out +
+              "[i] = " + Buffer(inst, 1) + "[0];\n    int64_t o = 0;\n";
     // Each operand element lands at low + d * (interior + 1), when that is inside the result.
     std::string inside = "true", target = "0";
     for (size_t k = 0; k < id.size(); ++k) {
@@ -785,9 +812,9 @@ class Lowering : public CpuEmitter {
       inside += " && " + q + " >= 0 && " + q + " < " + Int(od[k]);
       target += " + " + q + " * " + Int(os[k]);
     }
-    body_ += NestedLoops(id, "{ if (" + inside + ") " + out + "[" + target +
-                                 "] = " + Buffer(inst, 0) + "[o]; ++o; }");
-    body_ += "  }\n";
+    Body() += NestedLoops(id, "{ if (" + inside + ") " + out + "[" + target +
+                                  "] = " + Buffer(inst, 0) + "[o]; ++o; }");
+    Body() += "  }\n";
     return Status::Ok();
   }
 
@@ -800,28 +827,28 @@ class Lowering : public CpuEmitter {
     for (size_t k = cd + 1; k < od.size(); ++k) inner *= od[k];
     const std::string out = Materialize(index, inst);
     const std::string t = CType(inst.shape.type);
-    body_ += "  for (int64_t o = 0; o < " + Int(outer) + "; ++o) {\n    " + t + "* dst = " + out +
-             " + o * " + Int(od[cd] * inner) + ";\n";
+    Body() += "  for (int64_t o = 0; o < " + Int(outer) + "; ++o) {\n    " + t + "* dst = " + out +
+              " + o * " + Int(od[cd] * inner) + ";\n";
     for (size_t k = 0; k < inst.operands.size(); ++k) {
       const int64_t row = OperandShape(inst, k).dims[cd] * inner;
       if (row == 0) continue;
-      body_ += "    std::memcpy(dst, " + Buffer(inst, k) + " + o * " + Int(row) + ", sizeof(" + t +
-               ") * " + Int(row) + ");\n    dst += " + Int(row) + ";\n";
+      Body() += "    std::memcpy(dst, " + Buffer(inst, k) + " + o * " + Int(row) + ", sizeof(" + t +
+                ") * " + Int(row) + ");\n    dst += " + Int(row) + ";\n";
     }
-    body_ += "  }\n";
+    Body() += "  }\n";
     return Status::Ok();
   }
 
   Status DynamicUpdateSlice(int32_t index, const Instruction& inst) {
     const auto& ud = OperandShape(inst, 1).dims;
     const std::string out = Materialize(index, inst);
-    body_ += "  std::memcpy(" + out + ", " + Buffer(inst, 0) + ", " + Int(Bytes(inst.shape)) +
-             ");\n  {\n";
+    Body() += "  std::memcpy(" + out + ", " + Buffer(inst, 0) + ", " + Int(Bytes(inst.shape)) +
+              ");\n  {\n";
     const std::string base = DynamicStarts(inst, 2, ud);
-    body_ += "    int64_t o = 0;\n";
-    body_ += NestedLoops(ud, out + "[" + Affine(base, hlo::RowMajorStrides(inst.shape.dims)) +
-                                 "] = " + Buffer(inst, 1) + "[o++];");
-    body_ += "  }\n";
+    Body() += "    int64_t o = 0;\n";
+    Body() += NestedLoops(ud, out + "[" + Affine(base, hlo::RowMajorStrides(inst.shape.dims)) +
+                                  "] = " + Buffer(inst, 1) + "[o++];");
+    Body() += "  }\n";
     return Status::Ok();
   }
 
@@ -881,13 +908,13 @@ class Lowering : public CpuEmitter {
       }
     }
     const std::string out = Materialize(index, inst);
-    body_ += "  {\n";
+    Body() += "  {\n";
     auto offsets = [&](const char* name, const Group& g) {
-      body_ += IntArray(std::string(name) + "_sizes", g.sizes);
-      body_ += IntArray(std::string(name) + "_strides", g.strides);
-      body_ += "    const auto " + std::string(name) + " = hc_offsets(" +
-               std::to_string(g.sizes.size()) + ", " + name + "_sizes, " + name + "_strides);\n";
-      body_ += "    if (!" + std::string(name) + ") return 1;  // Out of memory.\n";
+      Body() += IntArray(std::string(name) + "_sizes", g.sizes);
+      Body() += IntArray(std::string(name) + "_strides", g.strides);
+      Body() += "    const auto " + std::string(name) + " = hc_offsets(" +
+                std::to_string(g.sizes.size()) + ", " + name + "_sizes, " + name + "_strides);\n";
+      Body() += "    if (!" + std::string(name) + ") return 1;  // Out of memory.\n";
     };
     offsets("lb", l_batch);
     offsets("lf", l_free);
@@ -895,11 +922,11 @@ class Lowering : public CpuEmitter {
     offsets("rb", r_batch);
     offsets("rf", r_free);
     offsets("rc", r_con);
-    body_ += "    if (!hc_dot(" + Buffer(inst, 0) + ", " + Buffer(inst, 1) + ", " + out + ", " +
-             Int(l_batch.count) + ", " + Int(l_free.count) + ", " + Int(r_free.count) + ", " +
-             Int(l_con.count) +
-             ", lb.get(), lf.get(), lc.get(), rb.get(), rf.get(), rc.get())) {\n"
-             "      return 1;  // Out of memory.\n    }\n  }\n";
+    Body() += "    if (!hc_dot(" + Buffer(inst, 0) + ", " + Buffer(inst, 1) + ", " + out + ", " +
+              Int(l_batch.count) + ", " + Int(l_free.count) + ", " + Int(r_free.count) + ", " +
+              Int(l_con.count) +
+              ", lb.get(), lf.get(), lc.get(), rb.get(), rf.get(), rc.get())) {\n"
+              "      return 1;  // Out of memory.\n    }\n  }\n";
     return Status::Ok();
   }
 
@@ -981,25 +1008,25 @@ class Lowering : public CpuEmitter {
       Declare(name, *leaves[k]);
       out.push_back({name, leaves[k]});
     }
-    body_ +=
+    Body() +=
         "  {\n" + IntArray("kd", kd) + IntArray("ks", ks) + IntArray("rd", rd) + IntArray("rs", rs);
-    body_ +=
+    Body() +=
         "    for (int64_t i = 0; i < " + Int(Product(kd)) + "; ++i) {\n      int64_t base = 0;\n";
-    body_ += Digits("i", "kd", kd.size(), {{"base", "ks"}});
+    Body() += Digits("i", "kd", kd.size(), {{"base", "ks"}});
     for (size_t k = 0; k < n; ++k) {
-      body_ += "      " + std::string(CType(OperandShape(inst, k).type)) + " acc" +
-               std::to_string(k) + "[1] = {" + Buffer(inst, n + k) + "[0]};\n";
+      Body() += "      " + std::string(CType(OperandShape(inst, k).type)) + " acc" +
+                std::to_string(k) + "[1] = {" + Buffer(inst, n + k) + "[0]};\n";
     }
-    body_ += "      for (int64_t c = 0; c < " + Int(Product(rd)) +
-             "; ++c) {\n        int64_t off = base;\n";
-    body_ += Digits("c", "rd", rd.size(), {{"off", "rs"}});
+    Body() += "      for (int64_t c = 0; c < " + Int(Product(rd)) +
+              "; ++c) {\n        int64_t off = base;\n";
+    Body() += Digits("c", "rd", rd.size(), {{"off", "rs"}});
     bool swapped = false;
     const char* helper = n == 1 ? SimpleReducer(f, OperandShape(inst, 0).type, swapped) : nullptr;
     if (helper != nullptr) {
       const std::string t = CType(OperandShape(inst, 0).type);
       const std::string x = Buffer(inst, 0) + "[off]";
-      body_ += "        acc0[0] = " + std::string(helper) + "<" + t + ">(" +
-               (swapped ? x + ", acc0[0]" : "acc0[0], " + x) + ");\n";
+      Body() += "        acc0[0] = " + std::string(helper) + "<" + t + ">(" +
+                (swapped ? x + ", acc0[0]" : "acc0[0], " + x) + ");\n";
     } else {
       std::string args, copies;
       for (size_t k = 0; k < n; ++k)
@@ -1007,35 +1034,51 @@ class Lowering : public CpuEmitter {
       for (size_t k = 0; k < n; ++k) args += ", &" + Buffer(inst, k) + "[off]";
       for (size_t k = 0; k < n; ++k) {
         const std::string t = CType(OperandShape(inst, k).type);
-        body_ += "        " + t + " next" + std::to_string(k) + "[1];\n";
+        Body() += "        " + t + " next" + std::to_string(k) + "[1];\n";
         args += ", next" + std::to_string(k);
         copies += "        acc" + std::to_string(k) + "[0] = next" + std::to_string(k) + "[0];\n";
       }
-      body_ += "        if (" + FunctionName(inst.callees[0]) + "(" + args + ") != 0) return 1;\n" +
-               copies;
+      Body() += "        if (" + FunctionName(inst.callees[0]) + "(" + args +
+                ") != 0) return 1;\n" + copies;
     }
-    body_ += "      }\n";
+    Body() += "      }\n";
     for (size_t k = 0; k < n; ++k) {
-      body_ += "      " + out[k].ptr + "[i] = acc" + std::to_string(k) + "[0];\n";
+      Body() += "      " + out[k].ptr + "[i] = acc" + std::to_string(k) + "[0];\n";
     }
-    body_ += "    }\n  }\n";
+    Body() += "    }\n  }\n";
     return Status::Ok();
   }
 
   const hlo::Module& m_;
   const Computation* comp_ = nullptr;
-  std::string body_;
   std::vector<std::vector<Leaf>> values_;          // Leaves of each materialized instruction.
   std::vector<std::optional<std::string>> fused_;  // Element-i expression of fused ones.
   std::vector<int> depth_;                         // Fused chain length ending here.
   std::vector<int> uses_;
   std::vector<std::pair<int32_t, size_t>> user_;  // The (last) user and its operand slot.
   int fresh_ = 0;                                 // For Fresh().
+  const CpuLoweringOptions& options_;
+  SegmentedFunction* function_ = nullptr;  // The function being written.
+  std::vector<CodePiece> pieces_;          // The module's functions and large constants.
+  std::string small_constants_;            // Defined in every unit.
 };
 
 }  // namespace
 
-Result<std::string> LowerToCpp(const hlo::Module& module) { return Lowering(module).Run(); }
+Result<std::vector<std::string>> LowerToCppUnits(const hlo::Module& module,
+                                                 const CpuLoweringOptions& options) {
+  return Lowering(module, options).Run();
+}
+
+Result<std::string> LowerToCpp(const hlo::Module& module) {
+  HLOCACHE_ASSIGN_OR_RETURN(std::vector<std::string> units, LowerToCppUnits(module));
+  std::string out;
+  for (size_t u = 0; u < units.size(); ++u) {
+    if (units.size() > 1) out += "// ---- translation unit " + std::to_string(u) + "\n";
+    out += units[u];
+  }
+  return out;
+}
 
 Result<EntryLeaves> EntryLeavesOf(const hlo::Module& module) {
   if (module.entry < 0) return Error(InvalidArgument(module.filename() + ": no entry computation"));

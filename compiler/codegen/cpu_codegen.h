@@ -8,13 +8,14 @@
 // bits). It returns 0, or 1 when it could not allocate its intermediate buffers (it never
 // throws).
 //
-// Each computation the entry reaches becomes one static function (call, fusion and reduction
-// computations included). Chains of elementwise ops whose intermediate values have one use are
-// fused into one loop; everything else writes its own buffer (small ones on the stack). XLA's
-// integer, NaN and conversion semantics are spelled out (wrapping arithmetic, x/0 = -1,
-// saturating float-to-int conversion) and floating-point math runs in double, rounded once, so
-// the executable computes exactly what the reference interpreter computes. The text depends
-// only on the module: the same canonical module gives the same source, byte for byte.
+// Each computation the entry reaches becomes one function (call, fusion and reduction
+// computations included), cut into segment functions when long (cpu_units.h). Chains of elementwise
+// ops whose intermediate values have one use are fused into one loop; everything else writes its
+// own buffer (small ones on the stack). XLA's integer, NaN and conversion semantics are spelled out
+// (wrapping arithmetic, x/0 = -1, saturating float-to-int conversion) and floating-point math runs
+// in double, rounded once, so the executable computes exactly what the reference interpreter
+// computes. The text depends only on the module: the same canonical module gives the same source,
+// byte for byte.
 //
 // Ops: parameter, constant, iota, the elementwise unary and binary arithmetic, logical and
 // shift ops, compare, select, clamp, convert, broadcast, reshape, copy, bitcast, transpose,
@@ -33,12 +34,20 @@
 #include <vector>
 
 #include "common/status.h"
+#include "compiler/codegen/cpu_units.h"
 #include "compiler/hlo/module.h"
 
 namespace hlocache::compiler {
 
 inline constexpr const char* kEntrySymbol = "hlocache_entry";
 
+// The module as C++ translation units, to be compiled separately and linked into one shared
+// object (cpu_units.h says how it is cut). The same module and options give the same units.
+Result<std::vector<std::string>> LowerToCppUnits(const hlo::Module& module,
+                                                 const CpuLoweringOptions& options = {});
+
+// The units of the default options, concatenated (one unit for all but big modules): for
+// reading and for tests.
 Result<std::string> LowerToCpp(const hlo::Module& module);
 
 // The array leaves of the entry computation's parameters and result, in the order of

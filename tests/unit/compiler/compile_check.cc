@@ -34,6 +34,49 @@ Literal Array(PrimitiveType type, std::vector<int64_t> dims, const std::vector<d
 
 // Compiles `text`, runs it on `args`, and checks the result against the interpreter's, bit for
 // bit. Returns the generated source.
+namespace {
+
+// Loads `artifact`, runs it on `args` and compares each result with `expected`.
+void CheckArtifact(const std::string& artifact, const hlo::Module& module,
+                   const std::vector<Literal>& args, const Literal& expected) {
+  auto loaded = LoadedExecutable::Load(artifact);
+  EXPECT_THAT(loaded, IsOk());
+  if (!loaded) return;
+  std::vector<const Literal*> in_leaves, leaves;
+  for (const Literal& a : args) interp::FlattenLeaves(a, in_leaves);
+  interp::FlattenLeaves(expected, leaves);
+  auto abi = EntryLeavesOf(module);
+  EXPECT_THAT(abi, IsOk());
+  if (!abi) return;
+  EXPECT_EQ(abi->parameters.size(), in_leaves.size());
+  EXPECT_EQ(abi->results.size(), leaves.size());
+  std::vector<std::string> in_bytes;
+  std::vector<const void*> params;
+  for (const Literal* a : in_leaves) in_bytes.push_back(interp::ToBytes(*a));
+  for (const std::string& b : in_bytes) params.push_back(b.data());
+  std::vector<std::string> out_bytes;
+  std::vector<void*> results;
+  for (const Literal* leaf : leaves) {
+    out_bytes.push_back(std::string(interp::ToBytes(*leaf).size(), '\x55'));
+  }
+  for (std::string& b : out_bytes) results.push_back(b.data());
+  auto entry = reinterpret_cast<int (*)(const void* const*, void* const*)>((*loaded)->entry());
+  EXPECT_EQ(entry(params.data(), results.data()), 0);
+  for (size_t k = 0; k < leaves.size(); ++k) {
+    auto got = interp::FromBytes(leaves[k]->shape(), out_bytes[k]);
+    EXPECT_THAT(got, IsOk());
+    if (!got) continue;
+    EXPECT_TRUE(*got == *leaves[k]) << "result " << k << ": compiled " << got->ToString()
+                                    << ", interpreter " << leaves[k]->ToString();
+    // Integers and pred byte for byte too (floats may differ only in NaN payloads).
+    if (!got->is_float()) {
+      EXPECT_EQ(out_bytes[k], interp::ToBytes(*leaves[k])) << "result " << k;
+    }
+  }
+}
+
+}  // namespace
+
 std::string ExpectCompiledMatchesInterpreter(const std::string& text,
                                              const std::vector<Literal>& args) {
   auto module = hlo::ParseModule(text, "g.hlo");
@@ -52,42 +95,20 @@ std::string ExpectCompiledMatchesInterpreter(const std::string& text,
   auto toolchain = Toolchain::Probe(ToolchainOptions());
   EXPECT_THAT(toolchain, IsOk());
   if (!toolchain) return "";
-  auto artifact =
-      BuildArtifact(*module, *toolchain, {"v1-00000000000000000000000000000000", HostCpuTarget()});
-  EXPECT_THAT(artifact, IsOk()) << *source;
-  if (!artifact) return "";
-  auto loaded = LoadedExecutable::Load(*artifact);
-  EXPECT_THAT(loaded, IsOk());
-  if (!loaded) return "";
-
-  std::vector<const Literal*> in_leaves, leaves;
-  for (const Literal& a : args) interp::FlattenLeaves(a, in_leaves);
-  interp::FlattenLeaves(*expected, leaves);
-  auto abi = EntryLeavesOf(*module);
-  EXPECT_THAT(abi, IsOk());
-  EXPECT_EQ(abi->parameters.size(), in_leaves.size());
-  EXPECT_EQ(abi->results.size(), leaves.size());
-  std::vector<std::string> in_bytes;
-  std::vector<const void*> params;
-  for (const Literal* a : in_leaves) in_bytes.push_back(interp::ToBytes(*a));
-  for (const std::string& b : in_bytes) params.push_back(b.data());
-  std::vector<std::string> out_bytes;
-  std::vector<void*> results;
-  for (const Literal* leaf : leaves)
-    out_bytes.push_back(std::string(interp::ToBytes(*leaf).size(), '\x55'));
-  for (std::string& b : out_bytes) results.push_back(b.data());
-  auto entry = reinterpret_cast<int (*)(const void* const*, void* const*)>((*loaded)->entry());
-  EXPECT_EQ(entry(params.data(), results.data()), 0);
-  for (size_t k = 0; k < leaves.size(); ++k) {
-    auto got = interp::FromBytes(leaves[k]->shape(), out_bytes[k]);
-    EXPECT_THAT(got, IsOk());
-    if (!got) continue;
-    EXPECT_TRUE(*got == *leaves[k]) << "result " << k << ": compiled " << got->ToString()
-                                    << ", interpreter " << leaves[k]->ToString();
-    // Integers and pred byte for byte too (floats may differ only in NaN payloads).
-    if (!got->is_float()) {
-      EXPECT_EQ(out_bytes[k], interp::ToBytes(*leaves[k])) << "result " << k;
-    }
+  // Once as built for real, once cut as finely as possible (every instruction's code in a
+  // segment of its own, every function in a translation unit of its own, up to four): every
+  // op's code must stand alone, and the results must not change.
+  CpuLoweringOptions finest;
+  finest.segment_bytes = 0;
+  finest.unit_bytes = 0;
+  finest.max_units = 4;
+  for (const CpuLoweringOptions& lowering : {CpuLoweringOptions(), finest}) {
+    SCOPED_TRACE(lowering.segment_bytes == 0 ? "cut finest" : "cut as built");
+    auto artifact = BuildArtifact(
+        *module, *toolchain, {"v1-00000000000000000000000000000000", HostCpuTarget(), lowering});
+    EXPECT_THAT(artifact, IsOk()) << *source;
+    if (!artifact) return "";
+    CheckArtifact(*artifact, *module, args, *expected);
   }
   return *source;
 }

@@ -93,6 +93,33 @@ TEST_F(ToolchainTest, CompilesASharedObjectThatLoadsAndRuns) {
   EXPECT_EQ(LeftoverFolders(), 0u);
 }
 
+TEST_F(ToolchainTest, SeveralUnitsCompileSideBySideIntoOneSharedObject) {
+  ToolchainOptions options = Options();
+  options.jobs = 2;
+  auto tc = Toolchain::Probe(options);
+  ASSERT_THAT(tc, IsOk());
+  // Three units calling each other: the link resolves them into one object.
+  const std::vector<std::string> units = {
+      "int twice(int);\nint plus_one(int);\n"
+      "extern \"C\" __attribute__((visibility(\"default\"))) int hlocache_entry(int x) {\n"
+      "  return plus_one(twice(x));\n}\n",
+      "int twice(int x) { return 2 * x; }\n", "int plus_one(int x) { return x + 1; }\n"};
+  auto so = tc->CompileSharedObject(units, HostCpuTarget());
+  ASSERT_THAT(so, IsOk());
+  auto library = InMemoryLibrary::Open(*so, "toolchain-test");
+  ASSERT_THAT(library, IsOk());
+  auto entry = reinterpret_cast<int (*)(int)>(::dlsym(library->handle(), "hlocache_entry"));
+  ASSERT_NE(entry, nullptr);
+  EXPECT_EQ(entry(20), 41);
+  EXPECT_EQ(::dlsym(library->handle(), "twice"), nullptr);
+  // A unit that does not compile is named in the error, and nothing is left behind.
+  const std::vector<std::string> broken = {units[0], units[1],
+                                           "int plus_one(int x) { return y; }\n"};
+  EXPECT_THAT(tc->CompileSharedObject(broken, HostCpuTarget()),
+              StatusIs(StatusCode::kInternal, HasSubstr("unit2.cc:1:")));
+  EXPECT_EQ(LeftoverFolders(), 0u);
+}
+
 TEST_F(ToolchainTest, CompileErrorsShowTheCompilersFirstLines) {
   auto tc = Toolchain::Probe(Options());
   ASSERT_THAT(tc, IsOk());
