@@ -343,6 +343,20 @@ ENTRY e {
                Array(kF32, {3}, {1, 2.5, 3}));
 }
 
+TEST(GatherScatterTest, ScatterOfNoUpdatesKeepsTheOperand) {
+  const std::string text = std::string(kAddF32) + R"(ENTRY e {
+  o = f32[2,3] parameter(0)
+  i = s32[0,1] parameter(1)
+  u = f32[0,3] parameter(2)
+  ROOT s = f32[2,3] scatter(o, i, u), update_window_dims={1}, inserted_window_dims={0},
+    scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add
+})";
+  ExpectResult(
+      text,
+      {Array(kF32, {2, 3}, {1, 2, 3, 4, 5, 6}), Array(kS32, {0, 1}, {}), Array(kF32, {0, 3}, {})},
+      Array(kF32, {2, 3}, {1, 2, 3, 4, 5, 6}));
+}
+
 // ---- the compiled code against the interpreter, on random inputs ---------------------------
 
 TEST(GatherScatterTest, CompiledGathersMatchTheInterpreter) {
