@@ -19,6 +19,7 @@ const CpuOpFamily* FamilyOf(hlo::Opcode op) {
 std::span<const CpuOpFamily> CpuOpFamilies() {
   static const CpuOpFamily kFamilies[] = {
       CpuCollectiveOps(),
+      CpuGatherScatterOps(),
   };
   return std::span<const CpuOpFamily>(kFamilies, sizeof kFamilies / sizeof kFamilies[0]);
 }

@@ -9,4 +9,8 @@ namespace hlocache::compiler {
 // cpu_collectives.cc: the collectives of a one-participant program, partition-id, replica-id.
 CpuOpFamily CpuCollectiveOps();
 
+// cpu_gather_scatter.cc: gather (contiguous runs copied with memcpy) and scatter (the update
+// computation called, or its one op inlined, in the loop).
+CpuOpFamily CpuGatherScatterOps();
+
 }  // namespace hlocache::compiler

@@ -11,4 +11,8 @@ namespace hlocache::interp {
 // programs of one participant.
 OpFamily CollectiveOps();
 
+// eval_gather_scatter.cc: gather and scatter (all dimension numbers, batching dimensions, any
+// update computation).
+OpFamily GatherScatterOps();
+
 }  // namespace hlocache::interp

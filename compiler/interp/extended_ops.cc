@@ -19,6 +19,7 @@ const OpFamily* FamilyOf(hlo::Opcode op) {
 std::span<const OpFamily> ExtendedOpFamilies() {
   static const OpFamily kFamilies[] = {
       CollectiveOps(),
+      GatherScatterOps(),
   };
   return std::span<const OpFamily>(kFamilies, sizeof kFamilies / sizeof kFamilies[0]);
 }
