@@ -189,13 +189,28 @@ class Lowering : public CpuEmitter {
     user_.assign(comp.instructions.size(), {-1, 0});
     for (size_t i = 0; i < comp.instructions.size(); ++i) {
       const Instruction& inst = comp.instructions[i];
-      for (size_t k = 0; k < inst.operands.size(); ++k) {
-        const int32_t o = inst.operands[k];
+      for (int32_t o : inst.operands) {
         if (o < 0 || static_cast<size_t>(o) >= i) {
           return Unsupported(inst, "operands defined after their use");
         }
-        ++uses_[static_cast<size_t>(o)];
-        user_[static_cast<size_t>(o)] = {static_cast<int32_t>(i), k};
+      }
+    }
+    // What the root does not depend on computes nothing anyone sees: it is not lowered (the
+    // ops lowered here have no effects but their values).
+    live_.assign(comp.instructions.size(), false);
+    live_[static_cast<size_t>(comp.root)] = true;
+    for (size_t i = comp.instructions.size(); i-- > 0;) {
+      if (!live_[i] && !HasEffects(comp.instructions[i])) continue;
+      live_[i] = true;
+      for (int32_t o : comp.instructions[i].operands) live_[static_cast<size_t>(o)] = true;
+    }
+    for (size_t i = 0; i < comp.instructions.size(); ++i) {
+      if (!live_[i]) continue;
+      const Instruction& inst = comp.instructions[i];
+      for (size_t k = 0; k < inst.operands.size(); ++k) {
+        const auto o = static_cast<size_t>(inst.operands[k]);
+        ++uses_[o];
+        user_[o] = {static_cast<int32_t>(i), k};
       }
     }
     ++uses_[static_cast<size_t>(comp.root)];
@@ -234,6 +249,7 @@ class Lowering : public CpuEmitter {
                                options_.segment_bytes);
     function_ = &function;
     for (size_t i = 0; i < comp.instructions.size(); ++i) {
+      if (!live_[i]) continue;
       HLOCACHE_RETURN_IF_ERROR(Lower(static_cast<int32_t>(i)));
       function.EndInstruction();
     }
@@ -249,6 +265,24 @@ class Lowering : public CpuEmitter {
     }
     for (CodePiece& piece : function.Finish(epilogue)) pieces_.push_back(std::move(piece));
     return Status::Ok();
+  }
+
+  // Whether an instruction must run even when the root does not depend on its value: those
+  // that talk to the world outside the executable.
+  static bool HasEffects(const Instruction& inst) {
+    switch (inst.opcode.opcode) {
+      case Opcode::kCustomCall:
+      case Opcode::kInfeed:
+      case Opcode::kOutfeed:
+      case Opcode::kSend:
+      case Opcode::kSendDone:
+      case Opcode::kRecv:
+      case Opcode::kRecvDone:
+      case Opcode::kRngGetAndUpdateState:
+        return true;
+      default:
+        return false;
+    }
   }
 
   // The code of the function being written.
@@ -300,6 +334,9 @@ class Lowering : public CpuEmitter {
 
   // Whether `user` reads its operand `k` at the index of the element it computes.
   bool ReadsAtIndex(const Instruction& user, size_t k) const {
+    // A reduce reads each element of its operands once, at the element's own index (its inits
+    // once, as scalars).
+    if (user.opcode.opcode == Opcode::kReduce) return k < user.operands.size() / 2;
     if (!IsElementwise(user)) return false;
     const Opcode op = user.opcode.opcode;
     if (op == Opcode::kSelect && k == 0) return Count(OperandShape(user, 0)) == Count(user.shape);
@@ -322,7 +359,8 @@ class Lowering : public CpuEmitter {
     const auto [user, slot] = user_[static_cast<size_t>(i)];
     if (user < 0) return false;
     const Instruction& u = Inst(*comp_, user);
-    return ReadsAtIndex(u, slot) && Count(u.shape) == Count(inst.shape);
+    return ReadsAtIndex(u, slot) &&
+           (u.opcode.opcode == Opcode::kReduce || Count(u.shape) == Count(inst.shape));
   }
 
   // Element i of operand k: the fused expression, or a load from its buffer.
@@ -1008,42 +1046,74 @@ class Lowering : public CpuEmitter {
       Declare(name, *leaves[k]);
       out.push_back({name, leaves[k]});
     }
-    Body() +=
-        "  {\n" + IntArray("kd", kd) + IntArray("ks", ks) + IntArray("rd", rd) + IntArray("rs", rs);
-    Body() +=
-        "    for (int64_t i = 0; i < " + Int(Product(kd)) + "; ++i) {\n      int64_t base = 0;\n";
-    Body() += Digits("i", "kd", kd.size(), {{"base", "ks"}});
-    for (size_t k = 0; k < n; ++k) {
-      Body() += "      " + std::string(CType(OperandShape(inst, k).type)) + " acc" +
-                std::to_string(k) + "[1] = {" + Buffer(inst, n + k) + "[0]};\n";
+    // Results are computed a tile at a time: the reduced dimensions run in the outer loops, in
+    // row-major order, and the tile's accumulators in the inner one. Each result still folds
+    // its elements in the interpreter's order, but the tile's independent folds keep the CPU
+    // busy (one fold is a chain of dependent adds), and vectorize when the results are
+    // contiguous in the input. Results far apart in the input (a row reduction) take small
+    // tiles: 64 rows a power of two apart share one set of the L1 cache and evict each other
+    // (measured on f32[4096,4096] rows: 111 ms with tiles of 64, 19 ms with 8, 36 ms one row at
+    // a time).
+    const int64_t kept = Product(kd);
+    // When the kept dimensions are laid out in order with nothing reduced between them, result
+    // q starts at q * stride; otherwise each result's start is computed once, into base[].
+    bool linear = true;
+    for (size_t k = 0; k + 1 < kd.size(); ++k) linear = linear && ks[k] == ks[k + 1] * kd[k + 1];
+    const int64_t stride = ks.empty() ? 0 : ks.back();
+    const int64_t kTile = linear && stride == 1 ? 64 : 8;
+    Body() += "  {\n";
+    if (!linear) Body() += IntArray("kd", kd) + IntArray("ks", ks);
+    Body() += "    for (int64_t t0 = 0; t0 < " + Int(kept) + "; t0 += " + Int(kTile) +
+              ") {\n      const int64_t tn = " + Int(kept) + " - t0 < " + Int(kTile) + " ? " +
+              Int(kept) + " - t0 : " + Int(kTile) + ";\n";
+    std::string start = "(t0 + j) * " + Int(stride);
+    if (!linear) {
+      Body() += "      int64_t base[" + Int(kTile) +
+                "];\n      for (int64_t j = 0; j < tn; ++j) {\n        base[j] = 0;\n" +
+                Digits("t0 + j", "kd", kd.size(), {{"base[j]", "ks"}}) + "      }\n";
+      start = "base[j]";
     }
-    Body() += "      for (int64_t c = 0; c < " + Int(Product(rd)) +
-              "; ++c) {\n        int64_t off = base;\n";
-    Body() += Digits("c", "rd", rd.size(), {{"off", "rs"}});
+    for (size_t k = 0; k < n; ++k) {
+      const std::string t = CType(OperandShape(inst, k).type);
+      Body() += "      " + t + " acc" + std::to_string(k) + "[" + Int(kTile) + "];\n";
+      Body() += "      for (int64_t j = 0; j < tn; ++j) acc" + std::to_string(k) + "[j] = " +
+                Buffer(inst, n + k) + "[0];\n";
+    }
+    // One step of every result of the tile: element i of each operand (loaded, or its fused
+    // expression) folded into the accumulators.
+    std::string step = "{\n";
+    for (size_t k = 0; k < n; ++k) {
+      step += "const " + std::string(CType(OperandShape(inst, k).type)) + " x" +
+              std::to_string(k) + " = " + Read(inst, k) + "; ";
+    }
     bool swapped = false;
     const char* helper = n == 1 ? SimpleReducer(f, OperandShape(inst, 0).type, swapped) : nullptr;
     if (helper != nullptr) {
       const std::string t = CType(OperandShape(inst, 0).type);
-      const std::string x = Buffer(inst, 0) + "[off]";
-      Body() += "        acc0[0] = " + std::string(helper) + "<" + t + ">(" +
-                (swapped ? x + ", acc0[0]" : "acc0[0], " + x) + ");\n";
+      step += "acc0[j] = " + std::string(helper) + "<" + t + ">(" +
+              (swapped ? "x0, acc0[j]" : "acc0[j], x0") + ");";
     } else {
-      std::string args, copies;
-      for (size_t k = 0; k < n; ++k)
-        args += (k ? ", " : "") + std::string("acc") + std::to_string(k);
-      for (size_t k = 0; k < n; ++k) args += ", &" + Buffer(inst, k) + "[off]";
+      std::string args;
+      for (size_t k = 0; k < n; ++k) args += (k ? ", " : "") + std::string("&acc") + std::to_string(k) + "[j]";
+      for (size_t k = 0; k < n; ++k) args += ", &x" + std::to_string(k);
       for (size_t k = 0; k < n; ++k) {
-        const std::string t = CType(OperandShape(inst, k).type);
-        Body() += "        " + t + " next" + std::to_string(k) + "[1];\n";
+        step += std::string(CType(OperandShape(inst, k).type)) + " next" + std::to_string(k) + "[1]; ";
         args += ", next" + std::to_string(k);
-        copies += "        acc" + std::to_string(k) + "[0] = next" + std::to_string(k) + "[0];\n";
       }
-      Body() += "        if (" + FunctionName(inst.callees[0]) + "(" + args +
-                ") != 0) return 1;\n" + copies;
+      step += "if (" + FunctionName(inst.callees[0]) + "(" + args + ") != 0) return 1; ";
+      for (size_t k = 0; k < n; ++k) {
+        step += "acc" + std::to_string(k) + "[j] = next" + std::to_string(k) + "[0]; ";
+      }
     }
-    Body() += "      }\n";
+    step += "}";
+    Body() += NestedLoops(rd, "{\n          const int64_t roff = " + Affine("0", rs) +
+                                  ";\n          for (int64_t j = 0; j < tn; ++j) {\n" +
+                                  "            const int64_t i = " + start + " + roff;\n" +
+                                  "            " + step + "\n          }\n        }",
+                          6);
     for (size_t k = 0; k < n; ++k) {
-      Body() += "      " + out[k].ptr + "[i] = acc" + std::to_string(k) + "[0];\n";
+      Body() += "      for (int64_t j = 0; j < tn; ++j) " + out[k].ptr + "[t0 + j] = acc" +
+                std::to_string(k) + "[j];\n";
     }
     Body() += "    }\n  }\n";
     return Status::Ok();
@@ -1055,6 +1125,7 @@ class Lowering : public CpuEmitter {
   std::vector<std::optional<std::string>> fused_;  // Element-i expression of fused ones.
   std::vector<int> depth_;                         // Fused chain length ending here.
   std::vector<int> uses_;
+  std::vector<bool> live_;  // Whether the root depends on the instruction (or it has effects).
   std::vector<std::pair<int32_t, size_t>> user_;  // The (last) user and its operand slot.
   int fresh_ = 0;                                 // For Fresh().
   const CpuLoweringOptions& options_;

@@ -416,6 +416,54 @@ TEST(CpuCodegenTest, ElementwiseChainsFuseIntoOneLoop) {
   EXPECT_NE(source.find("hc_sub<float>((hc_store<float>(std::tanh("), std::string::npos) << source;
 }
 
+TEST(CpuCodegenTest, ElementwiseProducersFuseIntoReductionsAndDeadCodeIsDropped) {
+  // Row and column reductions of a product, a max of an exponential, and a variadic argmax: the
+  // product and the exponential are computed inside the reductions' loops, never stored.
+  const std::string source = ExpectCompiledMatchesInterpreterOnRandomInputs(R"(
+add {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, y)
+}
+max {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT m = f32[] maximum(x, y)
+}
+argmax {
+  a = f32[] parameter(0)
+  i = s32[] parameter(1)
+  b = f32[] parameter(2)
+  j = s32[] parameter(3)
+  gt = pred[] compare(a, b), direction=GE
+  v = f32[] select(gt, a, b)
+  k = s32[] select(gt, i, j)
+  ROOT t = (f32[], s32[]) tuple(v, k)
+}
+ENTRY e {
+  a = f32[37,70] parameter(0)
+  b = f32[37,70] parameter(1)
+  z = f32[] constant(0)
+  lo = f32[] constant(-inf)
+  m = f32[37,70] multiply(a, b)
+  rows = f32[37] reduce(m, z), dimensions={1}, to_apply=add
+  m2 = f32[37,70] multiply(a, a)
+  cols = f32[70] reduce(m2, z), dimensions={0}, to_apply=add
+  x = f32[37,70] exponential(b)
+  top = f32[70] reduce(x, lo), dimensions={0}, to_apply=max
+  io = s32[37,70] iota(), iota_dimension=1
+  zi = s32[] constant(0)
+  am = (f32[37], s32[37]) reduce(a, io, lo, zi), dimensions={1}, to_apply=argmax
+  dead = f32[37,70] tanh(a)
+  ROOT o = (f32[37], f32[70], f32[70], (f32[37], s32[37])) tuple(rows, cols, top, am)
+})");
+  for (const char* buffer : {"v4[", "v8[", "v11["}) {
+    EXPECT_EQ(source.find(buffer), std::string::npos) << buffer << " was stored:\n" << source;
+  }
+  EXPECT_NE(source.find("std::exp("), std::string::npos);
+  EXPECT_EQ(source.find("std::tanh("), std::string::npos) << "dead code was lowered";
+}
+
 TEST(CpuCodegenTest, TheRemainingUnaryOpsBitcastCopyAndFusion) {
   ExpectCompiledMatchesInterpreter(
       R"(
