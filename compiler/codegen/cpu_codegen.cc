@@ -218,6 +218,7 @@ class Lowering : public CpuEmitter {
     std::string signature = "int " + FunctionName(c) + "(";
     std::vector<std::pair<std::string, std::string>> params;
     size_t n = 0;
+    std::vector<std::string> parameter_leaves;
     for (size_t p = 0; p < comp.parameters.size(); ++p) {
       if (comp.parameters[p] < 0) return InvalidArgument(m_.filename() + ": a missing parameter");
       const Instruction& param = Inst(comp, comp.parameters[p]);
@@ -229,6 +230,7 @@ class Lowering : public CpuEmitter {
         const std::string type = "const " + std::string(CType(s->type)) + "*";
         signature += std::string(n ? ", " : "") + type + " " + name;
         params.emplace_back(name, type);
+        parameter_leaves.push_back(name);
         values_[static_cast<size_t>(comp.parameters[p])].push_back({name, s});
         ++n;
       }
@@ -260,8 +262,14 @@ class Lowering : public CpuEmitter {
     }
     std::string epilogue;
     for (size_t j = 0; j < out.size(); ++j) {
-      epilogue += "  std::memcpy(r" + std::to_string(j) + ", " + out[j].ptr + ", " +
-                  Int(Bytes(*out[j].shape)) + ");\n";
+      const std::string r = "r" + std::to_string(j);
+      const std::string copy =
+          "std::memcpy(" + r + ", " + out[j].ptr + ", " + Int(Bytes(*out[j].shape)) + ");\n";
+      // A caller may pass a parameter leaf's own buffer for the result the root hands it on to
+      // (a loop's state passed through): then nothing is copied, nor written.
+      const bool from_parameter = std::find(parameter_leaves.begin(), parameter_leaves.end(),
+                                            out[j].ptr) != parameter_leaves.end();
+      epilogue += from_parameter ? "  if (" + r + " != " + out[j].ptr + ") " + copy : "  " + copy;
     }
     for (CodePiece& piece : function.Finish(epilogue)) pieces_.push_back(std::move(piece));
     return Status::Ok();
@@ -295,6 +303,11 @@ class Lowering : public CpuEmitter {
   void Declare(const std::string& name, const Shape& s) override {
     function_->Declare({name, CType(s.type), std::max<int64_t>(Count(s), 1),
                         hlo::BufferElementBytes(s.type), Bytes(s) > kStackBufferBytes});
+  }
+
+  void DeclarePointer(const std::string& name, const Shape& s,
+                      std::vector<std::string> may_point_to) override {
+    function_->DeclarePointer({name, CType(s.type), std::move(may_point_to)});
   }
 
   // ---- Fusion of elementwise chains ---------------------------------------------------------

@@ -5,8 +5,8 @@
 // `params[j]` points to the j-th array leaf of the parameters (parameters in order, tuples
 // flattened depth-first) and `results[k]` to the k-th array leaf of the result, each dense in
 // row-major order whatever layout the module names (pred as one byte, f16/bf16 as their 16
-// bits). It returns 0, or 1 when it could not allocate its intermediate buffers (it never
-// throws).
+// bits, a token as one byte that holds no data). It returns 0, or 1 when it could not allocate its
+// intermediate buffers (it never throws).
 //
 // Each computation the entry reaches becomes one function (call, fusion and reduction
 // computations included), cut into segment functions when long (cpu_units.h). Chains of elementwise

@@ -66,6 +66,12 @@ class CpuEmitter {
   // Declares a fresh buffer named `name` for an array of shape `s`: on the stack when small, on
   // the heap otherwise (the function returns 1 when the allocation fails).
   virtual void Declare(const std::string& name, const hlo::Shape& s) = 0;
+  // Declares a fresh pointer variable `name`, a `const T*` (T the C type of `s`) that this
+  // instruction's code assigns and may change (a loop's state swapping between buffers), and
+  // that later instructions may read as a leaf. `may_point_to` lists every pointer expression
+  // it may hold: the buffers they name stay allocated while the variable is in use.
+  virtual void DeclarePointer(const std::string& name, const hlo::Shape& s,
+                              std::vector<std::string> may_point_to) = 0;
   // Declares one fresh buffer per leaf of `inst`'s shape and makes them its value.
   virtual const std::vector<Leaf>& MaterializeLeaves(int32_t index,
                                                      const hlo::Instruction& inst) = 0;
@@ -87,7 +93,10 @@ class CpuEmitter {
 
   // The name of the C++ function of computation `computation` (an index into
   // module().computations): `int NAME(const T0* p0, ..., R0* r0, ...)`, returning 0, or 1
-  // when out of memory. Every computation an instruction calls is lowered to one.
+  // when out of memory. Every computation an instruction calls is lowered to one. Result
+  // buffers must not overlap parameter buffers, with one exception: when leaf j of the root is a
+  // parameter leaf handed on unchanged, result pointer j may be that parameter's own pointer,
+  // and the function then leaves it untouched (a loop's state passed through, cpu_control.cc).
   virtual std::string FunctionName(int32_t computation) const = 0;
   // A name not used before in this function, starting with `prefix`.
   virtual std::string Fresh(std::string_view prefix) = 0;

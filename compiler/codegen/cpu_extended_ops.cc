@@ -20,6 +20,10 @@ std::span<const CpuOpFamily> CpuOpFamilies() {
   static const CpuOpFamily kFamilies[] = {
       CpuCollectiveOps(),
       CpuGatherScatterOps(),
+      CpuControlOps(),
+      CpuScanOps(),
+      CpuWrapperOps(),
+      CpuElementwiseOps(),
   };
   return std::span<const CpuOpFamily>(kFamilies, sizeof kFamilies / sizeof kFamilies[0]);
 }

@@ -13,4 +13,18 @@ CpuOpFamily CpuCollectiveOps();
 // computation called, or its one op inlined, in the loop).
 CpuOpFamily CpuGatherScatterOps();
 
+// cpu_control.cc: while, conditional, map.
+CpuOpFamily CpuControlOps();
+
+// cpu_scan.cc: scan.
+CpuOpFamily CpuScanOps();
+
+// cpu_wrappers.cc: tokens (after-all), add-dependency, opt-barrier, domain, copy-start/-done,
+// async-start/-update/-done.
+CpuOpFamily CpuWrapperOps();
+
+// cpu_elementwise.cc: popcnt, count-leading-zeros, cbrt, tan, erf, the inverse and hyperbolic
+// functions, reduce-precision, bitcast-convert.
+CpuOpFamily CpuElementwiseOps();
+
 }  // namespace hlocache::compiler

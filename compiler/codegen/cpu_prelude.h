@@ -217,6 +217,52 @@ template <class To, class From> To hc_cvt(From x) {
     return static_cast<To>(x);
   }
 }
+template <class T> T hc_popcnt(T a) {
+  return static_cast<T>(__builtin_popcountll(static_cast<uint64_t>(static_cast<U<T>>(a))));
+}
+template <class T> T hc_clz(T a) {
+  const uint64_t u = static_cast<uint64_t>(static_cast<U<T>>(a));
+  return static_cast<T>(u == 0 ? kBits<T> : __builtin_clzll(u) - (64 - kBits<T>));
+}
+template <class To, class From> To hc_bitcast(From x) {
+  static_assert(sizeof(To) == sizeof(From));
+  To y;
+  std::memcpy(&y, &x, sizeof y);
+  return y;
+}
+// XLA's reduce-precision on the bits of a float with `se` exponent and `sm` mantissa bits:
+// mantissa rounded to nearest even, exponents out of the format's normal range to inf or zero,
+// NaN kept (or +inf with no mantissa).
+inline uint64_t hc_reduce_precision_bits(uint64_t u, int se, int sm, int eb, int mb) {
+  const uint64_t exponent_mask = ((uint64_t{1} << se) - 1) << sm;
+  const bool nan = (u & exponent_mask) == exponent_mask && (u & ((uint64_t{1} << sm) - 1)) != 0;
+  uint64_t r = u;
+  if (mb < sm) {
+    const int dropped = sm - mb;
+    const uint64_t last = uint64_t{1} << dropped;
+    r = (r + ((r & last) >> dropped) + (last / 2 - 1)) & ~(last - 1);
+  }
+  if (eb < se) {
+    const uint64_t sign = uint64_t{1} << (se + sm);
+    const int64_t bias = (int64_t{1} << (se - 1)) - 1, reduced = (int64_t{1} << (eb - 1)) - 1;
+    const uint64_t e = r & exponent_mask;
+    if (e > static_cast<uint64_t>(bias + reduced) << sm) r = (r & sign) | exponent_mask;
+    else if (e <= static_cast<uint64_t>(bias - reduced) << sm) r &= sign;
+  }
+  return nan ? (mb > 0 ? u : exponent_mask) : r;
+}
+template <class T> T hc_reduce_precision(T x, int eb, int mb) {
+  if constexpr (std::is_same_v<T, float>) {
+    return hc_bitcast<float>(static_cast<uint32_t>(
+        hc_reduce_precision_bits(hc_bitcast<uint32_t>(x), 8, 23, eb, mb)));
+  } else if constexpr (std::is_same_v<T, double>) {
+    return hc_bitcast<double>(hc_reduce_precision_bits(hc_bitcast<uint64_t>(x), 11, 52, eb, mb));
+  } else if constexpr (std::is_same_v<T, hc_f16>) {
+    return hc_f16{static_cast<uint16_t>(hc_reduce_precision_bits(x.bits, 5, 10, eb, mb))};
+  } else {
+    return hc_bf16{static_cast<uint16_t>(hc_reduce_precision_bits(x.bits, 8, 7, eb, mb))};
+  }
+}
 // The offsets of every index over `n` dimensions (sizes, strides), in row-major order; null
 // when out of memory.
 inline std::unique_ptr<int64_t[]> hc_offsets(int n, const int64_t* sizes, const int64_t* strides) {

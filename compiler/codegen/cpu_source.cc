@@ -13,6 +13,8 @@ const char* CType(PrimitiveType t) {
   switch (t) {
     case PrimitiveType::kPred:
       return "bool";
+    case PrimitiveType::kToken:
+      return "uint8_t";  // One byte that holds no data, so that tokens are leaves like any other.
     case PrimitiveType::kS8:
       return "int8_t";
     case PrimitiveType::kS16:

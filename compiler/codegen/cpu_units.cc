@@ -73,6 +73,8 @@ void SegmentedFunction::Declare(BufferDecl decl) {
   declared_in_.push_back(segments_.size() - 1);
 }
 
+void SegmentedFunction::DeclarePointer(PointerDecl decl) { pointers_.push_back(std::move(decl)); }
+
 void SegmentedFunction::EndInstruction() {
   if (chunk_.empty()) return;
   Segment& current = segments_.back();
@@ -93,6 +95,9 @@ std::vector<CodePiece> SegmentedFunction::FinishOne(const std::string& epilogue)
             "[" + std::to_string(b.count) + "]);\n  if (!" + b.name +
             "_buf) return 1;  // Out of memory: the caller sees a failure.\n  " + b.type +
             "* const " + b.name + " = " + b.name + "_buf.get();\n";
+  }
+  for (const PointerDecl& p : pointers_) {
+    text += "  const " + p.type + "* " + p.name + " = nullptr;\n";
   }
   for (const Segment& segment : segments_) {
     for (const std::string& chunk : segment.chunks) text += chunk;
@@ -119,29 +124,77 @@ std::vector<CodePiece> SegmentedFunction::Finish(const std::string& epilogue) co
     slots[b.name] = slots.size();
     types[b.name] = b.type + "*";
   }
-  // A block's pointers, read from the frame.
+  std::map<std::string, std::vector<std::string>> targets;  // Pointer variable -> names.
+  for (const PointerDecl& p : pointers_) {
+    slots[p.name] = slots.size();
+    types[p.name] = "const " + p.type + "*";
+    targets[p.name];
+  }
+  std::map<std::string, bool> aliased;  // Names a pointer variable may hold: never __restrict.
+  for (const PointerDecl& p : pointers_) {
+    for (const std::string& expr : p.targets) {
+      for (std::string& n : NamesUsed(expr, types)) {
+        aliased[n] = true;
+        targets[p.name].push_back(std::move(n));
+      }
+    }
+  }
+  // A block's pointers, read from the frame; a pointer variable is written back at its end.
   auto unpack = [&](const std::vector<std::string>& names) {
     std::string out;
     for (const std::string& n : names) {
-      out += "    " + types[n] + " const __restrict " + n + " = static_cast<" + types[n] + ">(f[" +
+      const std::string qualifiers =
+          targets.contains(n) ? "" : (aliased.contains(n) ? " const" : " const __restrict");
+      out += "    " + types[n] + qualifiers + " " + n + " = static_cast<" + types[n] + ">(f[" +
              std::to_string(slots[n]) + "]);\n";
     }
     return out;
   };
+  auto write_back = [&](const std::vector<std::string>& names) {
+    std::string out;
+    for (const PointerDecl& p : pointers_) {
+      if (std::find(names.begin(), names.end(), p.name) == names.end()) continue;
+      out += "    f[" + std::to_string(slots[p.name]) +
+             "] = const_cast<void*>(static_cast<const void*>(" + p.name + "));\n";
+    }
+    return out;
+  };
+  // Extends `uses` (name -> the last segment naming it) so that whatever a pointer variable may
+  // point to lives as long as the variable.
+  auto extend_through_pointers = [&](std::map<std::string, size_t>& uses) {
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (const auto& [pointer, names] : targets) {
+        auto p = uses.find(pointer);
+        if (p == uses.end()) continue;
+        const size_t until = p->second;
+        for (const std::string& n : names) {
+          auto [t, inserted] = uses.try_emplace(n, until);
+          if (!inserted && t->second >= until) continue;
+          t->second = until;
+          changed = true;
+        }
+      }
+    }
+  };
   std::vector<CodePiece> pieces;
   std::map<std::string, size_t> last_use;  // Name -> the last segment naming it.
   for (size_t k = 0; k < segments.size(); ++k) {
-    const std::string signature = "int " + name_ + "_s" + std::to_string(k) + "(void* const* f)";
+    const std::string signature = "int " + name_ + "_s" + std::to_string(k) + "(void** f)";
     std::string text = signature + " {\n";
     for (const std::string& chunk : segments[k]->chunks) {
       const std::vector<std::string> names = NamesUsed(chunk, types);
       for (const std::string& n : names) last_use[n] = k;
-      text += "  {\n" + unpack(names) + chunk + "  }\n";
+      text += "  {\n" + unpack(names) + chunk + write_back(names) + "  }\n";
     }
     pieces.push_back(
         {"__attribute__((noinline)) " + signature + ";\n", text + "  return 0;\n}\n\n"});
   }
+  extend_through_pointers(last_use);
   const std::vector<std::string> kept = NamesUsed(epilogue, types);
+  std::map<std::string, size_t> kept_uses;  // Whatever the epilogue reads, through pointers too.
+  for (const std::string& n : kept) kept_uses[n] = segments.size();
+  extend_through_pointers(kept_uses);
 
   std::string owner = signature_ + " {\n";
   owner += "  std::unique_ptr<void*[]> frame(new (std::nothrow) void*[" +
@@ -150,6 +203,9 @@ std::vector<CodePiece> SegmentedFunction::Finish(const std::string& epilogue) co
   for (const auto& [name, type] : params_) {
     owner += "  f[" + std::to_string(slots[name]) +
              "] = const_cast<void*>(static_cast<const void*>(" + name + "));\n";
+  }
+  for (const PointerDecl& p : pointers_) {
+    owner += "  f[" + std::to_string(slots[p.name]) + "] = nullptr;\n";
   }
   // Small buffers share one arena, each at a multiple of 64 bytes.
   size_t arena = 0;
@@ -182,8 +238,7 @@ std::vector<CodePiece> SegmentedFunction::Finish(const std::string& epilogue) co
     for (size_t b = 0; b < buffers_.size(); ++b) {
       const BufferDecl& d = buffers_[b];
       auto last = last_use.find(d.name);
-      if (d.on_heap && last != last_use.end() && last->second == k &&
-          std::find(kept.begin(), kept.end(), d.name) == kept.end()) {
+      if (d.on_heap && last != last_use.end() && last->second == k && !kept_uses.contains(d.name)) {
         owner +=
             "  heap.release(" + std::to_string(b) + ");  // " + d.name + " is not named again.\n";
       }

@@ -60,6 +60,17 @@ struct BufferDecl {
   bool on_heap = false;
 };
 
+// A pointer variable of a computation's function: a C++ name for a `const type*` that the code
+// of one instruction assigns (a loop's current state, which swaps between buffers each step)
+// and later instructions read as the leaf of a value. `targets` are the pointer expressions it
+// may hold; the buffers and pointers they name stay allocated, and are never assumed unaliased,
+// for as long as the variable is named.
+struct PointerDecl {
+  std::string name;
+  std::string type;  // The element's C type.
+  std::vector<std::string> targets;
+};
+
 // The C++ function of one computation, cut into segments. Callers append each instruction's
 // code to body() and call EndInstruction() after it.
 //
@@ -70,7 +81,8 @@ struct BufferDecl {
 // the pointers its text names: their live ranges stay as short as in the plain function (g++
 // spends most of its time on register pressure when hundreds of pointers live across a
 // function). The owner function fills the frame, keeps small buffers in one arena and large
-// ones in hc_heap (the prelude's), and frees each large one after the last segment naming it.
+// ones in hc_heap (the prelude's), and frees each large one after the last segment naming it,
+// or naming a pointer variable that may point to it.
 class SegmentedFunction {
  public:
   // `signature` is "int NAME(const T* p0, ..., R* r0, ...)"; `params` names its parameters
@@ -81,6 +93,10 @@ class SegmentedFunction {
   std::string& body() { return chunk_; }
   // A buffer the function owns, named in code appended after this call.
   void Declare(BufferDecl decl);
+  // A pointer variable, null until assigned, named in code appended after this call. A segment
+  // reads it from the frame at the start of each instruction's block and writes it back at the
+  // end, so that its value carries from one instruction to the next.
+  void DeclarePointer(PointerDecl decl);
   // Closes the current instruction's code, starting a new segment when the current one is full.
   void EndInstruction();
 
@@ -103,6 +119,7 @@ class SegmentedFunction {
   std::vector<Segment> segments_{Segment()};
   std::vector<BufferDecl> buffers_;
   std::vector<size_t> declared_in_;  // The segment each buffer was declared in.
+  std::vector<PointerDecl> pointers_;
 };
 
 }  // namespace hlocache::compiler

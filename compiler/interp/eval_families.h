@@ -15,4 +15,18 @@ OpFamily CollectiveOps();
 // update computation).
 OpFamily GatherScatterOps();
 
+// eval_control.cc: while, conditional, map.
+OpFamily ControlOps();
+
+// eval_scan.cc: scan.
+OpFamily ScanOps();
+
+// eval_wrappers.cc: tokens (after-all), add-dependency, opt-barrier, domain, copy-start/-done,
+// async-start/-update/-done.
+OpFamily WrapperOps();
+
+// eval_elementwise.cc: popcnt, count-leading-zeros, cbrt, tan, erf, the inverse and hyperbolic
+// functions, reduce-precision, bitcast-convert.
+OpFamily ElementwiseOps();
+
 }  // namespace hlocache::interp

@@ -20,6 +20,10 @@ std::span<const OpFamily> ExtendedOpFamilies() {
   static const OpFamily kFamilies[] = {
       CollectiveOps(),
       GatherScatterOps(),
+      ControlOps(),
+      ScanOps(),
+      WrapperOps(),
+      ElementwiseOps(),
   };
   return std::span<const OpFamily>(kFamilies, sizeof kFamilies / sizeof kFamilies[0]);
 }

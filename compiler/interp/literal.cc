@@ -26,6 +26,7 @@ bool IsSupportedType(PrimitiveType type) {
     case PrimitiveType::kBF16:
     case PrimitiveType::kF32:
     case PrimitiveType::kF64:
+    case PrimitiveType::kToken:
       return true;
     default:
       return false;
@@ -49,6 +50,8 @@ int64_t WrapToType(int64_t v, PrimitiveType type) {
   switch (type) {
     case PrimitiveType::kPred:
       return v != 0 ? 1 : 0;
+    case PrimitiveType::kToken:
+      return 0;  // A token holds no data.
     case PrimitiveType::kS8:
       return static_cast<int8_t>(v);
     case PrimitiveType::kS16:
@@ -192,6 +195,7 @@ std::string ToBytes(const Literal& a) {
         AppendAs(out, EncodeHalf(a.GetFloat(i), kBF16Format));
         break;
       case PrimitiveType::kPred:
+      case PrimitiveType::kToken:
       case PrimitiveType::kS8:
       case PrimitiveType::kU8:
         AppendAs(out, static_cast<uint8_t>(a.GetInt(i)));
@@ -235,6 +239,7 @@ Result<Literal> FromBytes(const hlo::Shape& shape, std::string_view bytes) {
         out.SetFloat(i, DecodeHalf(ReadAs<uint16_t>(bytes, i), kBF16Format));
         break;
       case PrimitiveType::kPred:
+      case PrimitiveType::kToken:
         out.SetInt(i, ReadAs<uint8_t>(bytes, i));
         break;
       case PrimitiveType::kS8:

@@ -5,7 +5,8 @@
 // layouts change where bytes sit in a buffer, never what a program computes. Elements are kept
 // by kind: floating point as double, rounded to the element type on every store (so an f32
 // literal holds exactly the values an f32 buffer can), integers as int64 normalized to the
-// type's width (unsigned 64-bit values as their bit pattern), pred as 0 or 1.
+// type's width (unsigned 64-bit values as their bit pattern), pred as 0 or 1. A token (token[])
+// holds no data: one integer element, always 0.
 //
 // Thread safety: a value type; concurrent const access is safe.
 #pragma once
@@ -64,7 +65,8 @@ class Literal {
 };
 
 // The dense row-major bytes of an array literal as a buffer of its C type holds them (pred as one
-// byte, 0 or 1), and back. FromBytes: kInvalidArgument when `bytes` has the wrong size.
+// byte, 0 or 1; a token as one byte, 0, which reads back as 0 whatever it holds), and back.
+// FromBytes: kInvalidArgument when `bytes` has the wrong size.
 std::string ToBytes(const Literal& array);
 Result<Literal> FromBytes(const hlo::Shape& shape, std::string_view bytes);
 

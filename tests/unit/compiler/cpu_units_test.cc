@@ -86,7 +86,7 @@ TEST(CpuUnitsTest, ALongFunctionIsCutIntoSegmentsReadingTheirPointersFromTheFram
   f.EndInstruction();
   const auto pieces = f.Finish("  std::memcpy(r0, v2, 4000);\n");
   ASSERT_EQ(pieces.size(), 4u);  // Three segments, then the owner.
-  EXPECT_THAT(pieces[0].declaration, HasSubstr("hc_comp2_s0(void* const* f)"));
+  EXPECT_THAT(pieces[0].declaration, HasSubstr("hc_comp2_s0(void** f)"));
   // Each block takes just the pointers it names.
   EXPECT_THAT(pieces[1].definition,
               HasSubstr("float* const __restrict v2 = static_cast<float*>(f[3]);"));
@@ -98,6 +98,45 @@ TEST(CpuUnitsTest, ALongFunctionIsCutIntoSegmentsReadingTheirPointersFromTheFram
   EXPECT_LT(owner.find("heap.alloc(1,"), owner.find("hc_comp2_s1(f)"));
   EXPECT_GT(owner.find("heap.alloc(1,"), owner.find("hc_comp2_s0(f)"));
   EXPECT_THAT(owner, HasSubstr("std::memcpy(r0, v2, 4000);"));
+}
+
+TEST(CpuUnitsTest, APointerVariableCarriesAcrossSegmentsAndKeepsItsTargetsAllocated) {
+  SegmentedFunction f("hc_comp3", "int hc_comp3(const float* p0, float* r0)",
+                      {{"p0", "const float*"}, {"r0", "float*"}}, 0);
+  f.Declare({"w_a", "float", 1000, 4, true});
+  f.DeclarePointer({"w", "float", {"p0", "w_a"}});
+  f.body() += "  w = p0;\n  std::memcpy(w_a, w, 4000);\n  w = w_a;\n";
+  f.EndInstruction();
+  f.Declare({"v2", "float", 1000, 4, true});
+  f.body() += "  for (int64_t i = 0; i < 1000; ++i) v2[i] = w[i] * 2;\n";
+  f.EndInstruction();
+  f.body() += "  v2[0] = 1;\n";
+  f.EndInstruction();
+  const auto pieces = f.Finish("  std::memcpy(r0, v2, 4000);\n");
+  ASSERT_EQ(pieces.size(), 4u);
+  // Assigned in one block and written back to the frame; read from it in the next.
+  EXPECT_THAT(pieces[0].definition, HasSubstr("const float* w = static_cast<const float*>("));
+  EXPECT_THAT(pieces[0].definition,
+              HasSubstr("] = const_cast<void*>(static_cast<const void*>(w));"));
+  EXPECT_THAT(pieces[1].definition, HasSubstr("const float* w = static_cast<const float*>("));
+  // What it may point to is never __restrict.
+  EXPECT_THAT(pieces[0].definition, HasSubstr("float* const w_a = "));
+  EXPECT_THAT(pieces[0].definition, HasSubstr("const float* const p0 = "));
+  // w_a is named only in segment 0 but w, which may point to it, in segment 1: freed after that.
+  const std::string& owner = pieces[3].definition;
+  EXPECT_LT(owner.find("hc_comp3_s1(f)"), owner.find("heap.release(0)"));
+  EXPECT_GT(owner.find("hc_comp3_s2(f)"), owner.find("heap.release(0)"));
+}
+
+TEST(CpuUnitsTest, AShortFunctionDeclaresItsPointerVariables) {
+  SegmentedFunction f("hc_comp4", "int hc_comp4(const float* p0, float* r0)",
+                      {{"p0", "const float*"}, {"r0", "float*"}}, 1 << 20);
+  f.DeclarePointer({"w", "float", {"p0"}});
+  f.body() += "  w = p0;\n";
+  f.EndInstruction();
+  const auto pieces = f.Finish("  std::memcpy(r0, w, 4);\n");
+  ASSERT_EQ(pieces.size(), 1u);
+  EXPECT_THAT(pieces[0].definition, HasSubstr("const float* w = nullptr;"));
 }
 
 }  // namespace
