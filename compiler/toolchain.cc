@@ -152,11 +152,10 @@ Result<std::string> Toolchain::CompileSharedObject(std::span<const std::string> 
     }
     return Status::Ok();
   };
-  const std::vector<std::string> flags = {"-" + std::string(kOptimization),
-                                          arch,
-                                          "-std=c++17",
-                                          "-fPIC",
-                                          "-fvisibility=hidden",
+  const std::vector<std::string> flags = {"-" + std::string(kOptimization), arch, "-std=c++17",
+                                          // Each HLO op rounds its result: no fused multiply-add
+                                          // may skip a rounding (GCC contracts by default in C++).
+                                          "-ffp-contract=off", "-fPIC", "-fvisibility=hidden",
                                           "-pipe"};
   if (units.size() == 1) {
     std::vector<std::string> args = flags;

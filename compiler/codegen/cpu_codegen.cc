@@ -643,8 +643,13 @@ class Lowering : public CpuEmitter {
                     : dir == "GE" ? ">="
                                   : nullptr;
     if (c == nullptr) return Unsupported(inst, "direction " + std::string(dir));
+    const hlo::Attribute* type = inst.FindAttribute("type");
+    const char* key = type != nullptr && hlo::IsFloat(OperandShape(inst, 0).type) &&
+                              m_.TokenText(type->value.begin) == "TOTALORDER"
+                          ? "hc_total_key(hc_load("
+                          : "hc_key((";
     Elementwise(index, inst,
-                "hc_key(" + Read(inst, 0) + ") " + c + " hc_key(" + Read(inst, 1) + ")");
+                std::string(key) + Read(inst, 0) + ")) " + c + " " + key + Read(inst, 1) + "))");
     return Status::Ok();
   }
 
@@ -981,40 +986,6 @@ class Lowering : public CpuEmitter {
     return Status::Ok();
   }
 
-  // The helper for a reduction computation that is one add, multiply, maximum or minimum of its
-  // two scalar parameters, or nullptr (then the computation is called per element).
-  const char* SimpleReducer(const Computation& f, PrimitiveType type, bool& swapped) const {
-    if (f.root < 0 || f.instructions.size() != 3 || f.parameters.size() != 2) return nullptr;
-    const Instruction& root = Inst(f, f.root);
-    if (root.operands.size() != 2 || root.opcode.phase != hlo::AsyncPhase::kNone ||
-        type == PrimitiveType::kPred) {
-      return nullptr;
-    }
-    for (size_t k = 0; k < 2; ++k) {
-      const Instruction& p = Inst(f, root.operands[k]);
-      if (p.opcode.opcode != Opcode::kParameter || p.shape.type != type || !p.shape.dims.empty()) {
-        return nullptr;
-      }
-    }
-    if (root.shape.type != type || !root.shape.dims.empty() ||
-        root.operands[0] == root.operands[1]) {
-      return nullptr;
-    }
-    swapped = Inst(f, root.operands[0]).parameter_number != 0;
-    switch (root.opcode.opcode) {
-      case Opcode::kAdd:
-        return "hc_add";
-      case Opcode::kMultiply:
-        return "hc_mul";
-      case Opcode::kMaximum:
-        return "hc_max";
-      case Opcode::kMinimum:
-        return "hc_min";
-      default:
-        return nullptr;
-    }
-  }
-
   // reduce (variadic): for each result element, folds the reduced dimensions in row-major order
   // from the inits, as the interpreter does, with the reduction computation (parameters: the n
   // accumulators, then the n elements).
@@ -1089,28 +1060,30 @@ class Lowering : public CpuEmitter {
     for (size_t k = 0; k < n; ++k) {
       const std::string t = CType(OperandShape(inst, k).type);
       Body() += "      " + t + " acc" + std::to_string(k) + "[" + Int(kTile) + "];\n";
-      Body() += "      for (int64_t j = 0; j < tn; ++j) acc" + std::to_string(k) + "[j] = " +
-                Buffer(inst, n + k) + "[0];\n";
+      Body() += "      for (int64_t j = 0; j < tn; ++j) acc" + std::to_string(k) +
+                "[j] = " + Buffer(inst, n + k) + "[0];\n";
     }
     // One step of every result of the tile: element i of each operand (loaded, or its fused
     // expression) folded into the accumulators.
     std::string step = "{\n";
     for (size_t k = 0; k < n; ++k) {
-      step += "const " + std::string(CType(OperandShape(inst, k).type)) + " x" +
-              std::to_string(k) + " = " + Read(inst, k) + "; ";
+      step += "const " + std::string(CType(OperandShape(inst, k).type)) + " x" + std::to_string(k) +
+              " = " + Read(inst, k) + "; ";
     }
     bool swapped = false;
-    const char* helper = n == 1 ? SimpleReducer(f, OperandShape(inst, 0).type, swapped) : nullptr;
+    const char* helper = n == 1 ? OneOpCombiner(f, OperandShape(inst, 0).type, swapped) : nullptr;
     if (helper != nullptr) {
       const std::string t = CType(OperandShape(inst, 0).type);
       step += "acc0[j] = " + std::string(helper) + "<" + t + ">(" +
               (swapped ? "x0, acc0[j]" : "acc0[j], x0") + ");";
     } else {
       std::string args;
-      for (size_t k = 0; k < n; ++k) args += (k ? ", " : "") + std::string("&acc") + std::to_string(k) + "[j]";
+      for (size_t k = 0; k < n; ++k)
+        args += (k ? ", " : "") + std::string("&acc") + std::to_string(k) + "[j]";
       for (size_t k = 0; k < n; ++k) args += ", &x" + std::to_string(k);
       for (size_t k = 0; k < n; ++k) {
-        step += std::string(CType(OperandShape(inst, k).type)) + " next" + std::to_string(k) + "[1]; ";
+        step +=
+            std::string(CType(OperandShape(inst, k).type)) + " next" + std::to_string(k) + "[1]; ";
         args += ", next" + std::to_string(k);
       }
       step += "if (" + FunctionName(inst.callees[0]) + "(" + args + ") != 0) return 1; ";
@@ -1119,10 +1092,11 @@ class Lowering : public CpuEmitter {
       }
     }
     step += "}";
-    Body() += NestedLoops(rd, "{\n          const int64_t roff = " + Affine("0", rs) +
-                                  ";\n          for (int64_t j = 0; j < tn; ++j) {\n" +
-                                  "            const int64_t i = " + start + " + roff;\n" +
-                                  "            " + step + "\n          }\n        }",
+    Body() += NestedLoops(rd,
+                          "{\n          const int64_t roff = " + Affine("0", rs) +
+                              ";\n          for (int64_t j = 0; j < tn; ++j) {\n" +
+                              "            const int64_t i = " + start + " + roff;\n" +
+                              "            " + step + "\n          }\n        }",
                           6);
     for (size_t k = 0; k < n; ++k) {
       Body() += "      for (int64_t j = 0; j < tn; ++j) " + out[k].ptr + "[t0 + j] = acc" +

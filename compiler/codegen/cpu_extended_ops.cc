@@ -24,6 +24,8 @@ std::span<const CpuOpFamily> CpuOpFamilies() {
       CpuScanOps(),
       CpuWrapperOps(),
       CpuElementwiseOps(),
+      CpuSortOps(),
+      CpuWindowOps(),
   };
   return std::span<const CpuOpFamily>(kFamilies, sizeof kFamilies / sizeof kFamilies[0]);
 }

@@ -27,4 +27,10 @@ CpuOpFamily CpuWrapperOps();
 // functions, reduce-precision, bitcast-convert.
 CpuOpFamily CpuElementwiseOps();
 
+// cpu_sort.cc: sort.
+CpuOpFamily CpuSortOps();
+
+// cpu_window.cc: reduce-window, select-and-scatter.
+CpuOpFamily CpuWindowOps();
+
 }  // namespace hlocache::compiler

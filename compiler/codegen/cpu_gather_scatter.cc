@@ -211,34 +211,8 @@ Combiner CombinerOf(const Computation& f, size_t n) {
     c.kind = Combiner::kReplace;
     return c;
   }
-  const PrimitiveType t = root.shape.type;
-  if (f.instructions.size() != 3 || root.operands.size() != 2 || !root.shape.IsArray() ||
-      !root.shape.dims.empty() || t == PrimitiveType::kPred ||
-      root.opcode.phase != hlo::AsyncPhase::kNone || root.operands[0] == root.operands[1]) {
-    return c;
-  }
-  for (int32_t o : root.operands) {
-    const Instruction& p = f.instructions[static_cast<size_t>(o)];
-    if (p.opcode.opcode != Opcode::kParameter || !hlo::SameValues(p.shape, root.shape)) return c;
-  }
-  switch (root.opcode.opcode) {
-    case Opcode::kAdd:
-      c.helper = "hc_add";
-      break;
-    case Opcode::kMultiply:
-      c.helper = "hc_mul";
-      break;
-    case Opcode::kMaximum:
-      c.helper = "hc_max";
-      break;
-    case Opcode::kMinimum:
-      c.helper = "hc_min";
-      break;
-    default:
-      return c;
-  }
-  c.kind = Combiner::kHelper;
-  c.swapped = f.instructions[static_cast<size_t>(root.operands[0])].parameter_number != 0;
+  c.helper = OneOpCombiner(f, root.shape.type, c.swapped);
+  if (c.helper != nullptr) c.kind = Combiner::kHelper;
   return c;
 }
 

@@ -263,6 +263,34 @@ template <class T> T hc_reduce_precision(T x, int eb, int mb) {
     return hc_bf16{static_cast<uint16_t>(hc_reduce_precision_bits(x.bits, 8, 7, eb, mb))};
   }
 }
+// The stable bottom-up merge sort of the n positions in `a` (`b`: scratch of n) by less(x, y),
+// the interpreter's steps exactly (compiler/interp/eval_sort.cc), so that any comparator gives
+// the same permutation there and here; returns whichever of a and b holds the result.
+template <class Less> int64_t* hc_merge_sort(int64_t* a, int64_t* b, int64_t n, Less less) {
+  for (int64_t w = 1; w < n; w *= 2) {
+    for (int64_t lo = 0; lo < n; lo += 2 * w) {
+      const int64_t mid = std::min(lo + w, n), hi = std::min(lo + 2 * w, n);
+      int64_t i = lo, j = mid, k = lo;
+      while (i < mid && j < hi) b[k++] = less(a[j], a[i]) ? a[j++] : a[i++];
+      while (i < mid) b[k++] = a[i++];
+      while (j < hi) b[k++] = a[j++];
+    }
+    std::swap(a, b);
+  }
+  return a;
+}
+// The window elements k of placement o (window elements `dilation` apart, placements `stride`
+// apart, the base padded by pad_low) that land inside the dilated base [0, last]: k in
+// [hc_window_lo, hc_window_hi), at most `size`.
+inline int64_t hc_window_lo(int64_t o, int64_t stride, int64_t dilation, int64_t pad_low) {
+  const int64_t need = pad_low - o * stride;  // k * dilation >= need
+  return need <= 0 ? 0 : (need + dilation - 1) / dilation;
+}
+inline int64_t hc_window_hi(int64_t o, int64_t stride, int64_t dilation, int64_t pad_low,
+                            int64_t last, int64_t size) {
+  const int64_t room = last + pad_low - o * stride;  // k * dilation <= room
+  return room < 0 ? 0 : std::min(size, room / dilation + 1);
+}
 // The offsets of every index over `n` dimensions (sizes, strides), in row-major order; null
 // when out of memory.
 inline std::unique_ptr<int64_t[]> hc_offsets(int n, const int64_t* sizes, const int64_t* strides) {
@@ -363,6 +391,116 @@ bool hc_dot(const L* lhs, const R* rhs, T* out, int64_t B, int64_t M, int64_t N,
   }
   return true;
 }
+// convolution (compiler/interp/eval_convolution.cc defines it): one spatial dimension of the
+// window, and the whole shape of the work. Strides are in elements of each array.
+struct hc_conv_dim {
+  int64_t in_extent, in_stride, size, kernel_stride, out_extent, out_stride;
+  int64_t stride, pad_low, base_dilation, window_dilation, reversed;
+};
+struct hc_conv_spec {
+  int64_t spatial, out_batch, groups, feature_grouped, batch_grouped;
+  int64_t kernel_in_features, outputs_per_group;
+  int64_t in_batch_stride, in_feature_stride, kernel_in_stride, kernel_out_stride;
+  int64_t out_batch_stride, out_feature_stride;
+  const hc_conv_dim* dims;
+};
+// Each output element sums over the window positions in row-major order and, inside, the
+// kernel's input features, from zero, in double for floats (rounded once) and modulo 2^64 for
+// integers, as the interpreter does. The kernel is packed once, per group and window position,
+// with the group's output features contiguous, so that one input element is multiplied into
+// all of a group's sums in one vectorized loop. False when out of memory.
+template <class T, class L, class R>
+bool hc_conv(const L* lhs, const R* rhs, T* out, const hc_conv_spec& s) {
+  using Acc = std::conditional_t<kFloat<T>, double, uint64_t>;
+  auto load = [](auto x) -> Acc {
+    if constexpr (kFloat<T>) return hc_load(x);
+    else return static_cast<uint64_t>(static_cast<int64_t>(x));
+  };
+  const int64_t n = s.spatial, kif = s.kernel_in_features, opg = s.outputs_per_group;
+  int64_t positions = 1, taps = 0, outputs = 1;
+  for (int64_t d = 0; d < n; ++d) {
+    positions *= s.dims[d].size;
+    taps += s.dims[d].size * s.dims[d].out_extent;
+    outputs *= s.dims[d].out_extent;
+  }
+  if (outputs == 0 || s.out_batch == 0 || s.groups * opg == 0) return true;
+  // tap[d][p * size + k]: the input offset along d that window element k reads at placement
+  // p, or -1 for the padding and the holes of a dilated input.
+  std::unique_ptr<int64_t[]> tap(new (std::nothrow) int64_t[taps > 0 ? taps : 1]);
+  std::unique_ptr<int64_t*[]> tap_of(new (std::nothrow) int64_t*[n > 0 ? n : 1]);
+  std::unique_ptr<Acc[]> packed(new (std::nothrow) Acc[s.groups * positions * kif * opg + 1]);
+  std::unique_ptr<Acc[]> sums(new (std::nothrow) Acc[opg]);
+  std::unique_ptr<int64_t[]> index(new (std::nothrow) int64_t[2 * (n > 0 ? n : 1)]);
+  if (!tap || !tap_of || !packed || !sums || !index) return false;
+  for (int64_t d = 0, at = 0; d < n; ++d) {
+    const hc_conv_dim& w = s.dims[d];
+    tap_of[d] = &tap[at];
+    for (int64_t p = 0; p < w.out_extent; ++p) {
+      for (int64_t k = 0; k < w.size; ++k) {
+        const int64_t x = p * w.stride + k * w.window_dilation - w.pad_low;
+        const bool hit = x >= 0 && x % w.base_dilation == 0 && x / w.base_dilation < w.in_extent;
+        tap[at++] = hit ? x / w.base_dilation * w.in_stride : -1;
+      }
+    }
+  }
+  int64_t* const pi = &index[0];  // The placement.
+  int64_t* const ki = &index[n];  // The window position.
+  for (int64_t g = 0; g < s.groups; ++g) {
+    for (int64_t pos = 0; pos < positions; ++pos) {
+      int64_t koff = 0;
+      for (int64_t d = n - 1, rest = pos; d >= 0; --d) {
+        const int64_t k = rest % s.dims[d].size;
+        rest /= s.dims[d].size;
+        koff += (s.dims[d].reversed ? s.dims[d].size - 1 - k : k) * s.dims[d].kernel_stride;
+      }
+      Acc* to = &packed[(g * positions + pos) * kif * opg];
+      for (int64_t c = 0; c < kif; ++c) {
+        for (int64_t o = 0; o < opg; ++o) {
+          to[c * opg + o] =
+              load(rhs[koff + c * s.kernel_in_stride + (g * opg + o) * s.kernel_out_stride]);
+        }
+      }
+    }
+  }
+  for (int64_t d = 0; d < n; ++d) pi[d] = 0;
+  for (int64_t p = 0; p < outputs; ++p) {
+    int64_t out_at = 0;
+    for (int64_t d = 0; d < n; ++d) out_at += pi[d] * s.dims[d].out_stride;
+    for (int64_t b = 0; b < s.out_batch; ++b) {
+      for (int64_t g = 0; g < s.groups; ++g) {
+        const int64_t in_b = s.batch_grouped ? g * s.out_batch + b : b;
+        const int64_t f0 = s.feature_grouped ? g * kif : 0;
+        const L* x0 = lhs + in_b * s.in_batch_stride + f0 * s.in_feature_stride;
+        Acc* const acc = sums.get();
+        for (int64_t o = 0; o < opg; ++o) acc[o] = Acc(0);
+        for (int64_t d = 0; d < n; ++d) ki[d] = 0;
+        for (int64_t pos = 0; pos < positions; ++pos) {
+          int64_t in_at = 0;
+          bool hit = true;
+          for (int64_t d = 0; d < n; ++d) {
+            const int64_t t = tap_of[d][pi[d] * s.dims[d].size + ki[d]];
+            hit = hit && t >= 0;
+            in_at += t;
+          }
+          for (int64_t d = n - 1; d >= 0 && ++ki[d] == s.dims[d].size; --d) ki[d] = 0;
+          if (!hit) continue;
+          const Acc* w = &packed[(g * positions + pos) * kif * opg];
+          for (int64_t c = 0; c < kif; ++c, w += opg) {
+            const Acc x = load(x0[in_at + c * s.in_feature_stride]);
+            for (int64_t o = 0; o < opg; ++o) acc[o] += x * w[o];
+          }
+        }
+        T* o_at = out + out_at + b * s.out_batch_stride + g * opg * s.out_feature_stride;
+        for (int64_t o = 0; o < opg; ++o) {
+          if constexpr (kFloat<T>) o_at[o * s.out_feature_stride] = hc_store<T>(acc[o]);
+          else o_at[o * s.out_feature_stride] = static_cast<T>(static_cast<int64_t>(acc[o]));
+        }
+      }
+    }
+    for (int64_t d = n - 1; d >= 0 && ++pi[d] == s.dims[d].out_extent; --d) pi[d] = 0;
+  }
+  return true;
+}
 // The heap buffers of a long computation's function (compiler/codegen/cpu_units.h): slots
 // allocated 64-byte aligned, each freed by release() or at destruction.
 class hc_heap {
@@ -391,6 +529,13 @@ class hc_heap {
   int64_t n_;
 };
 // Ordering of elements for compare: floats as doubles (NaN unordered), the rest as they are.
+// The key of type=TOTALORDER: a float's bits as a signed integer, the magnitude flipped when
+// negative (-NaN < -inf < ... < -0 < +0 < ... < NaN).
+inline int64_t hc_total_key(double v) {
+  int64_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  return bits < 0 ? bits ^ std::numeric_limits<int64_t>::max() : bits;
+}
 template <class T> auto hc_key(T x) {
   if constexpr (kFloat<T>) return hc_load(x);
   else return x;

@@ -123,4 +123,37 @@ std::string Digits(const std::string& linear, const std::string& dims, size_t ra
   return out + "        }\n      }\n";
 }
 
+const char* OneOpCombiner(const hlo::Computation& f, PrimitiveType type, bool& swapped) {
+  if (f.root < 0 || f.instructions.size() != 3 || f.parameters.size() != 2 ||
+      type == PrimitiveType::kPred) {
+    return nullptr;
+  }
+  const hlo::Instruction& root = f.instructions[static_cast<size_t>(f.root)];
+  if (root.operands.size() != 2 || root.opcode.phase != hlo::AsyncPhase::kNone ||
+      root.operands[0] == root.operands[1] || !root.shape.IsArray() || root.shape.type != type ||
+      !root.shape.dims.empty()) {
+    return nullptr;
+  }
+  for (int32_t o : root.operands) {
+    const hlo::Instruction& p = f.instructions[static_cast<size_t>(o)];
+    if (p.opcode.opcode != hlo::Opcode::kParameter || !p.shape.IsArray() || p.shape.type != type ||
+        !p.shape.dims.empty()) {
+      return nullptr;
+    }
+  }
+  swapped = f.instructions[static_cast<size_t>(root.operands[0])].parameter_number != 0;
+  switch (root.opcode.opcode) {
+    case hlo::Opcode::kAdd:
+      return "hc_add";
+    case hlo::Opcode::kMultiply:
+      return "hc_mul";
+    case hlo::Opcode::kMaximum:
+      return "hc_max";
+    case hlo::Opcode::kMinimum:
+      return "hc_min";
+    default:
+      return nullptr;
+  }
+}
+
 }  // namespace hlocache::compiler

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "compiler/hlo/module.h"
 #include "compiler/hlo/shape.h"
 #include "compiler/interp/literal.h"
 
@@ -35,6 +36,12 @@ int64_t ByteCount(const hlo::Shape& s);
 
 // "    static const int64_t NAME[] = {...};\n" ({0} when empty, which C++ does not allow).
 std::string IntArray(const std::string& name, const std::vector<int64_t>& v);
+
+// The prelude's helper (hc_add, hc_mul, hc_max, hc_min) for a computation that is one add,
+// multiply, maximum or minimum of its two scalar parameters of `type` (the usual reducer or
+// combiner), or nullptr, when the computation must be called. `swapped`: the op takes the
+// second parameter first.
+const char* OneOpCombiner(const hlo::Computation& f, hlo::PrimitiveType type, bool& swapped);
 
 // Nested loops over `extents` (variables d0, d1, ...; innermost last) around `body`, indented
 // by `indent` spaces.

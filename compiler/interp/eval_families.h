@@ -29,4 +29,10 @@ OpFamily WrapperOps();
 // functions, reduce-precision, bitcast-convert.
 OpFamily ElementwiseOps();
 
+// eval_sort.cc: sort.
+OpFamily SortOps();
+
+// eval_window.cc: reduce-window, select-and-scatter.
+OpFamily WindowOps();
+
 }  // namespace hlocache::interp

@@ -24,6 +24,8 @@ std::span<const OpFamily> ExtendedOpFamilies() {
       ScanOps(),
       WrapperOps(),
       ElementwiseOps(),
+      SortOps(),
+      WindowOps(),
   };
   return std::span<const OpFamily>(kFamilies, sizeof kFamilies / sizeof kFamilies[0]);
 }

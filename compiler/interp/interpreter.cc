@@ -1,6 +1,7 @@
 #include "compiler/interp/interpreter.h"
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -28,6 +29,14 @@ bool Next(std::vector<int64_t>& index, const std::vector<int64_t>& dims) {
     index[d] = 0;
   }
   return false;
+}
+
+// A float's place in the total order, as a signed integer: its bits, with the magnitude's
+// flipped when negative. Through double, which keeps every narrower float's sign, order and
+// NaNs (generated code computes the same key, hc_total_key).
+int64_t TotalOrderKey(double v) {
+  const auto bits = std::bit_cast<int64_t>(v);
+  return bits < 0 ? bits ^ std::numeric_limits<int64_t>::max() : bits;
 }
 
 int64_t Offset(const std::vector<int64_t>& index, const std::vector<int64_t>& strides) {
@@ -164,7 +173,168 @@ class Evaluator : public EvalContext {
     return std::move(values[static_cast<size_t>(comp.root)]);
   }
 
+  Result<Literal> CallElementwise(int32_t comp_index, std::span<const Literal> args) override {
+    const size_t n = args.empty() ? 0 : args[0].size();
+    if (Mappable(comp_index)) return CallMapped(comp_index, args, static_cast<int64_t>(n));
+    // One call per position, its results gathered into arrays.
+    std::vector<Literal> scalars;
+    for (const Literal& a : args) scalars.emplace_back(ArrayOf(a.type(), {}));
+    Literal out;
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t k = 0; k < args.size(); ++k) CopyElement(args[k], i, scalars[k], 0);
+      HLOCACHE_ASSIGN_OR_RETURN(Literal r, Call(comp_index, scalars));
+      if (i == 0) out = Literal(Spread(r.shape(), static_cast<int64_t>(n)));
+      if (r.is_tuple()) {
+        for (size_t k = 0; k < r.elements().size(); ++k) {
+          CopyElement(r.elements()[k], 0, out.elements()[k], i);
+        }
+      } else {
+        CopyElement(r, 0, out, i);
+      }
+    }
+    if (n == 0) {
+      const Computation& comp = m_.computations[static_cast<size_t>(comp_index)];
+      out = Literal(Spread(comp.instructions[static_cast<size_t>(comp.root)].shape, 0));
+    }
+    return out;
+  }
+
  private:
+  static Shape ArrayOf(PrimitiveType type, std::vector<int64_t> dims) {
+    Shape s;
+    s.type = type;
+    s.dims = std::move(dims);
+    return s;
+  }
+
+  // `s` (a scalar or a tuple of scalars) with `n` elements in each array.
+  static Shape Spread(const Shape& s, int64_t n) {
+    if (!s.IsTuple()) return ArrayOf(s.type, {n});
+    Shape t;
+    for (const Shape& e : s.tuple_elements) t.tuple_elements.push_back(Spread(e, n));
+    return t;
+  }
+
+  static bool IsScalarOrScalars(const Shape& s) {
+    if (!s.IsTuple()) return !s.is_buffer && s.dims.empty();
+    for (const Shape& e : s.tuple_elements) {
+      if (e.IsTuple() || !IsScalarOrScalars(e)) return false;
+    }
+    return true;
+  }
+
+  // Whether computation `c` can be evaluated once over whole arrays of its scalars (CallMapped):
+  // every instruction is a scalar elementwise op, a constant, a parameter, a tuple of scalars or
+  // an element of one, or a call of such a computation.
+  bool Mappable(int32_t c, int depth = 0) {
+    if (mappable_.empty()) mappable_.assign(m_.computations.size(), -1);
+    int8_t& known = mappable_[static_cast<size_t>(c)];
+    if (known >= 0) return known == 1;
+    known = 0;  // Also stops a computation that calls itself.
+    if (depth > 16) return false;
+    const Computation& comp = m_.computations[static_cast<size_t>(c)];
+    if (comp.root < 0) return false;
+    for (const Instruction& inst : comp.instructions) {
+      if (inst.opcode.phase != hlo::AsyncPhase::kNone || !inst.shape_written ||
+          !IsScalarOrScalars(inst.shape)) {
+        return false;
+      }
+      const Opcode op = inst.opcode.opcode;
+      if (op == Opcode::kCall || op == Opcode::kFusion) {
+        if (inst.callees.size() != 1 || !Mappable(inst.callees[0], depth + 1)) return false;
+        continue;
+      }
+      if (!IsMappableOp(op) ||
+          (inst.shape.IsTuple() && op != Opcode::kTuple && op != Opcode::kParameter)) {
+        return false;
+      }
+    }
+    known = 1;
+    return true;
+  }
+
+  static bool IsMappableOp(Opcode op) {
+    switch (op) {
+      case Opcode::kIota:
+      case Opcode::kBroadcast:
+      case Opcode::kTranspose:
+      case Opcode::kSlice:
+      case Opcode::kReverse:
+      case Opcode::kPad:
+      case Opcode::kConcatenate:
+      case Opcode::kDynamicSlice:
+      case Opcode::kDynamicUpdateSlice:
+      case Opcode::kReduce:
+      case Opcode::kDot:
+      case Opcode::kBitcast:
+      case Opcode::kCall:
+      case Opcode::kFusion:
+        return false;
+      default:
+        return IsCoreOp(op);
+    }
+  }
+
+  // Computation `c` of scalars evaluated once over arrays of `n` elements: each instruction on
+  // whole arrays, with the same per-element semantics as Call (every core elementwise op
+  // computes element i from elements i alone).
+  Result<Literal> CallMapped(int32_t c, std::span<const Literal> args, int64_t n) {
+    const Computation& comp = m_.computations[static_cast<size_t>(c)];
+    std::vector<Literal> values(comp.instructions.size());
+    for (size_t i = 0; i < comp.instructions.size(); ++i) {
+      const Instruction& inst = comp.instructions[i];
+      auto operand = [&](size_t k) -> const Literal& { return values[inst.operands[k]]; };
+      switch (inst.opcode.opcode) {
+        case Opcode::kParameter: {
+          const auto p = static_cast<size_t>(inst.parameter_number);
+          if (p >= args.size() || !hlo::SameValues(args[p].shape(), Spread(inst.shape, n))) {
+            return Error(InvalidArgument("parameter " + std::to_string(p) + " has no argument"));
+          }
+          values[i] = args[p];
+          continue;
+        }
+        case Opcode::kConstant: {
+          HLOCACHE_ASSIGN_OR_RETURN(Literal scalar, Constant(inst));
+          Literal spread(ArrayOf(inst.shape.type, {n}));
+          for (size_t j = 0; j < spread.size(); ++j) CopyElement(scalar, 0, spread, j);
+          values[i] = std::move(spread);
+          continue;
+        }
+        case Opcode::kTuple: {
+          Shape s;
+          for (int32_t o : inst.operands) s.tuple_elements.push_back(values[o].shape());
+          Literal t(s);
+          for (size_t k = 0; k < inst.operands.size(); ++k) t.elements()[k] = operand(k);
+          values[i] = std::move(t);
+          continue;
+        }
+        case Opcode::kGetTupleElement: {
+          HLOCACHE_ASSIGN_OR_RETURN(Literal e, Eval(inst, values, args));
+          values[i] = std::move(e);
+          continue;
+        }
+        case Opcode::kCall:
+        case Opcode::kFusion: {
+          std::vector<Literal> call_args;
+          for (size_t k = 0; k < inst.operands.size(); ++k) call_args.push_back(operand(k));
+          HLOCACHE_ASSIGN_OR_RETURN(values[i], CallMapped(inst.callees[0], call_args, n));
+          continue;
+        }
+        default:
+          break;
+      }
+      HLOCACHE_RETURN_IF_ERROR(OperandCountStatus(m_, inst));
+      Literal out(ArrayOf(inst.shape.type, {n}));
+      std::vector<ShapeView> operand_shapes;
+      for (int32_t k : inst.operands) operand_shapes.emplace_back(values[k].shape());
+      HLOCACHE_RETURN_IF_ERROR(CheckShapes(inst, operand_shapes, ShapeView(out.shape())));
+      HLOCACHE_ASSIGN_OR_RETURN(values[i], EvalInto(inst, values, std::move(out)));
+    }
+    return std::move(values[static_cast<size_t>(comp.root)]);
+  }
+
+  std::vector<int8_t> mappable_;  // Per computation: -1 not yet known, 0 no, 1 yes.
+
   std::vector<int64_t> IntsOrEmpty(const Instruction& inst, const char* name) const {
     const hlo::Attribute* a = inst.FindAttribute(name);
     if (a == nullptr) return {};
@@ -229,6 +399,14 @@ class Evaluator : public EvalContext {
     std::vector<ShapeView> operand_shapes;
     for (int32_t k : inst.operands) operand_shapes.emplace_back(values[k].shape());
     HLOCACHE_RETURN_IF_ERROR(CheckShapes(inst, operand_shapes, ShapeView(out.shape())));
+    return EvalInto(inst, values, std::move(out));
+  }
+
+  // The core op `inst` on `values` (its operands among them), into `out`, a literal of its
+  // result's shape that CheckShapes accepted.
+  Result<Literal> EvalInto(const Instruction& inst, std::vector<Literal>& values, Literal out) {
+    auto operand = [&](size_t k) -> const Literal& { return values[inst.operands[k]]; };
+    const Opcode op = inst.opcode.opcode;
     switch (op) {
       case Opcode::kConstant:
         HLOCACHE_RETURN_IF_ERROR(FillConstant(inst, out));
@@ -832,9 +1010,13 @@ class Evaluator : public EvalContext {
       if (dir == "GE") return x >= y;
       return -1;
     };
+    // type=TOTALORDER orders floats by their bits: -NaN < -inf < ... < -0 < +0 < ... < NaN.
+    const bool total_order = a.is_float() && AttributeText(inst, "type") == "TOTALORDER";
     for (size_t i = 0; i < out.size(); ++i) {
       int r;
-      if (a.is_float()) {
+      if (total_order) {
+        r = test(TotalOrderKey(a.GetFloat(i)), TotalOrderKey(b.GetFloat(i)));
+      } else if (a.is_float()) {
         r = test(a.GetFloat(i), b.GetFloat(i));
       } else if (IsUnsigned(a.type())) {
         r = test(static_cast<uint64_t>(a.GetInt(i)), static_cast<uint64_t>(b.GetInt(i)));

@@ -266,8 +266,8 @@ TEST_F(ClientTest, AModuleNoCompilerTakesDoesNotRestTheServer) {
   ASSERT_TRUE(server.started());
   auto cache = Cache::Open(server.url(), Options());
   ASSERT_THAT(cache, IsOk());
-  EXPECT_THAT((*cache)->GetOrCompile(kUnsupportedSortModule),
-              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("sort")));
+  EXPECT_THAT((*cache)->GetOrCompile(kUnsupportedModule),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("custom-call")));
   // The server answered 422 for that one; it is still asked for the next.
   auto next = (*cache)->GetOrCompile(Module(13));
   ASSERT_THAT(next, IsOk());
@@ -294,7 +294,7 @@ TEST_F(ClientTest, PrewarmThenExportThenImportGivesTheSameKeysAndBytes) {
   fs::create_directories(root_ / "hlo" / "sub");
   for (int i = 0; i < 3; ++i)
     std::ofstream(root_ / "hlo" / ("m" + std::to_string(i) + ".hlo")) << Module(20 + i);
-  std::ofstream(root_ / "hlo" / "sub" / "sorted.hlo") << kUnsupportedSortModule;
+  std::ofstream(root_ / "hlo" / "sub" / "unsupported.hlo") << kUnsupportedModule;
   std::ofstream(root_ / "hlo" / "notes.txt") << "not a module";
   client::PrewarmSettings settings;
   settings.cache = (root_ / "warm").string();

@@ -74,10 +74,10 @@ std::string TestKey(uint64_t n);
 // What a shell command prints, standard output and error together.
 std::string CommandOutput(const std::string& command);
 
-// A valid module the code generator does not support (a sort): servers answer 422.
-inline constexpr const char* kUnsupportedSortModule =
-    "HloModule s\nlt {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n  ROOT r = pred[] "
-    "compare(x, y), direction=LT\n}\nENTRY e {\n  a = f32[4] parameter(0)\n  ROOT s = f32[4] "
-    "sort(a), dimensions={0}, to_apply=lt\n}\n";
+// A valid module the code generator does not support (a custom call: code of another
+// runtime): servers answer 422.
+inline constexpr const char* kUnsupportedModule =
+    "HloModule s\nENTRY e {\n  a = f32[4] parameter(0)\n  ROOT s = f32[4] custom-call(a), "
+    "custom_call_target=\"lapack_sgetrf\"\n}\n";
 
 }  // namespace hlocache::testing

@@ -130,7 +130,7 @@ TEST_F(ServerTest, ErrorStatuses) {
   ASSERT_TRUE(parse);
   EXPECT_EQ(parse->status, 400);
   EXPECT_THAT(parse->body, ::testing::ContainsRegex("request:[0-9]+:[0-9]+"));
-  auto unsupported = client->Post("/v1/compile", kUnsupportedSortModule, "text/plain");
+  auto unsupported = client->Post("/v1/compile", kUnsupportedModule, "text/plain");
   ASSERT_TRUE(unsupported);
   EXPECT_EQ(unsupported->status, 422) << unsupported->body;
   EXPECT_EQ(status(client->Post("/v1/compile?target=cuda-sm_90", Module(1), "text/plain")), 422);

@@ -285,7 +285,7 @@ TEST_F(UpstreamTest, TheOriginsVerdictOnAModuleIsPassedOnNotRetriedHere) {
                                   "text/plain");
   ASSERT_TRUE(bad);
   EXPECT_EQ(bad->status, 400);
-  auto unsupported = host->Client()->Post(kCompilePath, kUnsupportedSortModule, "text/plain");
+  auto unsupported = host->Client()->Post(kCompilePath, kUnsupportedModule, "text/plain");
   ASSERT_TRUE(unsupported);
   EXPECT_EQ(unsupported->status, 422) << unsupported->body;
   EXPECT_THAT(unsupported->body, HasSubstr("upstream"));

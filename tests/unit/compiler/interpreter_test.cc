@@ -428,10 +428,10 @@ TEST(InterpreterTest, ShapesThatDoNotFitTheirOpsAreRefusedNotRead) {
 }
 
 TEST(InterpreterTest, UnsupportedInputsAreNamedErrors) {
-  EXPECT_THAT(
-      EvalText("ENTRY e {\n  a = f32[4] parameter(0)\n  ROOT s = f32[4] sort(a), dimensions={0}\n}",
-               {Floats(PrimitiveType::kF32, {4}, {1, 2, 3, 4})}),
-      StatusIs(StatusCode::kFailedPrecondition, HasSubstr("t.hlo:3:")));
+  EXPECT_THAT(EvalText("ENTRY e {\n  a = f32[4] parameter(0)\n  ROOT s = f32[4] custom-call(a), "
+                       "custom_call_target=\"lapack_sgetrf\"\n}",
+                       {Floats(PrimitiveType::kF32, {4}, {1, 2, 3, 4})}),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("t.hlo:3:")));
   EXPECT_THAT(
       EvalText("ENTRY e {\n  a = s32[2] parameter(0)\n  ROOT p = s32[3] pad(a), padding=0_1\n}",
                {Ints(PrimitiveType::kS32, {2}, {1, 2})}),

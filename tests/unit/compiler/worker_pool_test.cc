@@ -147,12 +147,14 @@ TEST_F(WorkerPoolTest, WorkerErrorsComeBackWithTheirCodeAndLocation) {
       pool.Compile({kKey, "ENTRY e {\n  a = f32[2] parameter(0)\n  ROOT b = f32[2] add(a, c)\n}",
                     "", "bad.hlo"});
   EXPECT_THAT(bad, StatusIs(StatusCode::kInvalidArgument, HasSubstr("bad.hlo:3:")));
-  auto unsupported = pool.Compile(
-      {kKey, "ENTRY e {\n  a = f32[2] parameter(0)\n  ROOT s = f32[2] sort(a), dimensions={0}\n}",
-       "", "sort.hlo"});
+  auto unsupported =
+      pool.Compile({kKey,
+                    "ENTRY e {\n  a = f32[2] parameter(0)\n  ROOT s = f32[2] custom-call(a), "
+                    "custom_call_target=\"f\"\n}",
+                    "", "custom.hlo"});
   EXPECT_THAT(unsupported, StatusIs(StatusCode::kFailedPrecondition,
-                                    HasSubstr("sort.hlo:3: the CPU code generator does not "
-                                              "support 'sort'")));
+                                    HasSubstr("custom.hlo:3: the CPU code generator does not "
+                                              "support 'custom-call'")));
   EXPECT_EQ(pool.stats().failures, 2u);
   EXPECT_TRUE(JobFoldersGone());
 }

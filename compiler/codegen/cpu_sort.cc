@@ -1,0 +1,63 @@
+// sort (see compiler/interp/eval_sort.cc for its meaning): per run of elements along the
+// sorted dimension, a permutation of positions sorted by hc_merge_sort (the interpreter's merge
+// sort, step for step) with the comparator's function called on pointers into the operands,
+// then each operand's elements copied in that order.
+#include <string>
+
+#include "compiler/codegen/cpu_families.h"
+#include "compiler/codegen/cpu_source.h"
+
+namespace hlocache::compiler {
+namespace {
+
+using hlo::Instruction;
+using hlo::Opcode;
+using hlo::Shape;
+
+bool Takes(Opcode op) { return op == Opcode::kSort; }
+
+bool NotElementwise(Opcode) { return false; }
+
+Status Lower(CpuEmitter& e, int32_t index, const Instruction& inst) {
+  const hlo::Module& m = e.module();
+  const int32_t less = m.CalleesOf(inst, "to_apply")[0];
+  const auto d = static_cast<size_t>((*m.IntList(*inst.FindAttribute("dimensions")))[0]);
+  const std::vector<int64_t>& dims = e.OperandShape(inst, 0).dims;
+  const int64_t length = dims[d];
+  int64_t outer = 1, inner = 1;
+  for (size_t k = 0; k < d; ++k) outer *= dims[k];
+  for (size_t k = d + 1; k < dims.size(); ++k) inner *= dims[k];
+  const std::vector<Leaf>& out = e.MaterializeLeaves(index, inst);
+
+  const std::string s = e.Fresh("sort");
+  Shape positions;
+  positions.type = hlo::PrimitiveType::kS64;
+  positions.dims = {std::max<int64_t>(length, 1)};
+  e.Declare(s + "_order", positions);
+  e.Declare(s + "_scratch", positions);
+  std::string args, copy;
+  for (size_t k = 0; k < inst.operands.size(); ++k) {
+    const std::string x = e.Buffer(inst, k);
+    args += x + " + base + a * " + Int(inner) + ", " + x + " + base + b * " + Int(inner) + ", ";
+    copy += "        " + out[k].ptr + "[base + j * " + Int(inner) + "] = " + x +
+            "[base + order[j] * " + Int(inner) + "];\n";
+  }
+  e.Emit("  {\n    bool " + s + "_failed = false;\n    for (int64_t o = 0; o < " + Int(outer) +
+         "; ++o) {\n      for (int64_t in = 0; in < " + Int(inner) +
+         "; ++in) {\n        const int64_t base = o * " + Int(length * inner) +
+         " + in;\n        for (int64_t j = 0; j < " + Int(length) + "; ++j) " + s +
+         "_order[j] = j;\n        const int64_t* order = hc_merge_sort(" + s + "_order, " + s +
+         "_scratch, " + Int(length) +
+         ", [&](int64_t a, int64_t b) {\n          bool r[1] = {false};\n          if (" +
+         e.FunctionName(less) + "(" + args + "r) != 0) " + s +
+         "_failed = true;\n          return r[0];\n        });\n        for (int64_t j = 0; j < " +
+         Int(length) + "; ++j) {\n" + copy + "        }\n      }\n    }\n    if (" + s +
+         "_failed) return 1;\n  }\n");
+  return Status::Ok();
+}
+
+}  // namespace
+
+CpuOpFamily CpuSortOps() { return {Takes, NotElementwise, Lower}; }
+
+}  // namespace hlocache::compiler

@@ -1,0 +1,179 @@
+// sort(x0, ..., xn-1), dimensions={d}, is_stable=B, to_apply=less: the operands share their
+// dimensions; each run of elements along dimension d (every other index fixed) is permuted,
+// the same way in every operand, into the order `less` defines. `less` takes 2n scalars
+// (x0[a], x0[b], x1[a], x1[b], ...) and returns pred[] (or the tuple (pred[])): whether
+// position a goes before position b. The result is x0's shape, or the tuple of the operands'.
+//
+// Every sort is stable, is_stable or not (an unstable sort may return any order of equal
+// elements, so the stable one is among them), and is a bottom-up merge sort: runs of width 1,
+// 2, 4, ... merged pairwise, the right run's head taken only when it is less than the left's.
+// The generated code runs the same steps (hc_merge_sort in the prelude), so the two agree even
+// for a comparator that is no strict weak order, and neither ever reads out of bounds whatever
+// the comparator answers. Here the merges of one pass, over every row, advance in lockstep: one
+// comparison of each at a time, all of them one evaluation of the comparator over arrays
+// (EvalContext::CallElementwise).
+#include <string>
+
+#include "compiler/interp/eval_families.h"
+#include "compiler/interp/eval_signature.h"
+
+namespace hlocache::interp {
+namespace {
+
+using hlo::Instruction;
+using hlo::Opcode;
+using hlo::PrimitiveType;
+using hlo::Shape;
+
+bool Takes(Opcode op) { return op == Opcode::kSort; }
+
+Status Check(const ShapeContext& ctx, const Instruction& inst,
+             std::span<const Shape* const> operands) {
+  if (operands.empty()) return ctx.Malformed(inst, "has no operands");
+  for (size_t k = 0; k < operands.size(); ++k) {
+    if (!operands[k]->IsArray() || operands[k]->dims != operands[0]->dims) {
+      return ctx.Malformed(
+          inst, "operand " + std::to_string(k) + " is not an array of operand 0's dimensions");
+    }
+  }
+  HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> dims, ctx.Ints(inst, "dimensions"));
+  if (dims.size() != 1 || dims[0] < 0 || dims[0] >= operands[0]->rank()) {
+    return ctx.Malformed(inst, "dimensions must name one dimension of the operands");
+  }
+  Shape result;
+  if (operands.size() == 1) {
+    result = *operands[0];
+  } else {
+    for (const Shape* s : operands) result.tuple_elements.push_back(*s);
+  }
+  if (!hlo::SameValues(result, inst.shape)) {
+    return ctx.Malformed(inst, "the result " + hlo::CanonicalShapeText(inst.shape) +
+                                   " is not the operands' shape " +
+                                   hlo::CanonicalShapeText(result));
+  }
+  HLOCACHE_ASSIGN_OR_RETURN(int32_t less, ctx.Callee(inst, "to_apply"));
+  std::vector<Shape> scalars;
+  for (const Shape* s : operands) {
+    scalars.push_back(ArrayShape(s->type));
+    scalars.push_back(ArrayShape(s->type));
+  }
+  std::vector<const Shape*> params;
+  for (const Shape& s : scalars) params.push_back(&s);
+  const Shape pred = ArrayShape(PrimitiveType::kPred);
+  if (CheckSignature(ctx, inst, less, params, pred, "the comparator").ok()) return Status::Ok();
+  Shape one;
+  one.tuple_elements.push_back(pred);
+  return CheckSignature(ctx, inst, less, params, one, "the comparator");
+}
+
+void CopyElement(const Literal& from, size_t i, Literal& to, size_t j) {
+  if (to.is_float()) {
+    to.SetFloat(j, from.GetFloat(i));
+  } else {
+    to.SetInt(j, from.GetInt(i));
+  }
+}
+
+// One merge of the bottom-up merge sort: runs [lo, mid) and [mid, hi) of a row's positions
+// (in `from`) merged into `to`, the right run's head taken only when it is less than the left's.
+struct Merge {
+  int64_t row, lo, mid, hi, i, j, k;
+};
+
+Result<Literal> Eval(EvalContext& ctx, const Instruction& inst,
+                     std::span<const Literal* const> operands) {
+  HLOCACHE_ASSIGN_OR_RETURN(int32_t less, ctx.Callee(inst, "to_apply"));
+  HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> dims, ctx.Ints(inst, "dimensions"));
+  const std::vector<int64_t>& shape = operands[0]->shape().dims;
+  const auto d = static_cast<size_t>(dims[0]);
+  const int64_t length = shape[d];
+  int64_t outer = 1, inner = 1;
+  for (size_t k = 0; k < d; ++k) outer *= shape[k];
+  for (size_t k = d + 1; k < shape.size(); ++k) inner *= shape[k];
+  const int64_t rows = outer * inner;
+  // Element `position` of row r (r = o * inner + in) is at o * length * inner + in + position *
+  // inner.
+  auto at = [&](int64_t row, int64_t position) {
+    return static_cast<size_t>((row / inner) * length * inner + row % inner + position * inner);
+  };
+  // Each row's permutation, row after row; the merges of one pass run in lockstep, one
+  // comparison of each at a time, and each merge takes exactly the steps it would alone.
+  std::vector<int64_t> from(static_cast<size_t>(rows * length)), to(from.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t p = 0; p < length; ++p) from[static_cast<size_t>(r * length + p)] = p;
+  }
+  auto pos = [&](const Merge& m, int64_t p) { return static_cast<size_t>(m.row * length + p); };
+  std::vector<Merge> merges;
+  for (int64_t width = 1; width < length; width *= 2) {
+    merges.clear();
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t lo = 0; lo < length; lo += 2 * width) {
+        const int64_t mid = std::min(lo + width, length), hi = std::min(lo + 2 * width, length);
+        if (mid < hi) merges.push_back({r, lo, mid, hi, lo, mid, lo});
+      }
+    }
+    while (!merges.empty()) {
+      // The comparator's arguments for every merge still comparing: (x0[right], x0[left],
+      // x1[right], x1[left], ...).
+      const int64_t count = static_cast<int64_t>(merges.size());
+      std::vector<Literal> args;
+      for (const Literal* x : operands) {
+        args.emplace_back(ArrayShape(x->type(), {count}));
+        args.emplace_back(ArrayShape(x->type(), {count}));
+      }
+      for (size_t q = 0; q < merges.size(); ++q) {
+        const Merge& m = merges[q];
+        const int64_t right = from[pos(m, m.j)], left = from[pos(m, m.i)];
+        for (size_t k = 0; k < operands.size(); ++k) {
+          CopyElement(*operands[k], at(m.row, right), args[2 * k], q);
+          CopyElement(*operands[k], at(m.row, left), args[2 * k + 1], q);
+        }
+      }
+      HLOCACHE_ASSIGN_OR_RETURN(Literal r, ctx.CallElementwise(less, args));
+      const Literal& right_first = r.is_tuple() ? r.elements()[0] : r;
+      size_t kept = 0;
+      for (size_t q = 0; q < merges.size(); ++q) {
+        Merge m = merges[q];
+        to[pos(m, m.k++)] = right_first.GetInt(q) != 0 ? from[pos(m, m.j++)] : from[pos(m, m.i++)];
+        if (m.i < m.mid && m.j < m.hi) {
+          merges[kept++] = m;
+          continue;
+        }
+        while (m.i < m.mid) to[pos(m, m.k++)] = from[pos(m, m.i++)];
+        while (m.j < m.hi) to[pos(m, m.k++)] = from[pos(m, m.j++)];
+      }
+      merges.resize(kept);
+    }
+    // Runs that had no partner (and rows too short to merge) are copied as they are.
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t lo = 0; lo < length; lo += 2 * width) {
+        if (lo + width >= length) {  // No right run: no merge was made.
+          for (int64_t p = lo; p < length; ++p) {
+            to[static_cast<size_t>(r * length + p)] = from[static_cast<size_t>(r * length + p)];
+          }
+        }
+      }
+    }
+    from.swap(to);
+  }
+
+  std::vector<Literal> outs;
+  for (const Literal* x : operands) outs.emplace_back(x->shape());
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t p = 0; p < length; ++p) {
+      const size_t source = at(r, from[static_cast<size_t>(r * length + p)]);
+      for (size_t k = 0; k < operands.size(); ++k)
+        CopyElement(*operands[k], source, outs[k], at(r, p));
+    }
+  }
+  if (outs.size() == 1) return std::move(outs[0]);
+  Literal tuple(inst.shape);
+  for (size_t k = 0; k < outs.size(); ++k) tuple.elements()[k] = std::move(outs[k]);
+  return tuple;
+}
+
+}  // namespace
+
+OpFamily SortOps() { return {Takes, Check, Eval}; }
+
+}  // namespace hlocache::interp
