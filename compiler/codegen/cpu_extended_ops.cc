@@ -26,6 +26,7 @@ std::span<const CpuOpFamily> CpuOpFamilies() {
       CpuElementwiseOps(),
       CpuSortOps(),
       CpuWindowOps(),
+      CpuConvolutionOps(),
   };
   return std::span<const CpuOpFamily>(kFamilies, sizeof kFamilies / sizeof kFamilies[0]);
 }

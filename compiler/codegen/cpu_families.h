@@ -33,4 +33,7 @@ CpuOpFamily CpuSortOps();
 // cpu_window.cc: reduce-window, select-and-scatter.
 CpuOpFamily CpuWindowOps();
 
+// cpu_convolution.cc: convolution.
+CpuOpFamily CpuConvolutionOps();
+
 }  // namespace hlocache::compiler

@@ -35,4 +35,7 @@ OpFamily SortOps();
 // eval_window.cc: reduce-window, select-and-scatter.
 OpFamily WindowOps();
 
+// eval_convolution.cc: convolution.
+OpFamily ConvolutionOps();
+
 }  // namespace hlocache::interp

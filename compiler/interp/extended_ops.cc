@@ -26,6 +26,7 @@ std::span<const OpFamily> ExtendedOpFamilies() {
       ElementwiseOps(),
       SortOps(),
       WindowOps(),
+      ConvolutionOps(),
   };
   return std::span<const OpFamily>(kFamilies, sizeof kFamilies / sizeof kFamilies[0]);
 }

@@ -23,6 +23,7 @@
 #include "compiler/artifact/loader.h"
 #include "compiler/codegen/cpu_codegen.h"
 #include "compiler/hlo/collectives.h"
+#include "compiler/hlo/convolution_dims.h"
 #include "compiler/hlo/parser.h"
 #include "compiler/hlo/window.h"
 #include "compiler/interp/arguments.h"
@@ -200,6 +201,19 @@ uint64_t InterpreterWork(const hlo::Module& m, int32_t c, int depth = 0) {
       uint64_t step = 0;
       for (int32_t callee : inst.callees) step += InterpreterWork(m, callee, depth + 1);
       work += placements * window * 4 * std::max<uint64_t>(step, 1);
+    } else if (op == hlo::Opcode::kConvolution && inst.operands.size() == 2) {
+      // A multiply-add per output, window position and kernel input feature, at about twice
+      // the cost of a dot's (index arithmetic per window position).
+      const hlo::Shape& kernel = comp.instructions[static_cast<size_t>(inst.operands[1])].shape;
+      if (auto d = hlo::ReadConvolutionDims(m, inst, kernel.dims.size())) {
+        uint64_t taps =
+            static_cast<uint64_t>(kernel.dims[static_cast<size_t>(d->kernel_input_feature)]);
+        for (int64_t k : d->kernel_spatial)
+          taps *= static_cast<uint64_t>(kernel.dims[static_cast<size_t>(k)]);
+        work += out * std::max<uint64_t>(taps, 1) * 2;
+      } else {
+        work += out;
+      }
     } else if (op == hlo::Opcode::kCall || op == hlo::Opcode::kFusion) {
       for (int32_t callee : inst.callees) work += InterpreterWork(m, callee, depth + 1);
     } else {
