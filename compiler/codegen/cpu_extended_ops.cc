@@ -27,6 +27,7 @@ std::span<const CpuOpFamily> CpuOpFamilies() {
       CpuSortOps(),
       CpuWindowOps(),
       CpuConvolutionOps(),
+      CpuBatchNormOps(),
   };
   return std::span<const CpuOpFamily>(kFamilies, sizeof kFamilies / sizeof kFamilies[0]);
 }

@@ -36,4 +36,7 @@ CpuOpFamily CpuWindowOps();
 // cpu_convolution.cc: convolution.
 CpuOpFamily CpuConvolutionOps();
 
+// cpu_batch_norm.cc: batch-norm-training, -inference and -grad.
+CpuOpFamily CpuBatchNormOps();
+
 }  // namespace hlocache::compiler

@@ -650,6 +650,73 @@ bool hc_conv(const L* lhs, const R* rhs, T* out, const hc_conv_spec& s) {
   const Run run{s, lhs, out, n, kif, opg, width, positions, outputs, packed.get(), tap_of.get()};
   return by_rows ? run.rows() : run.tiles();
 }
+// batch-norm-training and -inference (compiler/interp/eval_batch_norm.cc defines them), the
+// operand viewed as [outer][features][inner]: in double, sums in row-major order, each result
+// rounded once. Training passes no mean_in and var_in and gets mean_out and var_out.
+template <class T>
+void hc_batch_norm(const T* x, const T* scale, const T* offset, const T* mean_in,
+                   const T* var_in, T* y, T* mean_out, T* var_out, int64_t outer,
+                   int64_t features, int64_t inner, double eps) {
+  const double n = static_cast<double>(outer * inner);
+  for (int64_t c = 0; c < features; ++c) {
+    double mean = 0, var = 0;
+    if (mean_in == nullptr) {
+      for (int64_t o = 0; o < outer; ++o) {
+        const T* xc = x + (o * features + c) * inner;
+        for (int64_t i = 0; i < inner; ++i) mean += hc_load(xc[i]);
+      }
+      mean /= n;
+      for (int64_t o = 0; o < outer; ++o) {
+        const T* xc = x + (o * features + c) * inner;
+        for (int64_t i = 0; i < inner; ++i) {
+          const double d = hc_load(xc[i]) - mean;
+          var += d * d;
+        }
+      }
+      var /= n;
+      mean_out[c] = hc_store<T>(mean);
+      var_out[c] = hc_store<T>(var);
+    } else {
+      mean = hc_load(mean_in[c]);
+      var = hc_load(var_in[c]);
+    }
+    const double s = hc_load(scale[c]), b = hc_load(offset[c]), root = std::sqrt(var + eps);
+    for (int64_t o = 0; o < outer; ++o) {
+      const T* xc = x + (o * features + c) * inner;
+      T* yc = y + (o * features + c) * inner;
+      for (int64_t i = 0; i < inner; ++i) yc[i] = hc_store<T>((hc_load(xc[i]) - mean) / root * s + b);
+    }
+  }
+}
+// batch-norm-grad, likewise.
+template <class T>
+void hc_batch_norm_grad(const T* x, const T* scale, const T* mean_in, const T* var_in,
+                        const T* dy, T* dx, T* dscale_out, T* doffset_out, int64_t outer,
+                        int64_t features, int64_t inner, double eps) {
+  const double n = static_cast<double>(outer * inner);
+  for (int64_t c = 0; c < features; ++c) {
+    const double mean = hc_load(mean_in[c]), s = hc_load(scale[c]);
+    const double inv = 1 / std::sqrt(hc_load(var_in[c]) + eps);
+    double doffset = 0, dscale = 0;
+    for (int64_t o = 0; o < outer; ++o) {
+      const int64_t at = (o * features + c) * inner;
+      for (int64_t i = 0; i < inner; ++i) {
+        const double g = hc_load(dy[at + i]);
+        doffset += g;
+        dscale += g * (hc_load(x[at + i]) - mean) * inv;
+      }
+    }
+    for (int64_t o = 0; o < outer; ++o) {
+      const int64_t at = (o * features + c) * inner;
+      for (int64_t i = 0; i < inner; ++i) {
+        const double centered = hc_load(x[at + i]) - mean;
+        dx[at + i] = hc_store<T>(s * inv / n * (n * hc_load(dy[at + i]) - doffset - centered * inv * dscale));
+      }
+    }
+    dscale_out[c] = hc_store<T>(dscale);
+    doffset_out[c] = hc_store<T>(doffset);
+  }
+}
 // The heap buffers of a long computation's function (compiler/codegen/cpu_units.h): slots
 // allocated 64-byte aligned, each freed by release() or at destruction.
 class hc_heap {

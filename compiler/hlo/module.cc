@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 
 #include "compiler/hlo/attributes.h"
 #include "compiler/hlo/lexer.h"
@@ -87,6 +88,18 @@ Result<int64_t> Module::Int(const Attribute& attr) const {
                          "expected one integer in '" + std::string(attr.name) + "'"));
   }
   return (*list)[0];
+}
+
+Result<double> Module::Float(const Attribute& attr) const {
+  std::string text;
+  for (uint32_t t = attr.value.begin; t < attr.value.end; ++t) text += TokenText(t);
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size()) {
+    return Error(ErrorAt(filename_, source(), attr.offset,
+                         "expected a number in '" + std::string(attr.name) + "'"));
+  }
+  return v;
 }
 
 std::vector<int32_t> Module::CalleesOf(const Instruction& inst, std::string_view attr_name) const {

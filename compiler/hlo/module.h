@@ -94,6 +94,9 @@ class Module {
   Result<std::vector<int64_t>> IntList(const Attribute& attr) const;
   // Reads an attribute value that is a single integer.
   Result<int64_t> Int(const Attribute& attr) const;
+  // Reads an attribute value that is a single number (epsilon=1e-05): its tokens joined, as
+  // strtod reads them.
+  Result<double> Float(const Attribute& attr) const;
   // The computations `inst` calls through its attribute `attr_name` (to_apply=, body=,
   // branch_computations={...}), as indices into `computations`; empty when it has no such
   // attribute. (inst.callees holds the callees of all such attributes, in written order.)

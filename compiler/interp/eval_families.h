@@ -38,4 +38,7 @@ OpFamily WindowOps();
 // eval_convolution.cc: convolution.
 OpFamily ConvolutionOps();
 
+// eval_batch_norm.cc: batch-norm-training, -inference and -grad.
+OpFamily BatchNormOps();
+
 }  // namespace hlocache::interp

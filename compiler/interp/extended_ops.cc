@@ -27,6 +27,7 @@ std::span<const OpFamily> ExtendedOpFamilies() {
       SortOps(),
       WindowOps(),
       ConvolutionOps(),
+      BatchNormOps(),
   };
   return std::span<const OpFamily>(kFamilies, sizeof kFamilies / sizeof kFamilies[0]);
 }
