@@ -27,7 +27,7 @@ CpuOpFamily CpuWrapperOps();
 // functions, reduce-precision, bitcast-convert.
 CpuOpFamily CpuElementwiseOps();
 
-// cpu_sort.cc: sort.
+// cpu_sort.cc: sort, topk.
 CpuOpFamily CpuSortOps();
 
 // cpu_window.cc: reduce-window, select-and-scatter.

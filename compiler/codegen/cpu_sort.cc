@@ -14,11 +14,11 @@ using hlo::Instruction;
 using hlo::Opcode;
 using hlo::Shape;
 
-bool Takes(Opcode op) { return op == Opcode::kSort; }
+bool Takes(Opcode op) { return op == Opcode::kSort || op == Opcode::kTopK; }
 
 bool NotElementwise(Opcode) { return false; }
 
-Status Lower(CpuEmitter& e, int32_t index, const Instruction& inst) {
+Status LowerSort(CpuEmitter& e, int32_t index, const Instruction& inst) {
   const hlo::Module& m = e.module();
   const int32_t less = m.CalleesOf(inst, "to_apply")[0];
   const auto d = static_cast<size_t>((*m.IntList(*inst.FindAttribute("dimensions")))[0]);
@@ -54,6 +54,44 @@ Status Lower(CpuEmitter& e, int32_t index, const Instruction& inst) {
          Int(length) + "; ++j) {\n" + copy + "        }\n      }\n    }\n    if (" + s +
          "_failed) return 1;\n  }\n");
   return Status::Ok();
+}
+
+// topk: per row, the positions stable-sorted by the prelude's merge sort on each element's key
+// (hc_total_key for floats), then the first k.
+Status LowerTopK(CpuEmitter& e, int32_t index, const Instruction& inst) {
+  const hlo::Module& m = e.module();
+  const int64_t k = *m.Int(*inst.FindAttribute("k"));
+  const hlo::Attribute* l = inst.FindAttribute("largest");
+  const bool largest = l == nullptr || m.TokenText(l->value.begin) != "false";
+  const Shape& x = e.OperandShape(inst, 0);
+  const int64_t n = x.dims.back();
+  const int64_t rows = n == 0 ? 0 : ElementCount(x) / n;
+  const std::vector<Leaf>& out = e.MaterializeLeaves(index, inst);
+  if (rows == 0 || k == 0) return Status::Ok();
+  const std::string s = e.Fresh("topk");
+  Shape positions;
+  positions.type = hlo::PrimitiveType::kS64;
+  positions.dims = {n};
+  e.Declare(s + "_order", positions);
+  e.Declare(s + "_scratch", positions);
+  const std::string in = e.Buffer(inst, 0);
+  const std::string key =
+      hlo::IsFloat(x.type) ? "hc_total_key(hc_load(" + in + "[row + p]))" : in + "[row + p]";
+  const std::string cmp = largest ? "key(b) < key(a)" : "key(a) < key(b)";
+  e.Emit("  for (int64_t r = 0; r < " + Int(rows) + "; ++r) {\n" + "    const int64_t row = r * " +
+         Int(n) + ";\n" + "    auto key = [&](int64_t p) { return " + key + "; };\n" +
+         "    for (int64_t j = 0; j < " + Int(n) + "; ++j) " + s + "_order[j] = j;\n" +
+         "    const int64_t* order = hc_merge_sort(" + s + "_order, " + s + "_scratch, " + Int(n) +
+         ", [&](int64_t a, int64_t b) { return " + cmp + "; });\n" +
+         "    for (int64_t j = 0; j < " + Int(k) + "; ++j) {\n" + "      " + out[0].ptr + "[r * " +
+         Int(k) + " + j] = " + in + "[row + order[j]];\n" + "      " + out[1].ptr + "[r * " +
+         Int(k) + " + j] = static_cast<int32_t>(order[j]);\n" + "    }\n  }\n");
+  return Status::Ok();
+}
+
+Status Lower(CpuEmitter& e, int32_t index, const Instruction& inst) {
+  return inst.opcode.opcode == Opcode::kSort ? LowerSort(e, index, inst)
+                                             : LowerTopK(e, index, inst);
 }
 
 }  // namespace

@@ -29,7 +29,7 @@ OpFamily WrapperOps();
 // functions, reduce-precision, bitcast-convert.
 OpFamily ElementwiseOps();
 
-// eval_sort.cc: sort.
+// eval_sort.cc: sort, topk.
 OpFamily SortOps();
 
 // eval_window.cc: reduce-window, select-and-scatter.

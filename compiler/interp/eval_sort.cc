@@ -1,3 +1,5 @@
+// sort and topk.
+//
 // sort(x0, ..., xn-1), dimensions={d}, is_stable=B, to_apply=less: the operands share their
 // dimensions; each run of elements along dimension d (every other index fixed) is permuted,
 // the same way in every operand, into the order `less` defines. `less` takes 2n scalars
@@ -12,6 +14,10 @@
 // the comparator answers. Here the merges of one pass, over every row, advance in lockstep: one
 // comparison of each at a time, all of them one evaluation of the comparator over arrays
 // (EvalContext::CallElementwise).
+#include <algorithm>
+#include <bit>
+#include <limits>
+#include <numeric>
 #include <string>
 
 #include "compiler/interp/eval_families.h"
@@ -25,10 +31,10 @@ using hlo::Opcode;
 using hlo::PrimitiveType;
 using hlo::Shape;
 
-bool Takes(Opcode op) { return op == Opcode::kSort; }
+bool Takes(Opcode op) { return op == Opcode::kSort || op == Opcode::kTopK; }
 
-Status Check(const ShapeContext& ctx, const Instruction& inst,
-             std::span<const Shape* const> operands) {
+Status CheckSort(const ShapeContext& ctx, const Instruction& inst,
+                 std::span<const Shape* const> operands) {
   if (operands.empty()) return ctx.Malformed(inst, "has no operands");
   for (size_t k = 0; k < operands.size(); ++k) {
     if (!operands[k]->IsArray() || operands[k]->dims != operands[0]->dims) {
@@ -80,8 +86,8 @@ struct Merge {
   int64_t row, lo, mid, hi, i, j, k;
 };
 
-Result<Literal> Eval(EvalContext& ctx, const Instruction& inst,
-                     std::span<const Literal* const> operands) {
+Result<Literal> EvalSort(EvalContext& ctx, const Instruction& inst,
+                         std::span<const Literal* const> operands) {
   HLOCACHE_ASSIGN_OR_RETURN(int32_t less, ctx.Callee(inst, "to_apply"));
   HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> dims, ctx.Ints(inst, "dimensions"));
   const std::vector<int64_t>& shape = operands[0]->shape().dims;
@@ -170,6 +176,92 @@ Result<Literal> Eval(EvalContext& ctx, const Instruction& inst,
   Literal tuple(inst.shape);
   for (size_t k = 0; k < outs.size(); ++k) tuple.elements()[k] = std::move(outs[k]);
   return tuple;
+}
+
+// topk(x), k=K, largest=L: along the last dimension, the K largest elements (the K smallest
+// when L is false) in that order, and their positions (s32), as XLA's TopkDecomposer defines
+// it: a stable sort of the elements with their positions, floats in total order (-NaN < -inf
+// < ... < -0 < +0 < ... < inf < NaN), then the first K.
+Status CheckTopK(const ShapeContext& ctx, const Instruction& inst,
+                 std::span<const Shape* const> operands) {
+  if (operands.size() != 1 || !operands[0]->IsArray() || operands[0]->rank() < 1) {
+    return ctx.Malformed(inst, "takes one array of rank 1 or more");
+  }
+  const Shape& x = *operands[0];
+  if (x.type == PrimitiveType::kPred) return ctx.Unsupported(inst, "topk of pred");
+  HLOCACHE_ASSIGN_OR_RETURN(int64_t k, ctx.IntOr(inst, "k", -1));
+  if (k < 0 || k > x.dims.back()) {
+    return ctx.Malformed(
+        inst, "k is not between 0 and the last dimension's " + std::to_string(x.dims.back()));
+  }
+  const std::string largest = ctx.AttributeText(inst, "largest");
+  if (!largest.empty() && largest != "true" && largest != "false") {
+    return ctx.Malformed(inst, "largest is not true or false");
+  }
+  std::vector<int64_t> dims = x.dims;
+  dims.back() = k;
+  Shape result;
+  result.tuple_elements = {ArrayShape(x.type, dims), ArrayShape(PrimitiveType::kS32, dims)};
+  if (!hlo::SameValues(inst.shape, result)) {
+    return ctx.Malformed(inst, "the result is not " + hlo::CanonicalShapeText(result));
+  }
+  return Status::Ok();
+}
+
+// A float's place in the total order, as a signed integer (the generated code computes the
+// same, hc_total_key).
+int64_t TotalOrderKey(double v) {
+  const auto bits = std::bit_cast<int64_t>(v);
+  return bits < 0 ? bits ^ std::numeric_limits<int64_t>::max() : bits;
+}
+
+Result<Literal> EvalTopK(const ShapeContext& ctx, const Instruction& inst, const Literal& x) {
+  HLOCACHE_ASSIGN_OR_RETURN(int64_t k, ctx.IntOr(inst, "k", -1));
+  const bool largest = ctx.AttributeText(inst, "largest") != "false";
+  const int64_t n = x.shape().dims.back();
+  const int64_t rows = n == 0 ? 0 : static_cast<int64_t>(x.size()) / n;
+  Literal values(inst.shape.tuple_elements[0]), positions(inst.shape.tuple_elements[1]);
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  for (int64_t r = 0; r < rows; ++r) {
+    auto at = [&](int64_t p) { return static_cast<size_t>(r * n + p); };
+    std::iota(order.begin(), order.end(), 0);
+    // Unsigned integers compare as their values, which GetInt holds for all but u64.
+    auto key_less = [&](int64_t a, int64_t b) {
+      if (x.is_float()) return TotalOrderKey(x.GetFloat(at(a))) < TotalOrderKey(x.GetFloat(at(b)));
+      if (x.type() == PrimitiveType::kU64) {
+        return static_cast<uint64_t>(x.GetInt(at(a))) < static_cast<uint64_t>(x.GetInt(at(b)));
+      }
+      return x.GetInt(at(a)) < x.GetInt(at(b));
+    };
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      return largest ? key_less(b, a) : key_less(a, b);
+    });
+    for (int64_t j = 0; j < k; ++j) {
+      const auto to = static_cast<size_t>(r * k + j);
+      if (x.is_float()) {
+        values.SetFloat(to, x.GetFloat(at(order[static_cast<size_t>(j)])));
+      } else {
+        values.SetInt(to, x.GetInt(at(order[static_cast<size_t>(j)])));
+      }
+      positions.SetInt(to, order[static_cast<size_t>(j)]);
+    }
+  }
+  Literal tuple(inst.shape);
+  tuple.elements()[0] = std::move(values);
+  tuple.elements()[1] = std::move(positions);
+  return tuple;
+}
+
+Status Check(const ShapeContext& ctx, const Instruction& inst,
+             std::span<const Shape* const> operands) {
+  return inst.opcode.opcode == Opcode::kSort ? CheckSort(ctx, inst, operands)
+                                             : CheckTopK(ctx, inst, operands);
+}
+
+Result<Literal> Eval(EvalContext& ctx, const Instruction& inst,
+                     std::span<const Literal* const> operands) {
+  return inst.opcode.opcode == Opcode::kSort ? EvalSort(ctx, inst, operands)
+                                             : EvalTopK(ctx, inst, *operands[0]);
 }
 
 }  // namespace

@@ -206,3 +206,41 @@ ENTRY e {
 
 }  // namespace
 }  // namespace hlocache::compiler
+
+namespace hlocache::compiler {
+namespace {
+
+TEST(TopKTest, TheLargestOrSmallestKOfEachRowWithTheirPositions) {
+  const std::string text = R"(HloModule m
+
+ENTRY e {
+  x = f32[2,5] parameter(0)
+  ROOT t = (f32[2,3], s32[2,3]) topk(x), k=3, largest=true
+}
+)";
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // Ties keep their order; in total order NaN is above everything, -0 below +0.
+  ExpectValue(text, {Array(PrimitiveType::kF32, {2, 5}, {3, 1, 3, 7, -2, 0.0, -0.0, nan, 1, 1})},
+              Tuple({Array(PrimitiveType::kF32, {2, 3}, {7, 3, 3, nan, 1, 1}),
+                     Array(PrimitiveType::kS32, {2, 3}, {3, 0, 2, 2, 3, 4})}));
+  ExpectValue(Replaced(text, "largest=true", "largest=false"),
+              {Array(PrimitiveType::kF32, {2, 5}, {3, 1, 3, 7, -2, 0.0, -0.0, 5, 1, 1})},
+              Tuple({Array(PrimitiveType::kF32, {2, 3}, {-2, 1, 3, -0.0, 0.0, 1}),
+                     Array(PrimitiveType::kS32, {2, 3}, {4, 1, 0, 1, 0, 3})}));
+  // Random rows of bf16 and of unsigned integers, compiled.
+  ExpectCompiledMatchesInterpreterOnRandomInputs(
+      "HloModule m\n\nENTRY e {\n  x = bf16[4,3,50] parameter(0)\n  ROOT t = (bf16[4,3,7], "
+      "s32[4,3,7]) topk(x), k=7, largest=true\n}\n",
+      1);
+  ExpectCompiledMatchesInterpreterOnRandomInputs(
+      "HloModule m\n\nENTRY e {\n  x = u64[9,33] parameter(0)\n  ROOT t = (u64[9,33], "
+      "s32[9,33]) topk(x), k=33, largest=false\n}\n",
+      2);
+  ExpectMalformed(Replaced(text, "k=3", "k=6"), "ROOT t",
+                  "k is not between 0 and the last dimension's 5");
+  ExpectMalformed(Replaced(text, "(f32[2,3], s32[2,3])", "(f32[2,3], s64[2,3])"), "ROOT t",
+                  "the result is not (f32[2,3], s32[2,3])");
+}
+
+}  // namespace
+}  // namespace hlocache::compiler
