@@ -28,6 +28,7 @@ std::span<const CpuOpFamily> CpuOpFamilies() {
       CpuWindowOps(),
       CpuConvolutionOps(),
       CpuBatchNormOps(),
+      CpuRngOps(),
   };
   return std::span<const CpuOpFamily>(kFamilies, sizeof kFamilies / sizeof kFamilies[0]);
 }

@@ -39,4 +39,7 @@ CpuOpFamily CpuConvolutionOps();
 // cpu_batch_norm.cc: batch-norm-training, -inference and -grad.
 CpuOpFamily CpuBatchNormOps();
 
+// cpu_rng.cc: rng-bit-generator, rng-get-and-update-state, rng.
+CpuOpFamily CpuRngOps();
+
 }  // namespace hlocache::compiler

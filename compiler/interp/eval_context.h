@@ -70,6 +70,11 @@ class EvalContext : public ShapeContext {
   // computation of elementwise ops only (the usual reducer, comparator or combiner) is evaluated
   // once over whole arrays, far faster than a Call per position, with the same results.
   virtual Result<Literal> CallElementwise(int32_t computation, std::span<const Literal> args) = 0;
+
+  // The 128-bit state (low word first) of a stateful random op (rng, rng-get-and-update-state),
+  // zero when the evaluation starts, kept across the instruction's evaluations in it (a loop's
+  // iterations), as a loaded executable keeps one per instruction across its runs.
+  virtual uint64_t* RngState(const hlo::Instruction& inst) = 0;
 };
 
 }  // namespace hlocache::interp

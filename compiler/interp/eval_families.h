@@ -41,4 +41,7 @@ OpFamily ConvolutionOps();
 // eval_batch_norm.cc: batch-norm-training, -inference and -grad.
 OpFamily BatchNormOps();
 
+// eval_rng.cc: rng-bit-generator, rng-get-and-update-state, rng.
+OpFamily RngOps();
+
 }  // namespace hlocache::interp

@@ -28,6 +28,7 @@ std::span<const OpFamily> ExtendedOpFamilies() {
       WindowOps(),
       ConvolutionOps(),
       BatchNormOps(),
+      RngOps(),
   };
   return std::span<const OpFamily>(kFamilies, sizeof kFamilies / sizeof kFamilies[0]);
 }

@@ -1,6 +1,8 @@
 #include "compiler/interp/interpreter.h"
 
 #include <algorithm>
+#include <array>
+#include <map>
 #include <bit>
 #include <charconv>
 #include <cmath>
@@ -173,6 +175,8 @@ class Evaluator : public EvalContext {
     return std::move(values[static_cast<size_t>(comp.root)]);
   }
 
+  uint64_t* RngState(const Instruction& inst) override { return rng_states_[&inst].data(); }
+
   Result<Literal> CallElementwise(int32_t comp_index, std::span<const Literal> args) override {
     const size_t n = args.empty() ? 0 : args[0].size();
     if (Mappable(comp_index)) return CallMapped(comp_index, args, static_cast<int64_t>(n));
@@ -334,6 +338,7 @@ class Evaluator : public EvalContext {
   }
 
   std::vector<int8_t> mappable_;  // Per computation: -1 not yet known, 0 no, 1 yes.
+  std::map<const Instruction*, std::array<uint64_t, 2>> rng_states_;
 
   std::vector<int64_t> IntsOrEmpty(const Instruction& inst, const char* name) const {
     const hlo::Attribute* a = inst.FindAttribute(name);
