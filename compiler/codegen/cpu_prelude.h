@@ -308,10 +308,67 @@ inline std::unique_ptr<int64_t[]> hc_offsets(int n, const int64_t* sizes, const 
   }
   return out;
 }
+// Lanes of 8-byte elements in one vector register of the target: blocks of results are two
+// registers wide, so that their accumulators stay in registers (a wider vector type than the
+// target has is split through memory, 25 times slower).
+#if defined(__AVX512F__)
+constexpr int64_t hc_lanes = 8;
+#elif defined(__AVX__)
+constexpr int64_t hc_lanes = 4;
+#else
+constexpr int64_t hc_lanes = 2;
+#endif
+// Rows of a dot block: with 32 vector registers (AVX-512), 8 rows x 2 registers of sums; with
+// 16, 4 rows.
+#if defined(__AVX512F__)
+constexpr int64_t hc_rows = 8;
+#else
+constexpr int64_t hc_rows = 4;
+#endif
+// One hc_rows x (2 * hc_lanes) block of dot results, summed over all of k in vector registers
+// (the loops over rows are unrolled, so every index into `c` is a constant and the array lives
+// in registers). The fused version lets the compiler use fused multiply-adds: when both
+// operands are narrower than double (or integers), every product is exact in the accumulator's
+// type, so rounding it once with the sum changes nothing; for f64 operands it would, and every
+// other generated line is compiled with -ffp-contract=off.
+#define HC_DOT_BLOCK_BODY                                              \
+  V c[hc_rows][2] = {};                                                \
+  for (int64_t k = 0; k < K; ++k) {                                    \
+    V y0, y1;                                                          \
+    std::memcpy(&y0, tile + k * 2 * hc_lanes, sizeof y0);              \
+    std::memcpy(&y1, tile + k * 2 * hc_lanes + hc_lanes, sizeof y1);   \
+    _Pragma("GCC unroll 8") for (int64_t r = 0; r < hc_rows; ++r) {    \
+      const Acc xr = x[r * stride + k];                                \
+      c[r][0] += xr * y0;                                              \
+      c[r][1] += xr * y1;                                              \
+    }                                                                  \
+  }                                                                    \
+  _Pragma("GCC unroll 8") for (int64_t r = 0; r < hc_rows; ++r) {      \
+    acc[r][0] = c[r][0];                                               \
+    acc[r][1] = c[r][1];                                               \
+  }
+#if defined(__clang__)
+#define HC_CONTRACT_FUNCTION
+#define HC_CONTRACT_FAST _Pragma("clang fp contract(fast) ")
+#else
+#define HC_CONTRACT_FUNCTION __attribute__((optimize("fp-contract=fast")))
+#define HC_CONTRACT_FAST
+#endif
+template <class Acc, class V>
+HC_CONTRACT_FUNCTION void hc_dot_block_fused(const Acc* tile, const Acc* x, int64_t stride,
+                                             int64_t K, V (*acc)[2]) {
+  HC_CONTRACT_FAST
+  HC_DOT_BLOCK_BODY
+}
+template <class Acc, class V>
+void hc_dot_block(const Acc* tile, const Acc* x, int64_t stride, int64_t K, V (*acc)[2]) {
+  HC_DOT_BLOCK_BODY
+}
+template <class T> constexpr bool kExactProducts = !std::is_same_v<T, double>;
 // dot: out[(b*M + m)*N + n] = sum over k of lhs[lb[b] + lf[m] + lc[k]] * rhs[rb[b] + rf[n] + rc[k]],
 // summed from zero in order of k, in double for floats (rounded once) and modulo 2^64 for
 // integers, as the interpreter does. Blocked: a panel of rhs columns is packed as Acc once per
-// batch, in tiles of kCols columns; kRows rows of lhs are packed once per panel; each
+// batch, in tiles of kCols (2 * hc_lanes) columns; kRows rows of lhs are packed once per panel; each
 // kRows x kCols block of results is summed in vector registers over all of k. False when out
 // of memory.
 template <class T, class L, class R>
@@ -319,8 +376,8 @@ bool hc_dot(const L* lhs, const R* rhs, T* out, int64_t B, int64_t M, int64_t N,
             const int64_t* lb, const int64_t* lf, const int64_t* lc, const int64_t* rb,
             const int64_t* rf, const int64_t* rc) {
   using Acc = std::conditional_t<kFloat<T>, double, uint64_t>;
-  typedef Acc V __attribute__((vector_size(8 * sizeof(Acc))));  // 8 lanes: half a tile row.
-  constexpr int64_t kRows = 4, kCols = 16, kPanel = 256;
+  typedef Acc V __attribute__((vector_size(hc_lanes * sizeof(Acc))));  // Half a tile row.
+  constexpr int64_t kRows = hc_rows, kCols = 2 * hc_lanes, kPanel = 256;
   auto load = [](auto x) -> Acc {
     if constexpr (kFloat<T>) return hc_load(x);
     else return static_cast<uint64_t>(static_cast<int64_t>(x));
@@ -354,31 +411,17 @@ bool hc_dot(const L* lhs, const R* rhs, T* out, int64_t B, int64_t M, int64_t N,
         }
         for (int64_t t = 0; t < tiles; ++t) {
           const Acc* tile = &packed[t * k_alloc * kCols];
-          const Acc* x0 = &rows[0];
-          const Acc* x1 = x0 + k_alloc;
-          const Acc* x2 = x1 + k_alloc;
-          const Acc* x3 = x2 + k_alloc;
-          // Named, not an array: the compiler keeps them in registers across the loop.
-          V c00 = {}, c01 = {}, c10 = {}, c11 = {}, c20 = {}, c21 = {}, c30 = {}, c31 = {};
-          for (int64_t k = 0; k < K; ++k) {
-            V y0, y1;
-            std::memcpy(&y0, tile + k * kCols, sizeof y0);
-            std::memcpy(&y1, tile + k * kCols + 8, sizeof y1);
-            c00 += x0[k] * y0;
-            c01 += x0[k] * y1;
-            c10 += x1[k] * y0;
-            c11 += x1[k] * y1;
-            c20 += x2[k] * y0;
-            c21 += x2[k] * y1;
-            c30 += x3[k] * y0;
-            c31 += x3[k] * y1;
+          V acc[kRows][2];
+          if constexpr (kExactProducts<L> && kExactProducts<R>) {
+            hc_dot_block_fused<Acc, V>(tile, &rows[0], k_alloc, K, acc);
+          } else {
+            hc_dot_block<Acc, V>(tile, &rows[0], k_alloc, K, acc);
           }
-          const V acc[kRows][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}};
           const int64_t n0 = p0 + t * kCols, cols = std::min(kCols, N - n0);
           for (int64_t r = 0; r < live; ++r) {
             Acc sums[kCols];
             std::memcpy(sums, &acc[r][0], sizeof(V));
-            std::memcpy(sums + 8, &acc[r][1], sizeof(V));
+            std::memcpy(sums + hc_lanes, &acc[r][1], sizeof(V));
             T* o = out + (b * M + m0 + r) * N + n0;
             for (int64_t j = 0; j < cols; ++j) {
               if constexpr (kFloat<T>) o[j] = hc_store<T>(sums[j]);
@@ -390,6 +433,13 @@ bool hc_dot(const L* lhs, const R* rhs, T* out, int64_t B, int64_t M, int64_t N,
     }
   }
   return true;
+}
+// An element of a convolution operand as the accumulator's type (pred as 0 or 1).
+template <class Acc, class X>
+Acc hc_conv_load(X x) {
+  if constexpr (std::is_same_v<X, bool>) return x ? Acc(1) : Acc(0);
+  else if constexpr (std::is_same_v<Acc, double>) return hc_load(x);
+  else return static_cast<uint64_t>(static_cast<int64_t>(x));
 }
 // convolution (compiler/interp/eval_convolution.cc defines it): one spatial dimension of the
 // window, and the whole shape of the work. Strides are in elements of each array.
@@ -408,14 +458,14 @@ struct hc_conv_spec {
 // kernel's input features, from zero, in double for floats (rounded once) and modulo 2^64 for
 // integers, as the interpreter does; padding and the holes of a dilated input are skipped,
 // never multiplied. The kernel is packed once as [group][window position][input feature]
-// [output feature of the group, padded to whole tiles]. Groups of 16 or more output features
-// are computed 4 placements x 16 features at a time in vector registers (hc_conv_tiles);
-// smaller groups (depthwise) a row of placements along the last spatial dimension at a time
-// (hc_conv_rows). False when out of memory.
+// [output feature of the group, padded to whole tiles]. Groups of at least a tile of output
+// features (2 * hc_lanes) are computed 4 placements x a tile at a time in vector registers
+// (tiles()); smaller groups (depthwise) a row of placements along the last spatial dimension at
+// a time (rows()). False when out of memory.
 template <class Acc, class T, class L, class R>
 struct hc_conv_run {
-  typedef Acc V __attribute__((vector_size(8 * sizeof(Acc))));
-  static constexpr int64_t kTile = 16, kPlacements = 4;
+  typedef Acc V __attribute__((vector_size(hc_lanes * sizeof(Acc))));
+  static constexpr int64_t kTile = 2 * hc_lanes, kPlacements = 4;
   const hc_conv_spec& s;
   const L* lhs;
   T* out;
@@ -423,10 +473,7 @@ struct hc_conv_run {
   const Acc* packed;
   int64_t* const* tap;  // tap[d][p * size + k]: input offset along d, or -1 (reads nothing).
 
-  static Acc load(L x) {
-    if constexpr (kFloat<T>) return hc_load(x);
-    else return static_cast<uint64_t>(static_cast<int64_t>(x));
-  }
+  static Acc load(L x) { return hc_conv_load<Acc>(x); }
   void store(T* at, Acc v) const {
     if constexpr (kFloat<T>) *at = hc_store<T>(v);
     else *at = static_cast<T>(static_cast<int64_t>(v));
@@ -478,7 +525,7 @@ struct hc_conv_run {
                 for (int64_t f = 0; f < kif; ++f, w += width) {
                   V y0, y1;
                   std::memcpy(&y0, w, sizeof y0);
-                  std::memcpy(&y1, w + 8, sizeof y1);
+                  std::memcpy(&y1, w + hc_lanes, sizeof y1);
                   const int64_t fo = f * s.in_feature_stride;
                   const Acc x0 = load(x[r0 + fo]), x1 = load(x[r1 + fo]);
                   const Acc x2 = load(x[r2 + fo]), x3 = load(x[r3 + fo]);
@@ -499,7 +546,7 @@ struct hc_conv_run {
                   for (int64_t f = 0; f < kif; ++f, wj += width) {
                     V y0, y1;
                     std::memcpy(&y0, wj, sizeof y0);
-                    std::memcpy(&y1, wj + 8, sizeof y1);
+                    std::memcpy(&y1, wj + hc_lanes, sizeof y1);
                     const Acc xj = load(x[r + f * s.in_feature_stride]);
                     c[j][0] += xj * y0;
                     c[j][1] += xj * y1;
@@ -511,7 +558,7 @@ struct hc_conv_run {
             for (int64_t j = 0; j < live; ++j) {
               Acc sums[kTile];
               std::memcpy(sums, &c[j][0], sizeof(V));
-              std::memcpy(sums + 8, &c[j][1], sizeof(V));
+              std::memcpy(sums + hc_lanes, &c[j][1], sizeof(V));
               T* o = out + out_offset(p0 + j) + b * s.out_batch_stride +
                      (g * opg + o0) * s.out_feature_stride;
               for (int64_t k = 0; k < cols; ++k) store(o + k * s.out_feature_stride, sums[k]);
@@ -625,10 +672,7 @@ bool hc_conv(const L* lhs, const R* rhs, T* out, const hc_conv_spec& s) {
       }
     }
   }
-  auto load = [](auto v) -> Acc {
-    if constexpr (kFloat<T>) return hc_load(v);
-    else return static_cast<uint64_t>(static_cast<int64_t>(v));
-  };
+  auto load = [](R v) { return hc_conv_load<Acc>(v); };
   for (int64_t g = 0; g < s.groups; ++g) {
     for (int64_t pos = 0; pos < positions; ++pos) {
       int64_t koff = 0;

@@ -15,7 +15,8 @@
 // Floating-point operands are multiplied and summed in double from zero and rounded once to
 // the result's type; integers are multiplied and summed modulo 2^64 and wrapped to the result's
 // type, as dot does. The operands may be of different types of one kind (bf16 with f32, s8 with
-// s32), the result of any type of that kind (preferred_element_type).
+// s32, pred as 0 and 1 with either), the result of any type of that kind
+// (preferred_element_type).
 #include <string>
 
 #include "compiler/hlo/convolution_dims.h"
@@ -111,9 +112,14 @@ Status Check(const ShapeContext& ctx, const Instruction& inst,
   if (input.rank() != kernel.rank() || input.rank() != inst.shape.rank() || input.rank() < 2) {
     return ctx.Malformed(inst, "the input, the kernel and the result differ in rank");
   }
-  const bool floats =
-      hlo::IsFloat(input.type) && hlo::IsFloat(kernel.type) && hlo::IsFloat(inst.shape.type);
-  const bool ints = IsInteger(input.type) && IsInteger(kernel.type) && IsInteger(inst.shape.type);
+  // pred operands count as 0 and 1 in either kind (XLA upcasts them).
+  auto is = [](PrimitiveType t, bool (*kind)(PrimitiveType)) {
+    return kind(t) || t == PrimitiveType::kPred;
+  };
+  const bool floats = is(input.type, hlo::IsFloat) && is(kernel.type, hlo::IsFloat) &&
+                      hlo::IsFloat(inst.shape.type);
+  const bool ints =
+      is(input.type, IsInteger) && is(kernel.type, IsInteger) && IsInteger(inst.shape.type);
   if (!floats && !ints) {
     return ctx.Unsupported(inst, "a convolution of " +
                                      std::string(hlo::PrimitiveTypeName(input.type)) + " and " +
@@ -203,7 +209,7 @@ Result<Literal> Eval(EvalContext& ctx, const Instruction& inst,
                                                  (group * g.outputs_per_group + oo) *
                                                      at(ks, d.kernel_output_feature));
               if (floats) {
-                fsum[static_cast<size_t>(oo)] += input.GetFloat(x) * kernel.GetFloat(y);
+                fsum[static_cast<size_t>(oo)] += input.AsDouble(x) * kernel.AsDouble(y);
               } else {
                 isum[static_cast<size_t>(oo)] += static_cast<uint64_t>(input.GetInt(x)) *
                                                  static_cast<uint64_t>(kernel.GetInt(y));

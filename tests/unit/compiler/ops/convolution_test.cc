@@ -119,6 +119,13 @@ TEST(ConvolutionTest, CompiledConvolutionsMatchTheInterpreter) {
   ExpectCompiledMatchesInterpreterOnRandomInputs(
       Conv("u16[1,3,6]", "u16[2,3,2]", "u16[1,2,5]", "window={size=2}, dim_labels=bf0_oi0->bf0"),
       7);
+  // pred operands count as 0 and 1, into floats and into integers.
+  ExpectCompiledMatchesInterpreterOnRandomInputs(
+      Conv("pred[1,3,6]", "f32[2,3,2]", "f32[1,2,5]", "window={size=2}, dim_labels=bf0_oi0->bf0"),
+      14);
+  ExpectCompiledMatchesInterpreterOnRandomInputs(
+      Conv("s32[1,3,6]", "pred[20,3,2]", "s32[1,20,5]", "window={size=2}, dim_labels=bf0_oi0->bf0"),
+      15);
   // No spatial dimensions: a matrix product by another name.
   ExpectValue(Conv("f32[2,3]", "f32[3,1]", "f32[2,1]", "dim_labels=bf_io->bf"),
               {F32({2, 3}, {1, 2, 3, 4, 5, 6}), F32({3, 1}, {1, 10, 100})},
