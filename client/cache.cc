@@ -288,7 +288,7 @@ Result<Executable> CacheImpl::GetOrCompile(const hlo::Module& module, std::strin
   Count([](CacheStats& s) { ++s.requests; });
   KeySettings settings;
   settings.target = std::string(target);
-  settings.compiler_id = compiler_id_;
+  settings.compiler_id = compiler::CompilerIdFor(target, compiler_id_);
   HLOCACHE_ASSIGN_OR_RETURN(KeyedModule keyed, KeyModule(module, settings));
   const std::string& key = keyed.key.text;
 

@@ -15,9 +15,11 @@
 #include "compiler/artifact/loader.h"
 #include "compiler/build.h"
 #include "compiler/codegen/cpu_codegen.h"
+#include "compiler/cuda/cuda_runtime.h"
 #include "compiler/hlo/parser.h"
 #include "compiler/interp/arguments.h"
 #include "compiler/interp/interpreter.h"
+#include "compiler/target.h"
 #include "compiler/toolchain.h"
 #include "compiler/worker_pool.h"
 
@@ -85,7 +87,7 @@ Result<Compiled> CompileThroughWorker(const std::string& file, const std::string
                             compiler::Toolchain::Probe(toolchain_options));
   KeySettings key_settings;
   key_settings.target = settings.target;
-  key_settings.compiler_id = toolchain.CompilerId();
+  key_settings.compiler_id = compiler::CompilerIdFor(settings.target, toolchain.CompilerId());
   auto keyed = KeyModule(module, key_settings);
   if (!keyed) {
     if (keyed.error().message().find("elided") != std::string::npos) {
@@ -104,6 +106,34 @@ Result<Compiled> CompileThroughWorker(const std::string& file, const std::string
   compiler::CompileRequest request{keyed->key.text, text, keyed->target, file};
   HLOCACHE_ASSIGN_OR_RETURN(compiler::CompileOutcome outcome, pool.Compile(request));
   return Compiled{keyed->key.text, std::move(outcome.artifact), outcome.seconds};
+}
+
+struct Ran {
+  std::vector<std::string> results;  // Each result leaf's bytes.
+  double run_ms = 0;
+};
+
+// Runs an artifact on this host's CPU, or on its GPU for a GPU executable.
+Result<Ran> Execute(std::string_view artifact, const compiler::EntryLeaves& abi,
+                    std::span<const Literal> inputs, std::ostream& out) {
+  HLOCACHE_ASSIGN_OR_RETURN(compiler::DecodedArtifact decoded, compiler::DecodeArtifact(artifact));
+  if (decoded.header.payload_kind == compiler::kPayloadCubinPlan) {
+    HLOCACHE_ASSIGN_OR_RETURN(compiler::CudaPayload payload,
+                              compiler::DecodeCudaPayload(decoded.payload));
+    HLOCACHE_ASSIGN_OR_RETURN(std::vector<std::string> in, compiler::ArgumentBytes(abi, inputs));
+    HLOCACHE_ASSIGN_OR_RETURN(compiler::CudaRun run,
+                              compiler::RunCudaPlan(payload, in, abi.results));
+    out << "device: " << run.device << "\n";
+    return Ran{std::move(run.results), run.run_ms};
+  }
+  HLOCACHE_ASSIGN_OR_RETURN(std::unique_ptr<compiler::LoadedExecutable> loaded,
+                            compiler::LoadedExecutable::Load(artifact));
+  const auto start = std::chrono::steady_clock::now();
+  Ran run;
+  HLOCACHE_ASSIGN_OR_RETURN(run.results, compiler::Execute(*loaded, abi, inputs));
+  run.run_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return run;
 }
 
 }  // namespace
@@ -194,15 +224,10 @@ int RunRun(const std::string& file, const CompileSettings& compile, const RunSet
     artifact = std::move(compiled->artifact);
     if (!compiled->from.empty()) out << "from: " << compiled->from << "\n";
   }
-  auto loaded = compiler::LoadedExecutable::Load(artifact);
-  if (!loaded) return fail("hlocache run: " + loaded.error().message());
-
-  const auto start = std::chrono::steady_clock::now();
-  auto ran = compiler::Execute(**loaded, *abi, *inputs);
+  auto ran = Execute(artifact, *abi, *inputs, out);
   if (!ran) return fail("hlocache run: " + ran.error().message());
-  const std::vector<std::string>& out_bytes = *ran;
-  const double run_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  const std::vector<std::string>& out_bytes = ran->results;
+  const double run_ms = ran->run_ms;
   for (size_t k = 0; k < out_bytes.size(); ++k) {
     const XXH128_hash_t h = XXH3_128bits(out_bytes[k].data(), out_bytes[k].size());
     out << "result " << k << "  " << hlo::CanonicalShapeText(abi->results[k])

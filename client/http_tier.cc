@@ -38,7 +38,7 @@ class HttpTier final : public Tier {
   }
 
   bool CanCompile(std::string_view target) const override {
-    return compiler::CpuTargetLevel(target) != 0;
+    return compiler::CpuTargetLevel(target) != 0 || compiler::IsCudaTarget(target);
   }
 
   Result<RemoteCompile> Compile(std::string_view hlo_text, std::string_view target) override {

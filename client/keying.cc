@@ -28,8 +28,9 @@ Result<KeyedModule> KeyModule(const hlo::Module& module, const KeySettings& sett
   KeyedModule out;
   out.canonical = std::move(*canonical);
   out.target = settings.target.empty() ? compiler::HostCpuTarget() : settings.target;
-  out.compiler_id =
-      settings.compiler_id.empty() ? compiler::DefaultCompilerId() : settings.compiler_id;
+  out.compiler_id = settings.compiler_id.empty()
+                        ? compiler::CompilerIdFor(out.target, compiler::DefaultCompilerId())
+                        : settings.compiler_id;
   out.key = cache::ComposeKey(
       cache::KeyInput{out.canonical.text, out.target, out.compiler_id, settings.options});
   return out;

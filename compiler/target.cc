@@ -1,5 +1,9 @@
 #include "compiler/target.h"
 
+#include <cstdlib>
+
+#include "compiler/cuda/nvrtc.h"
+
 namespace hlocache::compiler {
 
 std::string HostCpuTarget() {
@@ -35,6 +39,23 @@ std::string DefaultCompilerId() {
                           "." + std::to_string(__GNUC_PATCHLEVEL__);
 #endif
   return toolchain + "/" + kCodegenVersion + "/" + kOptimization;
+}
+
+bool IsCudaTarget(std::string_view target) {
+  return target == "cuda-sm_80" || target == "cuda-sm_90";
+}
+
+std::string CudaCompilerId() {
+  if (const char* id = std::getenv("HLOCACHE_CUDA_COMPILER_ID"); id != nullptr && *id != 0) {
+    return id;
+  }
+  auto nvrtc = Nvrtc::Get();
+  return "nvrtc-" + (nvrtc ? (*nvrtc)->version() : std::string("missing")) + "/" +
+         kCudaCodegenVersion + "/" + kCudaFlags;
+}
+
+std::string CompilerIdFor(std::string_view target, std::string_view cpu_id) {
+  return IsCudaTarget(target) ? CudaCompilerId() : std::string(cpu_id);
 }
 
 }  // namespace hlocache::compiler

@@ -19,6 +19,24 @@ int CpuTargetLevel(std::string_view target);
 // of old executables stop matching.
 std::string DefaultCompilerId();
 
+// Whether `target` is a GPU target the CUDA code generator builds: cuda-sm_80 or cuda-sm_90.
+bool IsCudaTarget(std::string_view target);
+
+// Names NVRTC's version, the CUDA code generator's version and the flags every GPU executable is
+// compiled with: "nvrtc-13.0/hlocache-cuda-1/fmad-off". "nvrtc-missing/..." where NVRTC cannot
+// be loaded: such a host finds GPU executables built elsewhere only with an explicit compiler
+// id (--compiler-id, or HLOCACHE_CUDA_COMPILER_ID for the client library).
+std::string CudaCompilerId();
+
+// The compiler id of executables for `target`: CudaCompilerId() for CUDA targets, `cpu_id`
+// (the C++ toolchain's) for the rest.
+std::string CompilerIdFor(std::string_view target, std::string_view cpu_id);
+
+// The CUDA code generator's version and NVRTC flags, parts of CudaCompilerId(). The version is
+// bumped whenever generated kernels or the launch plan change.
+inline constexpr const char* kCudaCodegenVersion = "hlocache-cuda-1";
+inline constexpr const char* kCudaFlags = "fmad-off";
+
 // The code generator's version, part of every compiler id. Bumped whenever generated code or
 // its calling convention changes, so that keys of older executables stop matching.
 inline constexpr const char* kCodegenVersion = "hlocache-codegen-5";

@@ -3,6 +3,7 @@
 
 #include "client/keying.h"
 #include "compiler/artifact/container.h"
+#include "compiler/cuda/nvrtc.h"
 #include "compiler/hlo/parser.h"
 #include "compiler/target.h"
 #include "server/context.h"
@@ -44,8 +45,9 @@ void HandleKeys(ServerContext& ctx, const httplib::Request& req, const std::stri
                 httplib::Response& res) {
   ctx.metrics.bytes_in.fetch_add(body.size(), std::memory_order_relaxed);
   const std::string target = req.has_param("target") ? req.get_param_value("target") : "";
-  std::string compiler_id =
-      req.has_param("compiler_id") ? req.get_param_value("compiler_id") : ctx.compiler_id;
+  std::string compiler_id = req.has_param("compiler_id")
+                                ? req.get_param_value("compiler_id")
+                                : compiler::CompilerIdFor(target, ctx.compiler_id);
   auto keyed = KeyRequest(req, body, res, target, compiler_id, nullptr);
   if (!keyed) return;
   nlohmann::json j;
@@ -73,16 +75,25 @@ void HandleCompile(ServerContext& ctx, const httplib::Request& req, const std::s
   ctx.metrics.bytes_in.fetch_add(body.size(), std::memory_order_relaxed);
   std::string target = req.has_param("target") ? req.get_param_value("target") : ctx.host_target;
   if (Status s = cache::ValidateTarget(target); !s.ok()) return SendError(res, 400, s.message());
-  if (compiler::CpuTargetLevel(target) == 0) {
-    return SendError(
-        res, 422,
-        "this server cannot build target " + target + " (it builds cpu-x86-64-v2, -v3 and -v4)");
+  const bool gpu = compiler::IsCudaTarget(target);
+  if (compiler::CpuTargetLevel(target) == 0 && !gpu) {
+    return SendError(res, 422,
+                     "this server cannot build target " + target +
+                         " (it builds cpu-x86-64-v2, -v3 and -v4, cuda-sm_80 and cuda-sm_90)");
   }
   if (ctx.compiler_id.empty()) {
     return SendError(res, 503, "this server has no C++ toolchain: " + ctx.toolchain_error);
   }
+  // GPU executables are built by NVRTC, on a server with no GPU as well.
+  const std::string compiler_id = gpu ? compiler::CudaCompilerId() : ctx.compiler_id;
+  if (gpu) {
+    if (auto nvrtc = compiler::Nvrtc::Get(); !nvrtc) {
+      return SendError(res, 503,
+                       "this server cannot build " + target + ": " + nvrtc.error().message());
+    }
+  }
   std::optional<hlo::Module> module;
-  auto keyed = KeyRequest(req, body, res, target, ctx.compiler_id, &module);
+  auto keyed = KeyRequest(req, body, res, target, compiler_id, &module);
   if (!keyed) return;
   const std::string& key = keyed->key.text;
 
@@ -126,7 +137,7 @@ void HandleCompile(ServerContext& ctx, const httplib::Request& req, const std::s
   request.name = kRequestName;
   cache::ArtifactInfo info;
   info.target = target;
-  info.compiler_id = ctx.compiler_id;
+  info.compiler_id = compiler_id;
   info.graph_name = std::string(module->name);
   request.publish = [&ctx, &key, &info](const std::string& artifact) {
     info.compile_seconds = compiler::PeekCompileSeconds(artifact);

@@ -6,9 +6,8 @@
 
 namespace hlocache::compiler {
 
-Result<std::vector<std::string>> Execute(const LoadedExecutable& executable,
-                                         const EntryLeaves& leaves,
-                                         std::span<const interp::Literal> arguments) {
+Result<std::vector<std::string>> ArgumentBytes(const EntryLeaves& leaves,
+                                               std::span<const interp::Literal> arguments) {
   std::vector<const interp::Literal*> in;
   for (const interp::Literal& a : arguments) interp::FlattenLeaves(a, in);
   if (in.size() != leaves.parameters.size()) {
@@ -16,7 +15,6 @@ Result<std::vector<std::string>> Execute(const LoadedExecutable& executable,
                                  std::to_string(leaves.parameters.size()) + " parameters"));
   }
   std::vector<std::string> in_bytes;
-  std::vector<const void*> params;
   for (size_t j = 0; j < in.size(); ++j) {
     if (in[j]->type() != leaves.parameters[j].type ||
         in[j]->shape().dims != leaves.parameters[j].dims) {
@@ -26,6 +24,14 @@ Result<std::vector<std::string>> Execute(const LoadedExecutable& executable,
     }
     in_bytes.push_back(interp::ToBytes(*in[j]));
   }
+  return in_bytes;
+}
+
+Result<std::vector<std::string>> Execute(const LoadedExecutable& executable,
+                                         const EntryLeaves& leaves,
+                                         std::span<const interp::Literal> arguments) {
+  HLOCACHE_ASSIGN_OR_RETURN(std::vector<std::string> in_bytes, ArgumentBytes(leaves, arguments));
+  std::vector<const void*> params;
   for (const std::string& b : in_bytes) params.push_back(b.data());
   std::vector<std::string> out;
   for (const hlo::Shape& s : leaves.results) {

@@ -15,6 +15,12 @@
 
 namespace hlocache::compiler {
 
+// The dense row-major bytes of each array leaf of `arguments` (one per entry parameter, tuples
+// flattened depth-first): the executables' inputs. kInvalidArgument when they do not fit
+// `leaves`.
+Result<std::vector<std::string>> ArgumentBytes(const EntryLeaves& leaves,
+                                               std::span<const interp::Literal> arguments);
+
 // Runs `executable` on `arguments` (one per entry parameter) and returns each result leaf's
 // dense row-major bytes. kInvalidArgument when the arguments do not fit `leaves`;
 // kResourceExhausted when the executable could not allocate its buffers.

@@ -135,6 +135,25 @@ expect_rc 1 "compile a parse error" -- "$BIN" compile "$WORK/bad.hlo"
 expect_grep "bad.hlo:3:[0-9]+: error: undefined operand" "$WORK/err" "parse error located"
 expect_rc 1 "run with bad inputs" -- "$BIN" run --inputs nope --artifact x "$CORE"
 expect_grep "must be random or zeros" "$WORK/err" "run explains --inputs"
+# GPU targets: built by NVRTC on this machine, which has no GPU; running says what is missing.
+expect_rc 1 "compile without NVRTC" -- env HLOCACHE_NVRTC_LIBRARY=/nonexistent/libnvrtc.so \
+  "$BIN" compile --target cuda-sm_90 "$CORE" -o "$WORK/gpu.hloart"
+expect_grep "NVRTC is missing" "$WORK/err" "a cuda target without NVRTC says so"
+if "$BIN" key --target cuda-sm_90 "$CORE" >/dev/null 2>&1 && ldconfig -p | grep -q libnvrtc; then
+  expect_rc 0 "compile for cuda-sm_90" -- "$BIN" compile --target cuda-sm_90 "$CORE" -o "$WORK/gpu.hloart"
+  [[ -s "$WORK/gpu.hloart" ]] && pass || fail "no GPU artifact"
+  expect_rc 1 "run a GPU artifact without a driver" -- env HLOCACHE_CUDA_DRIVER_LIBRARY=/nonexistent/libcuda.so.1 \
+    "$BIN" run --artifact "$WORK/gpu.hloart" --check "$CORE"
+  expect_grep "no CUDA driver" "$WORK/err" "running without a driver says so"
+  if "$BIN" run --target cuda-sm_90 --check "$CORE" >"$WORK/out" 2>"$WORK/err"; then
+    expect_grep "^check: match" "$WORK/out" "a GPU run matches the interpreter"
+  else
+    expect_grep "no (CUDA driver|GPU)" "$WORK/err" "running without a GPU says so"
+  fi
+  expect_rc 1 "compile an unsupported op for a GPU" -- "$BIN" compile --target cuda-sm_80 "$WORK/custom.hlo"
+  expect_grep "custom.hlo:3: the CUDA code generator does not support 'custom-call'" "$WORK/err" "GPU: unsupported op named"
+  rm -f "$WORK/gpu.hloart"
+fi
 [[ -z "$(ls -a "$WORK" | grep -E '\.tmp\.|\.hloart$' | grep -v '^small.hloart$')" ]] && pass || fail "compile left files behind: $(ls "$WORK")"
 
 echo "cli: $passed passed, $failed failed"

@@ -20,6 +20,8 @@
 #include <nlohmann/json.hpp>
 
 #include "compiler/artifact/container.h"
+#include "compiler/artifact/cuda_payload.h"
+#include "compiler/cuda/nvrtc.h"
 #include "tests/integration/server_harness.h"
 #include "tests/integration/test_directory.h"
 
@@ -133,7 +135,7 @@ TEST_F(ServerTest, ErrorStatuses) {
   auto unsupported = client->Post("/v1/compile", kUnsupportedModule, "text/plain");
   ASSERT_TRUE(unsupported);
   EXPECT_EQ(unsupported->status, 422) << unsupported->body;
-  EXPECT_EQ(status(client->Post("/v1/compile?target=cuda-sm_90", Module(1), "text/plain")), 422);
+  EXPECT_EQ(status(client->Post("/v1/compile?target=tpu-v5e", Module(1), "text/plain")), 422);
   EXPECT_EQ(status(client->Post("/v1/compile?target=bad%20target", Module(1), "text/plain")), 400);
   EXPECT_EQ(status(client->Post("/v1/compile", "", "text/plain")), 400);
 
@@ -217,6 +219,45 @@ TEST_F(ServerTest, CompileOnceForManyClientsThenHits) {
   EXPECT_THAT(metrics->body, ::testing::ContainsRegex(
                                  "hlocache_compile_seconds_saved_total [0-9]*\\.[0-9]*[1-9]"));
   EXPECT_EQ(server->Stop(), 0);
+}
+
+// A server with no GPU builds GPU executables with NVRTC, so that CI and a CPU cache server
+// can prewarm them for GPU hosts; without NVRTC it says so.
+TEST_F(ServerTest, CompilesGpuExecutablesWithoutAGpu) {
+  auto server = Start();
+  auto client = server->Client();
+  const bool have_nvrtc = compiler::Nvrtc::Get().has_value();
+  for (const std::string target : {"cuda-sm_80", "cuda-sm_90"}) {
+    auto r = client->Post(("/v1/compile?target=" + target).c_str(), Module(7), "text/plain");
+    ASSERT_TRUE(r);
+    if (!have_nvrtc) {
+      EXPECT_EQ(r->status, 503);
+      EXPECT_THAT(r->body, HasSubstr("NVRTC"));
+      continue;
+    }
+    ASSERT_EQ(r->status, 200) << r->body;
+    EXPECT_EQ(r->get_header_value("X-Hlocache-Cache"), "miss");
+    auto decoded = compiler::DecodeArtifact(r->body);
+    ASSERT_TRUE(decoded.has_value()) << decoded.error().ToString();
+    EXPECT_EQ(decoded->header.target, target);
+    EXPECT_EQ(decoded->header.payload_kind, compiler::kPayloadCubinPlan);
+    auto payload = compiler::DecodeCudaPayload(decoded->payload);
+    ASSERT_TRUE(payload.has_value()) << payload.error().ToString();
+    auto arch = compiler::CubinArch(payload->cubin);
+    ASSERT_TRUE(arch.has_value());
+    EXPECT_EQ("cuda-" + *arch, target);
+    // The key names NVRTC's compiler id, and the next request is a hit.
+    auto keys = client->Post(("/v1/keys?target=" + target).c_str(), Module(7), "text/plain");
+    ASSERT_TRUE(keys);
+    const auto j = nlohmann::json::parse(keys->body);
+    EXPECT_EQ(j["key"], r->get_header_value("X-Hlocache-Key"));
+    EXPECT_THAT(j["compiler_id"].get<std::string>(), ::testing::StartsWith("nvrtc-"));
+    auto again = client->Post(("/v1/compile?target=" + target).c_str(), Module(7), "text/plain");
+    ASSERT_TRUE(again);
+    EXPECT_EQ(again->get_header_value("X-Hlocache-Cache"), "hit");
+    EXPECT_EQ(again->body, r->body);
+  }
+  EXPECT_EQ(server->Stop(), 0) << server->output();
 }
 
 TEST_F(ServerTest, RolesFromATokensFile) {
