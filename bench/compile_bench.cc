@@ -6,9 +6,10 @@
 // load only. Then a kernel table: f32 dots of 256, 512 and 1024 cubed, a row reduction and a fused
 // elementwise chain, generated code against the interpreter and, for the dots, against
 // OpenBLAS's sgemm on one thread (libopenblas0 from Debian, loaded at run time; `make bench`
-// installs it) on the same inputs.
+// installs it) on the same inputs. Last, GPU executables built here without a GPU: NVRTC's
+// compile for cuda-sm_80 and cuda-sm_90 beside the CPU compile of the same module.
 //
-// Usage: compile_bench [CORPUS_DIR]
+// Usage: compile_bench [CORPUS_DIR [gpu]]   ("gpu": the GPU table alone)
 
 #include <dlfcn.h>
 
@@ -22,9 +23,11 @@
 #include <vector>
 
 #include "client/keying.h"
+#include "compiler/artifact/cuda_payload.h"
 #include "compiler/artifact/execute.h"
 #include "compiler/artifact/loader.h"
 #include "compiler/codegen/cpu_codegen.h"
+#include "compiler/cuda/nvrtc.h"
 #include "compiler/hlo/parser.h"
 #include "compiler/interp/arguments.h"
 #include "compiler/interp/interpreter.h"
@@ -190,6 +193,70 @@ void KernelTable(hlocache::compiler::WorkerPool& pool, const std::string& compil
 
 }  // namespace
 
+// One compile in a worker process of `path` for `target` (empty: this host's CPU): seconds and
+// the artifact, or the error.
+struct Built {
+  double seconds = 0;
+  std::string artifact;
+  std::string error;
+};
+Built CompileFor(hlocache::compiler::WorkerPool& pool, const hlocache::hlo::Module& module,
+                 const fs::path& path, const std::string& target, const std::string& cpu_id) {
+  using namespace hlocache;
+  client::KeySettings settings;
+  settings.target = target;
+  settings.compiler_id = compiler::CompilerIdFor(target, cpu_id);
+  auto keyed = client::KeyModule(module, settings);
+  if (!keyed) return {0, "", keyed.error().message()};
+  const auto t0 = Clock::now();
+  auto compiled =
+      pool.Compile({keyed->key.text, std::string(module.source()), target, path.string()});
+  const double seconds = Ms(t0) / 1000;
+  if (!compiled) return {seconds, "", compiled.error().message()};
+  return {seconds, std::move(compiled->artifact), ""};
+}
+
+// GPU executables built on this machine, which has no GPU: NVRTC beside the CPU compile.
+void GpuTable(hlocache::compiler::WorkerPool& pool, const fs::path& corpus,
+              const std::vector<std::string>& modules, const std::string& cpu_id) {
+  using namespace hlocache;
+  auto nvrtc = compiler::Nvrtc::Get();
+  if (!nvrtc) {
+    std::printf("\nGPU table skipped: %s\n", nvrtc.error().message().c_str());
+    return;
+  }
+  std::printf("\nGPU executables, built without a GPU (%s):\n\n",
+              compiler::CudaCompilerId().c_str());
+  std::printf(
+      "| module | CPU compile s | sm_80 compile s | sm_90 compile s | kernels | cubin KB (sm_90) "
+      "| plan KB |\n|---|---:|---:|---:|---:|---:|---:|\n");
+  for (const std::string& rel : modules) {
+    const fs::path path = corpus / rel;
+    auto module = hlo::ParseModuleFile(path.string());
+    if (!module) continue;
+    const Built cpu = CompileFor(pool, *module, path, "", cpu_id);
+    const Built sm80 = CompileFor(pool, *module, path, "cuda-sm_80", cpu_id);
+    const Built sm90 = CompileFor(pool, *module, path, "cuda-sm_90", cpu_id);
+    const std::string name = fs::path(rel).filename().string();
+    if (!sm90.error.empty() || !sm80.error.empty()) {
+      std::printf("| %s | %.2f | (%s) |\n", name.c_str(), cpu.seconds,
+                  (sm90.error.empty() ? sm80.error : sm90.error).c_str());
+      continue;
+    }
+    auto decoded = compiler::DecodeArtifact(sm90.artifact);
+    if (!decoded) continue;
+    auto payload = compiler::DecodeCudaPayload(decoded->payload);
+    if (!payload) continue;
+    size_t kernels = 0;
+    for (const auto& step : payload->plan.steps) kernels += step.kernel.empty() ? 0 : 1;
+    const double plan_kb =
+        static_cast<double>(decoded->payload.size() - payload->cubin.size()) / 1024.0;
+    std::printf("| %s | %.2f | %.2f | %.2f | %zu | %.0f | %.1f |\n", name.c_str(), cpu.seconds,
+                sm80.seconds, sm90.seconds, kernels, payload->cubin.size() / 1024.0, plan_kb);
+    std::fflush(stdout);
+  }
+}
+
 int main(int argc, char** argv) {
   using namespace hlocache;
   const fs::path corpus = argc > 1 ? argv[1] : HLOCACHE_CORPUS_DIR;
@@ -209,6 +276,10 @@ int main(int argc, char** argv) {
   options.worker_binary = HLOCACHE_BINARY;
   compiler::WorkerPool pool(options);
 
+  if (argc > 2 && std::string(argv[2]) == "gpu") {
+    GpuTable(pool, corpus, modules, toolchain->CompilerId());
+    return 0;
+  }
   std::printf("compile_bench: %s, target %s, one worker process per compile\n\n",
               toolchain->CompilerId().c_str(), compiler::HostCpuTarget().c_str());
   std::printf(
@@ -291,5 +362,6 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
   KernelTable(pool, toolchain->CompilerId());
+  GpuTable(pool, corpus, modules, toolchain->CompilerId());
   return 0;
 }

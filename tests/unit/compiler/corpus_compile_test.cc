@@ -22,6 +22,8 @@
 #include "compiler/artifact/execute.h"
 #include "compiler/artifact/loader.h"
 #include "compiler/codegen/cpu_codegen.h"
+#include "compiler/cuda/cuda_codegen.h"
+#include "compiler/cuda/nvrtc.h"
 #include "compiler/hlo/collectives.h"
 #include "compiler/hlo/convolution_dims.h"
 #include "compiler/hlo/parser.h"
@@ -32,6 +34,7 @@
 #include "compiler/target.h"
 #include "compiler/toolchain.h"
 #include "compiler/worker_pool.h"
+#include "tests/unit/compiler/cuda_emulation.h"
 #include "tests/unit/status_matchers.h"
 
 #ifndef HLOCACHE_CORPUS_DIR
@@ -439,6 +442,80 @@ TEST(CorpusCompileTest, EveryCoreOpModuleCompilesRunsAndMatchesTheInterpreter) {
   EXPECT_EQ(stats.running, 0u);
   // Modules with equal keys (the corpus has a few duplicates) may share one compile.
   EXPECT_EQ(stats.compiles + stats.coalesced, static_cast<uint64_t>(tally.compiled));
+}
+
+// The GPU targets: every module of the core op set is lowered to CUDA and built by NVRTC for
+// sm_80 and sm_90, each cubin's ELF header naming its architecture. The kernels of the smaller
+// ones also run on the host emulation against the interpreter.
+TEST(CorpusCompileTest, EveryCoreOpModuleBuildsCubinsForBothGpuTargets) {
+  auto nvrtc = Nvrtc::Get();
+  if (!nvrtc) GTEST_SKIP() << nvrtc.error().message();
+  constexpr uint64_t kEmulationBudget = uint64_t{1} << 22;  // Element operations.
+  int eligible = 0, built = 0, emulated = 0;
+  std::vector<std::string> malformed;
+  double nvrtc_seconds = 0;
+  size_t seen = 0;
+  for (const std::string& file : CorpusFiles()) {
+    auto module = hlo::ParseModuleFile(file);
+    if (!module || !NotCompilable(*module).empty() || !OutsideCoreSet(*module).empty()) continue;
+    if (seen++ % kCompileStride != 0) continue;  // The sanitizer build takes every third.
+    ++eligible;
+    const std::string name = fs::path(file).filename().string();
+    bool ok = true;
+    for (const char* arch : {"sm_80", "sm_90"}) {
+      auto program = LowerToCuda(*module, arch);
+      if (!program && program.error().code() == StatusCode::kInvalidArgument) {
+        // Shapes that contradict their ops: refused as the interpreter and the CPU target do.
+        EXPECT_THAT(LowerToCpp(*module), StatusIs(StatusCode::kInvalidArgument)) << name;
+        malformed.push_back(name + ": " + program.error().message());
+        ok = false;
+        break;
+      }
+      if (!program) {
+        ADD_FAILURE() << name << ": " << program.error().message();
+        ok = false;
+        break;
+      }
+      const auto start = std::chrono::steady_clock::now();
+      auto cubin = (*nvrtc)->CompileToCubin(program->source, arch, name + ".cu");
+      nvrtc_seconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (!cubin) {
+        ADD_FAILURE() << name << " (" << arch << "): " << cubin.error().message();
+        ok = false;
+        break;
+      }
+      auto built_for = CubinArch(*cubin);
+      EXPECT_TRUE(built_for && *built_for == arch) << name << ": a cubin for another GPU";
+      if (std::string(arch) != "sm_90" ||
+          InterpreterWork(*module, module->entry) > kEmulationBudget) {
+        continue;
+      }
+      auto args = interp::MakeArguments(*module, interp::ArgumentFill::kRandom, 1);
+      auto leaves = EntryLeavesOf(*module);
+      if (!args || !leaves) continue;  // Too large to make inputs for.
+      auto in = ArgumentBytes(*leaves, *args);
+      auto expected = interp::Evaluate(*module, *args);
+      ASSERT_TRUE(in && expected) << name;
+      auto got = EmulateCudaProgram(*program, *in, leaves->results);
+      ASSERT_TRUE(got.has_value()) << name << ": " << got.error().message();
+      std::vector<const interp::Literal*> want;
+      interp::FlattenLeaves(*expected, want);
+      auto compared = interp::CompareWithInterpreter(want, *got);
+      ASSERT_TRUE(compared.has_value()) << name;
+      EXPECT_EQ(compared->mismatched, 0u) << name << ": " << compared->first_mismatch;
+      ++emulated;
+    }
+    if (ok) ++built;
+  }
+  std::printf(
+      "gpu: %d of %d core-op corpus modules built for sm_80 and sm_90 (NVRTC %s, %.1f s "
+      "in all); %d of them ran on the host emulation and matched the interpreter\n",
+      built, eligible, (*nvrtc)->version().c_str(), nvrtc_seconds, emulated);
+  for (const std::string& m : malformed) std::printf("  exception: malformed: %s\n", m.c_str());
+  EXPECT_EQ(built + static_cast<int>(malformed.size()), eligible);
+  EXPECT_GE(eligible, static_cast<int>(100 / kCompileStride))
+      << "far fewer core-op modules than the corpus holds";
 }
 
 }  // namespace

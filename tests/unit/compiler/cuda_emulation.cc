@@ -52,7 +52,8 @@ void Sync() { g_barrier->arrive_and_wait(); }
 
 // `extern "C" void call_kN(void* const* a) { kN((T0*)a[0], ...); }` for each kernel, from the
 // generated signatures ("T* __restrict__ bN" or "const T* __restrict__ bN", comma-separated).
-Result<std::string> Adapters(const CudaProgram& program) {
+// `synchronizing` gets the kernels whose threads meet at __syncthreads.
+Result<std::string> Adapters(const CudaProgram& program, std::vector<std::string>& synchronizing) {
   std::string out;
   std::vector<std::string> done;
   for (const CudaStep& step : program.plan.steps) {
@@ -65,6 +66,11 @@ Result<std::string> Adapters(const CudaProgram& program) {
     if (at == std::string::npos) return Error(NotFound("no kernel " + step.kernel));
     const size_t begin = at + opening.size();
     const size_t end = program.source.find(')', begin);
+    const size_t next = program.source.find("extern \"C\"", end);
+    if (program.source.substr(end, next == std::string::npos ? next : next - end)
+            .find("__syncthreads") != std::string::npos) {
+      synchronizing.push_back(step.kernel);
+    }
     std::string params = program.source.substr(begin, end - begin);
     std::string call =
         "HC_EXPORT void call_" + step.kernel + "(void* const* a) {\n  " + step.kernel + "(";
@@ -98,7 +104,8 @@ Result<std::vector<std::string>> EmulateCudaProgram(const CudaProgram& program,
   if (inputs.size() != plan.parameters.size() || results.size() != plan.results.size()) {
     return Error(InvalidArgument("inputs or results do not match the plan"));
   }
-  HLOCACHE_ASSIGN_OR_RETURN(std::string adapters, Adapters(program));
+  std::vector<std::string> synchronizing;
+  HLOCACHE_ASSIGN_OR_RETURN(std::string adapters, Adapters(program, synchronizing));
   HLOCACHE_ASSIGN_OR_RETURN(Toolchain toolchain, Toolchain::Probe({}));
   HLOCACHE_ASSIGN_OR_RETURN(
       std::string so, toolchain.CompileSharedObject(std::string(kShim) + program.source + adapters,
@@ -138,6 +145,23 @@ Result<std::vector<std::string>> EmulateCudaProgram(const CudaProgram& program,
                                static_cast<unsigned>(step.block[1]),
                                static_cast<unsigned>(step.block[2])};
     dims(grid, block, &Sync);
+    if (std::find(synchronizing.begin(), synchronizing.end(), step.kernel) == synchronizing.end()) {
+      // Threads that never meet run one after another.
+      for (unsigned z = 0; z < grid[2]; ++z) {
+        for (unsigned y = 0; y < grid[1]; ++y) {
+          for (unsigned x = 0; x < grid[0]; ++x) {
+            const unsigned at[3] = {x, y, z};
+            for (unsigned t = 0; t < block[0] * block[1] * block[2]; ++t) {
+              const unsigned id[3] = {t % block[0], t / block[0] % block[1],
+                                      t / (block[0] * block[1])};
+              thread(id, at);
+              call(args.data());
+            }
+          }
+        }
+      }
+      continue;
+    }
     const auto threads = static_cast<ptrdiff_t>(block[0] * block[1] * block[2]);
     std::barrier<> barrier(threads);
     g_barrier = &barrier;
