@@ -17,8 +17,9 @@ namespace {
 
 // The payload of a GPU target: the module's kernels built by NVRTC, and their launch plan.
 Result<std::string> BuildCudaPayload(const hlo::Module& module, const std::string& target) {
-  HLOCACHE_ASSIGN_OR_RETURN(const Nvrtc* nvrtc, Nvrtc::Get());
+  // The module's faults first: they hold wherever it is built.
   HLOCACHE_ASSIGN_OR_RETURN(CudaProgram program, LowerToCuda(module, CudaTargetArch(target)));
+  HLOCACHE_ASSIGN_OR_RETURN(const Nvrtc* nvrtc, Nvrtc::Get());
   HLOCACHE_ASSIGN_OR_RETURN(
       std::string cubin,
       nvrtc->CompileToCubin(program.source, program.plan.arch, module.filename() + ".cu"));

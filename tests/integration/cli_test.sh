@@ -150,6 +150,18 @@ if "$BIN" key --target cuda-sm_90 "$CORE" >/dev/null 2>&1 && ldconfig -p | grep 
   else
     expect_grep "no (CUDA driver|GPU)" "$WORK/err" "running without a GPU says so"
   fi
+  # The runtime's answers to what a driver says, through a stand-in driver.
+  cc -shared -fPIC -o "$WORK/libcuda_fake.so" "$(dirname "$0")/data/fake_libcuda.c" && pass || fail "build the fake driver"
+  expect_rc 1 "run with no GPU" -- env HLOCACHE_CUDA_DRIVER_LIBRARY="$WORK/libcuda_fake.so" FAKE_CUDA=nodevice \
+    "$BIN" run --artifact "$WORK/gpu.hloart" "$CORE"
+  expect_grep "^hlocache run: no GPU: " "$WORK/err" "no GPU is said as such"
+  expect_rc 1 "run on another GPU" -- env HLOCACHE_CUDA_DRIVER_LIBRARY="$WORK/libcuda_fake.so" FAKE_CUDA=sm_86 \
+    "$BIN" run --artifact "$WORK/gpu.hloart" "$CORE"
+  expect_grep "this executable is for sm_90; GPU 0 \(Fake GPU\) is sm_86" "$WORK/err" "a GPU of another architecture is named"
+  expect_rc 1 "run where the driver refuses the cubin" -- env HLOCACHE_CUDA_DRIVER_LIBRARY="$WORK/libcuda_fake.so" \
+    FAKE_CUDA=sm_90 FAKE_CUDA_LOG="$WORK/driver.log" "$BIN" run --artifact "$WORK/gpu.hloart" "$CORE"
+  expect_grep "cuModuleLoadData: device kernel image is invalid" "$WORK/err" "the driver's error is passed on"
+  [[ $(grep -c '^retain$' "$WORK/driver.log") -eq 1 && $(grep -c '^release$' "$WORK/driver.log") -eq 1 ]] && pass || fail "the context is released after a failure: $(cat "$WORK/driver.log")"
   expect_rc 1 "compile an unsupported op for a GPU" -- "$BIN" compile --target cuda-sm_80 "$WORK/custom.hlo"
   expect_grep "custom.hlo:3: the CUDA code generator does not support 'custom-call'" "$WORK/err" "GPU: unsupported op named"
   rm -f "$WORK/gpu.hloart"
