@@ -29,9 +29,24 @@ namespace hlocache_rt {
 struct hc_f16 { uint16_t bits; };
 struct hc_bf16 { uint16_t bits; };
 
+// 8-bit floats: their bits, and the format as template arguments (compiler/interp/minifloat.h):
+// exponent and mantissa bits, bias, whether it has infinities, and where its NaN is (0: all-ones
+// exponent, 1: all-ones magnitude, 2: 0x80).
+template <int E, int M, int Bias, bool Inf, int Nan> struct hc_f8 { uint8_t bits; };
+using hc_f8e5m2 = hc_f8<5, 2, 15, true, 0>;
+using hc_f8e4m3 = hc_f8<4, 3, 7, true, 0>;
+using hc_f8e3m4 = hc_f8<3, 4, 3, true, 0>;
+using hc_f8e4m3fn = hc_f8<4, 3, 7, false, 1>;
+using hc_f8e4m3fnuz = hc_f8<4, 3, 8, false, 2>;
+using hc_f8e5m2fnuz = hc_f8<5, 2, 16, false, 2>;
+using hc_f8e4m3b11fnuz = hc_f8<4, 3, 11, false, 2>;
+template <class T> struct hc_is_f8 : std::false_type {};
+template <int E, int M, int B, bool I, int N> struct hc_is_f8<hc_f8<E, M, B, I, N>> : std::true_type {};
+
 template <class T> using U = std::make_unsigned_t<T>;
 template <class T> constexpr bool kHalf = std::is_same_v<T, hc_f16> || std::is_same_v<T, hc_bf16>;
-template <class T> constexpr bool kFloat = std::is_floating_point_v<T> || kHalf<T>;
+template <class T> constexpr bool kFloat =
+    std::is_floating_point_v<T> || kHalf<T> || hc_is_f8<T>::value;
 template <class T> constexpr int kBits = std::is_same_v<T, bool> ? 1 : 8 * sizeof(T);
 
 inline uint16_t hc_encode_half(double v, int eb, int m) {
@@ -77,9 +92,62 @@ inline double hc_load(hc_f16 x) {
 }
 inline double hc_load(float x) { return x; }
 inline double hc_load(double x) { return x; }
+template <int E, int M, int Bias, bool Inf, int Nan>
+double hc_load(hc_f8<E, M, Bias, Inf, Nan> x) {
+  constexpr uint32_t magnitude_bits = (1u << (E + M)) - 1u, exponent_mask = (1u << E) - 1u;
+  const uint32_t magnitude = x.bits & magnitude_bits;
+  const uint32_t exponent = magnitude >> M, mantissa = magnitude & ((1u << M) - 1u);
+  const bool negative = (x.bits & (magnitude_bits + 1u)) != 0;
+  if (Nan == 2 && negative && magnitude == 0) return std::nan("");
+  if (Nan == 1 && magnitude == magnitude_bits) return std::nan("");
+  if (Nan == 0 && exponent == exponent_mask) {
+    if (mantissa != 0) return std::nan("");
+    return negative ? -HUGE_VAL : HUGE_VAL;
+  }
+  const double v = exponent == 0 ? std::ldexp(static_cast<double>(mantissa), 1 - Bias - M)
+                                 : std::ldexp(static_cast<double>(mantissa | (1u << M)),
+                                              static_cast<int>(exponent) - Bias - M);
+  return negative ? -v : v;
+}
+// Round to nearest even; past the largest finite value to infinity, or NaN without one.
+template <int E, int M, int Bias, bool Inf, int Nan>
+hc_f8<E, M, Bias, Inf, Nan> hc_encode_f8(double v) {
+  constexpr uint32_t magnitude_bits = (1u << (E + M)) - 1u;
+  constexpr uint32_t exponent_ones = ((1u << E) - 1u) << M;
+  const uint32_t sign = std::signbit(v) ? magnitude_bits + 1u : 0u;
+  const uint32_t nan = Nan == 0   ? sign | exponent_ones | (1u << (M - 1))
+                       : Nan == 1 ? sign | magnitude_bits
+                                  : magnitude_bits + 1u;
+  constexpr uint32_t max = Nan == 0 ? exponent_ones - 1u : Nan == 1 ? magnitude_bits - 1u
+                                                                    : magnitude_bits;
+  using F8 = hc_f8<E, M, Bias, Inf, Nan>;
+  if (std::isnan(v)) return F8{static_cast<uint8_t>(nan)};
+  const double a = std::fabs(v);
+  if (std::isinf(a)) return F8{static_cast<uint8_t>(Inf ? sign | exponent_ones : nan)};
+  uint32_t bits = 0;
+  if (a != 0) {
+    int e = 0;
+    std::frexp(a, &e);
+    const int exponent = e - 1 + Bias;
+    if (exponent >= 1) {
+      const double r = std::nearbyint(std::ldexp(a, M - (e - 1)));
+      bits = (static_cast<uint32_t>(exponent) << M) + (static_cast<uint32_t>(r) - (1u << M));
+    } else {
+      bits = static_cast<uint32_t>(std::nearbyint(std::ldexp(a, M + Bias - 1)));
+    }
+    if (bits > max) return F8{static_cast<uint8_t>(Inf ? sign | exponent_ones : nan)};
+  }
+  if (bits == 0 && Nan == 2) return F8{0};
+  return F8{static_cast<uint8_t>(sign | bits)};
+}
+template <class T> struct hc_f8_encoder;
+template <int E, int M, int B, bool I, int N> struct hc_f8_encoder<hc_f8<E, M, B, I, N>> {
+  static hc_f8<E, M, B, I, N> Encode(double v) { return hc_encode_f8<E, M, B, I, N>(v); }
+};
 template <class T> T hc_store(double v) {
   if constexpr (std::is_same_v<T, hc_f16>) return hc_f16{hc_encode_half(v, 5, 10)};
   else if constexpr (std::is_same_v<T, hc_bf16>) return hc_bf16{hc_encode_half(v, 8, 7)};
+  else if constexpr (hc_is_f8<T>::value) return hc_f8_encoder<T>::Encode(v);
   else return static_cast<T>(v);
 }
 
@@ -259,6 +327,9 @@ template <class T> T hc_reduce_precision(T x, int eb, int mb) {
     return hc_bitcast<double>(hc_reduce_precision_bits(hc_bitcast<uint64_t>(x), 11, 52, eb, mb));
   } else if constexpr (std::is_same_v<T, hc_f16>) {
     return hc_f16{static_cast<uint16_t>(hc_reduce_precision_bits(x.bits, 5, 10, eb, mb))};
+  } else if constexpr (hc_is_f8<T>::value) {
+    // On the exact value in double, as the interpreter does, then rounded back.
+    return hc_store<T>(hc_reduce_precision<double>(hc_load(x), eb, mb));
   } else {
     return hc_bf16{static_cast<uint16_t>(hc_reduce_precision_bits(x.bits, 8, 7, eb, mb))};
   }

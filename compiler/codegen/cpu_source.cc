@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "compiler/interp/half.h"
+#include "compiler/interp/minifloat.h"
 
 namespace hlocache::compiler {
 
@@ -39,6 +40,20 @@ const char* CType(PrimitiveType t) {
       return "float";
     case PrimitiveType::kF64:
       return "double";
+    case PrimitiveType::kF8E5M2:
+      return "hc_f8e5m2";
+    case PrimitiveType::kF8E4M3:
+      return "hc_f8e4m3";
+    case PrimitiveType::kF8E3M4:
+      return "hc_f8e3m4";
+    case PrimitiveType::kF8E4M3FN:
+      return "hc_f8e4m3fn";
+    case PrimitiveType::kF8E4M3FNUZ:
+      return "hc_f8e4m3fnuz";
+    case PrimitiveType::kF8E5M2FNUZ:
+      return "hc_f8e5m2fnuz";
+    case PrimitiveType::kF8E4M3B11FNUZ:
+      return "hc_f8e4m3b11fnuz";
     default:
       return nullptr;
   }
@@ -65,6 +80,9 @@ std::string ElementLiteral(const interp::Literal& value, size_t e) {
   if (t == PrimitiveType::kF16 || t == PrimitiveType::kBF16) {
     const auto format = t == PrimitiveType::kF16 ? interp::kF16Format : interp::kBF16Format;
     return "{" + std::to_string(interp::EncodeHalf(value.GetFloat(e), format)) + "}";
+  }
+  if (const auto mini = interp::MiniFloatFormatOf(t)) {
+    return "{" + std::to_string(interp::EncodeMiniFloat(value.GetFloat(e), *mini)) + "}";
   }
   if (value.is_float()) {
     return "static_cast<" + std::string(CType(t)) + ">(" + DoubleLiteral(value.GetFloat(e)) + ")";

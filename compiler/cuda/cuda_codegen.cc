@@ -60,6 +60,13 @@ struct Frame {
 
 std::string Num(int64_t v) { return std::to_string(v) + "LL"; }
 
+// The C type of an element in device code: the device prelude's types are pred, the integers,
+// f16, bf16, f32 and f64 (8-bit floats not yet); nullptr for the rest.
+const char* DeviceType(PrimitiveType t) {
+  if (hlo::IsFloat(t) && hlo::PrimitiveTypeBits(t) < 16) return nullptr;
+  return CType(t);
+}
+
 class CudaLowering {
  public:
   CudaLowering(const hlo::Module& m, std::string arch) : m_(m) { plan_.arch = std::move(arch); }
@@ -126,7 +133,7 @@ class CudaLowering {
       for (const Shape& e : s.tuple_elements) HLOCACHE_RETURN_IF_ERROR(CheckShape(inst, e));
       return Status::Ok();
     }
-    if (CType(s.type) == nullptr) {
+    if (DeviceType(s.type) == nullptr) {
       return Unsupported(inst, "the element type " + hlo::CanonicalShapeText(s));
     }
     if (!s.ElementCount()) return Unsupported(inst, "dynamic dimensions");
@@ -1024,7 +1031,7 @@ class CudaLowering {
     for (size_t p = 0; p < comp.parameters.size(); ++p) {
       const Instruction& param = comp.instructions[static_cast<size_t>(comp.parameters[p])];
       if (!param.shape.IsArray() || ElementCount(param.shape) != 1 ||
-          CType(param.shape.type) == nullptr) {
+          DeviceType(param.shape.type) == nullptr) {
         return Error(Unsupported(param, "a reducer parameter that is not a scalar"));
       }
       sig += std::string(p ? ", " : "") + "const " + CType(param.shape.type) + " a" +
@@ -1060,7 +1067,7 @@ class CudaLowering {
         continue;
       }
       if (!inst.shape_written || !inst.shape.IsArray() || ElementCount(inst.shape) != 1 ||
-          CType(inst.shape.type) == nullptr) {
+          DeviceType(inst.shape.type) == nullptr) {
         return Error(Unsupported(inst, "a reducer value that is not a scalar"));
       }
       std::vector<const Shape*> shapes;

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "compiler/interp/half.h"
+#include "compiler/interp/minifloat.h"
 
 namespace hlocache::interp {
 
@@ -29,7 +30,7 @@ bool IsSupportedType(PrimitiveType type) {
     case PrimitiveType::kToken:
       return true;
     default:
-      return false;
+      return MiniFloatFormatOf(type).has_value();
   }
 }
 
@@ -42,6 +43,8 @@ double RoundToType(double v, PrimitiveType type) {
     case PrimitiveType::kBF16:
       return DecodeHalf(EncodeHalf(v, kBF16Format), kBF16Format);
     default:
+      if (const auto f = MiniFloatFormatOf(type))
+        return DecodeMiniFloat(EncodeMiniFloat(v, *f), *f);
       return v;
   }
 }
@@ -180,7 +183,12 @@ T ReadAs(std::string_view bytes, size_t i) {
 std::string ToBytes(const Literal& a) {
   std::string out;
   out.reserve(a.size() * static_cast<size_t>(hlo::BufferElementBytes(a.type())));
+  const auto mini = MiniFloatFormatOf(a.type());
   for (size_t i = 0; i < a.size(); ++i) {
+    if (mini) {
+      AppendAs(out, EncodeMiniFloat(a.GetFloat(i), *mini));
+      continue;
+    }
     switch (a.type()) {
       case PrimitiveType::kF32:
         AppendAs(out, static_cast<float>(a.GetFloat(i)));
@@ -224,7 +232,12 @@ Result<Literal> FromBytes(const hlo::Shape& shape, std::string_view bytes) {
     return Error(InvalidArgument(std::to_string(bytes.size()) + " bytes for " +
                                  hlo::CanonicalShapeText(shape)));
   }
+  const auto mini = MiniFloatFormatOf(shape.type);
   for (size_t i = 0; i < out.size(); ++i) {
+    if (mini) {
+      out.SetFloat(i, DecodeMiniFloat(ReadAs<uint8_t>(bytes, i), *mini));
+      continue;
+    }
     switch (shape.type) {
       case PrimitiveType::kF32:
         out.SetFloat(i, ReadAs<float>(bytes, i));

@@ -369,6 +369,45 @@ TEST(CpuCodegenTest, EveryElementTypeComputesLikeTheInterpreter) {
                                      {Array(t, {8}, {0.1, -2.5, 65504, NAN, 1e-6, 3.3, 1e30, -0.0}),
                                       Array(t, {8}, {0.2, 0, 2, 1, -7e-8, 1.7, -INFINITY, 1.5})});
   }
+  // The 8-bit floats: arithmetic rounded once to the format, overflow to infinity or NaN,
+  // conversions between them, dots and reductions of them.
+  for (const char* type :
+       {"f8e5m2", "f8e4m3", "f8e3m4", "f8e4m3fn", "f8e4m3fnuz", "f8e5m2fnuz", "f8e4m3b11fnuz"}) {
+    std::string text = R"(
+add {
+  x = T[] parameter(0)
+  y = T[] parameter(1)
+  ROOT s = T[] add(x, y)
+}
+ENTRY e {
+  a = T[8] parameter(0)
+  b = T[8] parameter(1)
+  s = T[8] add(a, b)
+  m = T[8] multiply(s, b)
+  d = T[8] divide(m, a)
+  q = T[8] sqrt(d)
+  f = f32[8] convert(m)
+  g = f8e4m3fn[8] convert(d)
+  h = f8e5m2[8] convert(g)
+  big = f32[8] multiply(f, f)
+  big2 = f32[8] multiply(big, big)
+  over = T[8] convert(big2)
+  lt = pred[8] compare(a, b), direction=LT
+  z = T[] constant(0)
+  r = T[] reduce(m, z), dimensions={0}, to_apply=add
+  x = T[2,4] reshape(a)
+  y = T[4,2] reshape(b)
+  dt = f32[2,2] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  i = s32[8] convert(q)
+  ROOT o = (T[8], f32[8], f8e5m2[8], T[8], pred[8], T[], f32[2,2], s32[8]) tuple(q, f, h, over, lt, r, dt, i)
+})";
+    for (size_t pos; (pos = text.find("T[")) != std::string::npos;) text.replace(pos, 1, type);
+    const PrimitiveType t = *hlo::PrimitiveTypeFromName(type);
+    SCOPED_TRACE(type);
+    ExpectCompiledMatchesInterpreter(text,
+                                     {Array(t, {8}, {0.1, -2.5, 7.5, NAN, 1e-3, 3.3, 1e30, -0.0}),
+                                      Array(t, {8}, {0.2, 0, 2, 1, -7e-3, 1.7, -INFINITY, 1.5})});
+  }
   // pred: logical ops, select, and its reductions.
   ExpectCompiledMatchesInterpreter(R"(
 any {

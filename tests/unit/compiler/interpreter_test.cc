@@ -1,5 +1,6 @@
 // The reference interpreter on hand-written modules with hand-computed results.
 #include "compiler/interp/interpreter.h"
+#include "compiler/interp/minifloat.h"
 
 #include <gtest/gtest.h>
 
@@ -67,6 +68,55 @@ TEST(InterpreterTest, FloatArithmeticRoundsToF32OnEveryStep) {
   const float s2 = 0.1f + 0.2f;
   const float m2 = s2 * 0.2f;
   EXPECT_EQ(FloatsOf(*r), (std::vector<double>{12, 0.625, static_cast<float>(m2 / 0.1f), -0.0}));
+}
+
+// The 8-bit float formats' encodings, from ml_dtypes' definitions: largest finite values, ties
+// to even, overflow to infinity or NaN, subnormals, and which formats have a negative zero.
+TEST(InterpreterTest, EightBitFloatsRoundAsTheirFormatsSay) {
+  auto encode = [](PrimitiveType t, double v) {
+    return static_cast<int>(EncodeMiniFloat(v, *MiniFloatFormatOf(t)));
+  };
+  auto decode = [](PrimitiveType t, int bits) {
+    return DecodeMiniFloat(static_cast<uint8_t>(bits), *MiniFloatFormatOf(t));
+  };
+  const PrimitiveType fn = PrimitiveType::kF8E4M3FN, e5 = PrimitiveType::kF8E5M2;
+  const PrimitiveType fnuz = PrimitiveType::kF8E4M3FNUZ;
+  EXPECT_EQ(encode(fn, 1.0), 0x38);
+  EXPECT_EQ(encode(fn, 448), 0x7e);
+  EXPECT_EQ(encode(fn, 464), 0x7e);  // The tie between 448 and 480 goes to even 448.
+  EXPECT_EQ(encode(fn, 465), 0x7f);  // Past the largest finite: NaN (no infinity).
+  EXPECT_EQ(encode(fn, -INFINITY), 0xff);
+  EXPECT_EQ(encode(fn, 0x1p-9), 0x01);    // The smallest subnormal.
+  EXPECT_EQ(encode(fn, -0x1p-10), 0x80);  // A tie to zero keeps its sign.
+  EXPECT_TRUE(std::isnan(decode(fn, 0x7f)));
+  EXPECT_EQ(decode(fn, 0x7e), 448);
+  EXPECT_EQ(decode(fn, 0xfe), -448);
+  EXPECT_EQ(encode(e5, 57344), 0x7b);
+  EXPECT_EQ(encode(e5, 61440), 0x7c);  // The tie above the largest goes to infinity.
+  EXPECT_EQ(decode(e5, 0x7c), INFINITY);
+  EXPECT_TRUE(std::isnan(decode(e5, 0x7e)));
+  EXPECT_EQ(encode(PrimitiveType::kF8E4M3, 240), 0x77);
+  EXPECT_EQ(encode(PrimitiveType::kF8E4M3, 1e9), 0x78);  // Infinity.
+  EXPECT_EQ(encode(PrimitiveType::kF8E3M4, 15.5), 0x6f);
+  EXPECT_EQ(encode(fnuz, 1.0), 0x40);
+  EXPECT_EQ(encode(fnuz, 240), 0x7f);
+  EXPECT_EQ(encode(fnuz, -0.0), 0x00);  // No negative zero.
+  EXPECT_EQ(encode(fnuz, -0x1p-12), 0x00);
+  EXPECT_EQ(encode(fnuz, NAN), 0x80);
+  EXPECT_TRUE(std::isnan(decode(fnuz, 0x80)));
+  EXPECT_EQ(encode(PrimitiveType::kF8E5M2FNUZ, 57344), 0x7f);
+  EXPECT_EQ(encode(PrimitiveType::kF8E4M3B11FNUZ, 1.0), 0x58);
+  EXPECT_EQ(decode(PrimitiveType::kF8E4M3B11FNUZ, 0x7f), 30);
+  // Every encoding of every format decodes to a value that encodes back to it (NaN aside).
+  for (PrimitiveType t : {fn, e5, fnuz, PrimitiveType::kF8E4M3, PrimitiveType::kF8E3M4,
+                          PrimitiveType::kF8E5M2FNUZ, PrimitiveType::kF8E4M3B11FNUZ}) {
+    for (int bits = 0; bits < 256; ++bits) {
+      const double v = decode(t, bits);
+      if (!std::isnan(v)) {
+        EXPECT_EQ(encode(t, v), bits) << hlo::PrimitiveTypeName(t) << " " << bits;
+      }
+    }
+  }
 }
 
 TEST(InterpreterTest, IntegerSemanticsFollowXla) {
