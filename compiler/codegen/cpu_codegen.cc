@@ -10,6 +10,7 @@
 #include "compiler/codegen/cpu_prelude.h"
 #include "compiler/codegen/cpu_source.h"
 #include "compiler/codegen/cpu_units.h"
+#include "compiler/codegen/linalg.h"
 #include "compiler/codegen/prng.h"
 #include "compiler/interp/half.h"
 #include "compiler/interp/interpreter.h"
@@ -82,8 +83,9 @@ class Lowering : public CpuEmitter {
       HLOCACHE_RETURN_IF_ERROR(LowerComputation(static_cast<int32_t>(c)));
     }
     std::string shared = kCpuPrelude;
-    shared +=
-        "namespace hlocache_rt {\n" + std::string(kPrngSource) + "\n}  // namespace hlocache_rt\n";
+    shared += "namespace hlocache_rt {\n" + std::string(kPrngSource) + "\n" +
+              std::string(kLinalgSource) + "\n" + kCpuLinalgPrelude +
+              "}  // namespace hlocache_rt\n";
     for (const CodePiece& p : pieces_) shared += p.declaration;
     shared += small_constants_ + "\n";
     return PackUnits(shared, pieces_, options_);

@@ -29,6 +29,7 @@ std::span<const CpuOpFamily> CpuOpFamilies() {
       CpuConvolutionOps(),
       CpuBatchNormOps(),
       CpuRngOps(),
+      CpuLinalgOps(),
   };
   return std::span<const CpuOpFamily>(kFamilies, sizeof kFamilies / sizeof kFamilies[0]);
 }

@@ -42,4 +42,7 @@ CpuOpFamily CpuBatchNormOps();
 // cpu_rng.cc: rng-bit-generator, rng-get-and-update-state, rng.
 CpuOpFamily CpuRngOps();
 
+// cpu_linalg.cc: cholesky, triangular-solve.
+CpuOpFamily CpuLinalgOps();
+
 }  // namespace hlocache::compiler

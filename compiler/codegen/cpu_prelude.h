@@ -877,4 +877,36 @@ using namespace hlocache_rt;
 
 )";
 
+// cholesky and triangular-solve over batches (compiler/codegen/linalg.h), to follow the linear
+// algebra's source in the hlocache_rt namespace: each batch in double, each result rounded once.
+// They return false when out of memory.
+inline constexpr const char* kCpuLinalgPrelude = R"(
+template <class T>
+bool hc_cholesky_batches(const T* a, T* out, int64_t batches, int64_t n, bool lower) {
+  std::unique_ptr<double[]> m(new (std::nothrow) double[n * n > 0 ? n * n : 1]);
+  if (!m) return false;
+  for (int64_t b = 0; b < batches; ++b) {
+    for (int64_t i = 0; i < n * n; ++i) m[i] = hc_load(a[b * n * n + i]);
+    hc_cholesky(m.get(), n, lower);
+    for (int64_t i = 0; i < n * n; ++i) out[b * n * n + i] = hc_store<T>(m[i]);
+  }
+  return true;
+}
+template <class T>
+bool hc_triangular_solve_batches(const T* a, const T* b, T* out, int64_t batches, int64_t rows,
+                                 int64_t cols, bool left, bool lower, bool unit, bool transpose) {
+  const int64_t m = left ? rows : cols;
+  std::unique_ptr<double[]> am(new (std::nothrow) double[m * m > 0 ? m * m : 1]);
+  std::unique_ptr<double[]> bm(new (std::nothrow) double[rows * cols > 0 ? rows * cols : 1]);
+  if (!am || !bm) return false;
+  for (int64_t k = 0; k < batches; ++k) {
+    for (int64_t i = 0; i < m * m; ++i) am[i] = hc_load(a[k * m * m + i]);
+    for (int64_t i = 0; i < rows * cols; ++i) bm[i] = hc_load(b[k * rows * cols + i]);
+    hc_triangular_solve(am.get(), bm.get(), rows, cols, left, lower, unit, transpose);
+    for (int64_t i = 0; i < rows * cols; ++i) out[k * rows * cols + i] = hc_store<T>(bm[i]);
+  }
+  return true;
+}
+)";
+
 }  // namespace hlocache::compiler

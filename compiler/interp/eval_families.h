@@ -44,4 +44,7 @@ OpFamily BatchNormOps();
 // eval_rng.cc: rng-bit-generator, rng-get-and-update-state, rng.
 OpFamily RngOps();
 
+// eval_linalg.cc: cholesky, triangular-solve.
+OpFamily LinalgOps();
+
 }  // namespace hlocache::interp

@@ -29,6 +29,7 @@ std::span<const OpFamily> ExtendedOpFamilies() {
       ConvolutionOps(),
       BatchNormOps(),
       RngOps(),
+      LinalgOps(),
   };
   return std::span<const OpFamily>(kFamilies, sizeof kFamilies / sizeof kFamilies[0]);
 }
