@@ -447,9 +447,15 @@ TEST(CorpusCompileTest, EveryCoreOpModuleCompilesRunsAndMatchesTheInterpreter) {
 // The GPU targets: every module of the core op set is lowered to CUDA and built by NVRTC for
 // sm_80 and sm_90, each cubin's ELF header naming its architecture. The kernels of the smaller
 // ones also run on the host emulation against the interpreter.
+// The sanitizer build lowers them only: NVRTC and the host compiler of the emulation are not
+// the code it instruments, and take it past the test's time limit.
+#ifndef HLOCACHE_CORPUS_GPU_LOWER_ONLY
+#define HLOCACHE_CORPUS_GPU_LOWER_ONLY 0
+#endif
 TEST(CorpusCompileTest, EveryCoreOpModuleBuildsCubinsForBothGpuTargets) {
+  constexpr bool kLowerOnly = HLOCACHE_CORPUS_GPU_LOWER_ONLY;
   auto nvrtc = Nvrtc::Get();
-  if (!nvrtc) GTEST_SKIP() << nvrtc.error().message();
+  if (!nvrtc && !kLowerOnly) GTEST_SKIP() << nvrtc.error().message();
   constexpr uint64_t kEmulationBudget = uint64_t{1} << 22;  // Element operations.
   int eligible = 0, built = 0, emulated = 0;
   std::vector<std::string> malformed;
@@ -476,6 +482,7 @@ TEST(CorpusCompileTest, EveryCoreOpModuleBuildsCubinsForBothGpuTargets) {
         ok = false;
         break;
       }
+      if (kLowerOnly) continue;
       const auto start = std::chrono::steady_clock::now();
       auto cubin = (*nvrtc)->CompileToCubin(program->source, arch, name + ".cu");
       nvrtc_seconds +=
@@ -509,9 +516,10 @@ TEST(CorpusCompileTest, EveryCoreOpModuleBuildsCubinsForBothGpuTargets) {
     if (ok) ++built;
   }
   std::printf(
-      "gpu: %d of %d core-op corpus modules built for sm_80 and sm_90 (NVRTC %s, %.1f s "
+      "gpu: %d of %d core-op corpus modules %s for sm_80 and sm_90 (NVRTC %s, %.1f s "
       "in all); %d of them ran on the host emulation and matched the interpreter\n",
-      built, eligible, (*nvrtc)->version().c_str(), nvrtc_seconds, emulated);
+      built, eligible, kLowerOnly ? "lowered" : "built",
+      nvrtc ? (*nvrtc)->version().c_str() : "not used", nvrtc_seconds, emulated);
   for (const std::string& m : malformed) std::printf("  exception: malformed: %s\n", m.c_str());
   EXPECT_EQ(built + static_cast<int>(malformed.size()), eligible);
   EXPECT_GE(eligible, static_cast<int>(100 / kCompileStride))
