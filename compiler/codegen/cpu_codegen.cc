@@ -808,48 +808,17 @@ class Lowering : public CpuEmitter {
   Status AffineCopy(int32_t index, const Instruction& inst) {
     const auto& od = inst.shape.dims;
     const auto& id = OperandShape(inst, 0).dims;
-    const auto is = hlo::RowMajorStrides(id);
-    std::vector<int64_t> coef(od.size(), 0);
-    std::string base = "0";
+    std::vector<int64_t> coef;
+    std::string base;
     const std::string out = Materialize(index, inst);
     Body() += "  {\n";
-    switch (inst.opcode.opcode) {
-      case Opcode::kBroadcast: {
-        HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> dims, IntList(inst, "dimensions"));
-        for (size_t k = 0; k < dims.size(); ++k) coef[static_cast<size_t>(dims[k])] = is[k];
-        break;
-      }
-      case Opcode::kTranspose: {
-        HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> perm, IntList(inst, "dimensions"));
-        for (size_t k = 0; k < perm.size(); ++k) coef[k] = is[static_cast<size_t>(perm[k])];
-        break;
-      }
-      case Opcode::kSlice: {
-        HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> spec, interp::SliceSpec(m_, inst));
-        int64_t b = 0;
-        for (size_t k = 0; k < od.size(); ++k) {
-          b += spec[3 * k] * is[k];
-          coef[k] = spec[3 * k + 2] * is[k];
-        }
-        base = Int(b);
-        break;
-      }
-      case Opcode::kReverse: {
-        HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> dims, IntList(inst, "dimensions"));
-        coef = is;
-        int64_t b = 0;
-        for (int64_t d : dims) {
-          const auto k = static_cast<size_t>(d);
-          b += (id[k] - 1) * is[k];
-          coef[k] = -is[k];
-        }
-        base = Int(b);
-        break;
-      }
-      default:  // dynamic-slice
-        base = DynamicStarts(inst, 1, od);
-        coef = is;
-        break;
+    if (inst.opcode.opcode == Opcode::kDynamicSlice) {
+      base = DynamicStarts(inst, 1, od);
+      coef = hlo::RowMajorStrides(id);
+    } else {
+      HLOCACHE_ASSIGN_OR_RETURN(AffineRead read, AffineReadOf(m_, inst, id));
+      base = Int(read.base);
+      coef = std::move(read.coefficients);
     }
     Body() += "    int64_t o = 0;\n";
     Body() += NestedLoops(od, out + "[o++] = " + Buffer(inst, 0) + "[" + Affine(base, coef) + "];");

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "compiler/interp/half.h"
+#include "compiler/interp/interpreter.h"
 #include "compiler/interp/minifloat.h"
 
 namespace hlocache::compiler {
@@ -106,6 +107,53 @@ std::string IntArray(const std::string& name, const std::vector<int64_t>& v) {
   for (size_t k = 0; k < v.size(); ++k) out += (k ? ", " : "") + Int(v[k]);
   if (v.empty()) out += "0";
   return out + "};\n";
+}
+
+Result<AffineRead> AffineReadOf(const hlo::Module& module, const hlo::Instruction& inst,
+                                const std::vector<int64_t>& operand_dims) {
+  const auto is = hlo::RowMajorStrides(operand_dims);
+  AffineRead out;
+  out.coefficients.assign(inst.shape.dims.size(), 0);
+  std::vector<int64_t>& coef = out.coefficients;
+  auto dimensions = [&]() -> Result<std::vector<int64_t>> {
+    const hlo::Attribute* a = inst.FindAttribute("dimensions");
+    if (a == nullptr) {
+      return Error(InvalidArgument("'" + std::string(inst.name) + "' has no dimensions"));
+    }
+    return module.IntList(*a);
+  };
+  switch (inst.opcode.opcode) {
+    case hlo::Opcode::kBroadcast: {
+      HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> dims, dimensions());
+      for (size_t k = 0; k < dims.size(); ++k) coef[static_cast<size_t>(dims[k])] = is[k];
+      return out;
+    }
+    case hlo::Opcode::kTranspose: {
+      HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> perm, dimensions());
+      for (size_t k = 0; k < perm.size(); ++k) coef[k] = is[static_cast<size_t>(perm[k])];
+      return out;
+    }
+    case hlo::Opcode::kSlice: {
+      HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> spec, interp::SliceSpec(module, inst));
+      for (size_t k = 0; k < coef.size(); ++k) {
+        out.base += spec[3 * k] * is[k];
+        coef[k] = spec[3 * k + 2] * is[k];
+      }
+      return out;
+    }
+    case hlo::Opcode::kReverse: {
+      HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> dims, dimensions());
+      coef = is;
+      for (int64_t d : dims) {
+        const auto k = static_cast<size_t>(d);
+        out.base += (operand_dims[k] - 1) * is[k];
+        coef[k] = -is[k];
+      }
+      return out;
+    }
+    default:
+      return Error(FailedPrecondition("'" + std::string(inst.name) + "' is not an affine read"));
+  }
 }
 
 std::string NestedLoops(const std::vector<int64_t>& extents, const std::string& body, int indent) {

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/status.h"
 #include "compiler/hlo/module.h"
 #include "compiler/hlo/shape.h"
 #include "compiler/interp/literal.h"
@@ -42,6 +43,17 @@ std::string IntArray(const std::string& name, const std::vector<int64_t>& v);
 // combiner), or nullptr, when the computation must be called. `swapped`: the op takes the
 // second parameter first.
 const char* OneOpCombiner(const hlo::Computation& f, hlo::PrimitiveType type, bool& swapped);
+
+// broadcast, transpose, slice and reverse read element d of their result from the operand of
+// dimensions `operand_dims` at base + sum over k of d_k * coefficients[k] (row-major offsets).
+// Both code generators index this way. kInvalidArgument when an attribute cannot be read (the
+// shape checks, interp::CheckShapes, have read them before); kFailedPrecondition for other ops.
+struct AffineRead {
+  int64_t base = 0;
+  std::vector<int64_t> coefficients;  // One per result dimension.
+};
+Result<AffineRead> AffineReadOf(const hlo::Module& module, const hlo::Instruction& inst,
+                                const std::vector<int64_t>& operand_dims);
 
 // Nested loops over `extents` (variables d0, d1, ...; innermost last) around `body`, indented
 // by `indent` spaces.

@@ -748,52 +748,21 @@ class CudaLowering {
   Status AffineCopy(Frame& f, int32_t index, const Instruction& inst) {
     const auto& od = inst.shape.dims;
     const auto& id = OperandShape(f, inst, 0).dims;
-    const auto is = hlo::RowMajorStrides(id);
-    std::vector<int64_t> coef(od.size(), 0);
-    std::string prologue, base = "0";
+    std::vector<int64_t> coef;
+    std::string prologue, base;
     std::set<int64_t> reads;
-    switch (inst.opcode.opcode) {
-      case Opcode::kBroadcast: {
-        HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> dims, IntList(inst, "dimensions"));
-        for (size_t k = 0; k < dims.size(); ++k) coef[static_cast<size_t>(dims[k])] = is[k];
-        break;
+    if (inst.opcode.opcode == Opcode::kDynamicSlice) {
+      const auto is = hlo::RowMajorStrides(id);
+      prologue = DynamicStarts(f, inst, 1, od, reads);
+      base = "0";
+      for (size_t d = 0; d < id.size(); ++d) {
+        base += " + s" + std::to_string(d) + " * " + Num(is[d]);
       }
-      case Opcode::kTranspose: {
-        HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> perm, IntList(inst, "dimensions"));
-        for (size_t k = 0; k < perm.size(); ++k) coef[k] = is[static_cast<size_t>(perm[k])];
-        break;
-      }
-      case Opcode::kSlice: {
-        HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> spec, interp::SliceSpec(m_, inst));
-        int64_t b = 0;
-        for (size_t k = 0; k < od.size(); ++k) {
-          b += spec[3 * k] * is[k];
-          coef[k] = spec[3 * k + 2] * is[k];
-        }
-        base = Num(b);
-        break;
-      }
-      case Opcode::kReverse: {
-        HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> dims, IntList(inst, "dimensions"));
-        coef = is;
-        int64_t b = 0;
-        for (int64_t d : dims) {
-          const auto k = static_cast<size_t>(d);
-          b += (id[k] - 1) * is[k];
-          coef[k] = -is[k];
-        }
-        base = Num(b);
-        break;
-      }
-      default: {  // dynamic-slice
-        prologue = DynamicStarts(f, inst, 1, od, reads);
-        base = "0";
-        for (size_t d = 0; d < id.size(); ++d) {
-          base += " + s" + std::to_string(d) + " * " + Num(is[d]);
-        }
-        coef = is;
-        break;
-      }
+      coef = is;
+    } else {
+      HLOCACHE_ASSIGN_OR_RETURN(AffineRead read, AffineReadOf(m_, inst, id));
+      base = Num(read.base);
+      coef = std::move(read.coefficients);
     }
     Val out = NewArray(inst);
     const Expr src = At(Operand(f, inst, 0), AffineOf(base, coef));
