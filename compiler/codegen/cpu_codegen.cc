@@ -640,19 +640,9 @@ class Lowering : public CpuEmitter {
     const hlo::Attribute* a = inst.FindAttribute("direction");
     if (a == nullptr) return Malformed(inst, "no direction");
     const std::string_view dir = m_.TokenText(a->value.begin);
-    const char* c = dir == "EQ"   ? "=="
-                    : dir == "NE" ? "!="
-                    : dir == "LT" ? "<"
-                    : dir == "LE" ? "<="
-                    : dir == "GT" ? ">"
-                    : dir == "GE" ? ">="
-                                  : nullptr;
+    const char* c = CompareOperator(dir);
     if (c == nullptr) return Unsupported(inst, "direction " + std::string(dir));
-    const hlo::Attribute* type = inst.FindAttribute("type");
-    const char* key = type != nullptr && hlo::IsFloat(OperandShape(inst, 0).type) &&
-                              m_.TokenText(type->value.begin) == "TOTALORDER"
-                          ? "hc_total_key(hc_load("
-                          : "hc_key((";
+    const char* key = CompareKey(m_, inst, OperandShape(inst, 0).type);
     Elementwise(index, inst,
                 std::string(key) + Read(inst, 0) + ")) " + c + " " + key + Read(inst, 1) + "))");
     return Status::Ok();

@@ -109,6 +109,25 @@ std::string IntArray(const std::string& name, const std::vector<int64_t>& v) {
   return out + "};\n";
 }
 
+const char* CompareOperator(std::string_view direction) {
+  return direction == "EQ"   ? "=="
+         : direction == "NE" ? "!="
+         : direction == "LT" ? "<"
+         : direction == "LE" ? "<="
+         : direction == "GT" ? ">"
+         : direction == "GE" ? ">="
+                             : nullptr;
+}
+
+const char* CompareKey(const hlo::Module& module, const hlo::Instruction& compare,
+                       PrimitiveType operand_type) {
+  const hlo::Attribute* type = compare.FindAttribute("type");
+  return type != nullptr && hlo::IsFloat(operand_type) &&
+                 module.TokenText(type->value.begin) == "TOTALORDER"
+             ? "hc_total_key(hc_load("
+             : "hc_key((";
+}
+
 Result<AffineRead> AffineReadOf(const hlo::Module& module, const hlo::Instruction& inst,
                                 const std::vector<int64_t>& operand_dims) {
   const auto is = hlo::RowMajorStrides(operand_dims);

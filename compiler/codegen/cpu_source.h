@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -43,6 +44,14 @@ std::string IntArray(const std::string& name, const std::vector<int64_t>& v);
 // combiner), or nullptr, when the computation must be called. `swapped`: the op takes the
 // second parameter first.
 const char* OneOpCombiner(const hlo::Computation& f, hlo::PrimitiveType type, bool& swapped);
+
+// compare in generated code (both code generators' preludes define hc_key and hc_total_key):
+// the C++ operator of a direction ("==" for EQ, ... ">=" for GE), nullptr for others; and the
+// opening of the key each operand is compared by, closed by "))": floats as doubles, or their
+// total order for type=TOTALORDER.
+const char* CompareOperator(std::string_view direction);
+const char* CompareKey(const hlo::Module& module, const hlo::Instruction& compare,
+                       hlo::PrimitiveType operand_type);
 
 // broadcast, transpose, slice and reverse read element d of their result from the operand of
 // dimensions `operand_dims` at base + sum over k of d_k * coefficients[k] (row-major offsets).

@@ -565,19 +565,9 @@ class CudaLowering {
         const hlo::Attribute* a = inst.FindAttribute("direction");
         if (a == nullptr) return Error(Malformed(inst, "no direction"));
         const std::string_view dir = m_.TokenText(a->value.begin);
-        const char* c = dir == "EQ"   ? "=="
-                        : dir == "NE" ? "!="
-                        : dir == "LT" ? "<"
-                        : dir == "LE" ? "<="
-                        : dir == "GT" ? ">"
-                        : dir == "GE" ? ">="
-                                      : nullptr;
+        const char* c = CompareOperator(dir);
         if (c == nullptr) return Error(Unsupported(inst, "direction " + std::string(dir)));
-        const hlo::Attribute* type = inst.FindAttribute("type");
-        const std::string key = type != nullptr && hlo::IsFloat(operand_shapes[0]->type) &&
-                                        m_.TokenText(type->value.begin) == "TOTALORDER"
-                                    ? "hc_total_key(hc_load("
-                                    : "hc_key((";
+        const std::string key = CompareKey(m_, inst, operand_shapes[0]->type);
         return "(" + key + in[0] + ")) " + c + " " + key + in[1] + ")))";
       }
       default:
