@@ -14,7 +14,9 @@
 // floats, pairs of uniform values through the Box-Muller transform, times sigma plus mu. The
 // words come from Philox under key 0 from the instruction's own 128-bit counter, which
 // advances by the words used; XLA leaves rng's values to each backend, and here they are
-// the same in the interpreter and the generated code.
+// the same in the interpreter and the generated code. rng may carry a third operand, the result's
+// dimensions as a rank-1 integer array (mhlo.rng's form, which XLA's HLO importer keeps); XLA's
+// RngExpander reads only the first two and the instruction's shape, and so does this.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -89,10 +91,16 @@ Status Check(const ShapeContext& ctx, const Instruction& inst,
       return Status::Ok();
     }
     default: {
-      if (operands.size() != 2 || !r.IsArray()) {
+      if (operands.size() < 2 || operands.size() > 3 || !r.IsArray()) {
         return ctx.Malformed(inst, "takes two scalars and returns an array");
       }
-      for (const Shape* s : operands) {
+      if (operands.size() == 3 && (!operands[2]->IsArray() || operands[2]->rank() != 1 ||
+                                   hlo::IsFloat(operands[2]->type) ||
+                                   operands[2]->type == PrimitiveType::kPred ||
+                                   hlo::PrimitiveTypeBits(operands[2]->type) == 0)) {
+        return ctx.Malformed(inst, "the third operand is not a rank-1 integer array of dimensions");
+      }
+      for (const Shape* s : operands.first(2)) {
         if (!hlo::SameValues(*s, ArrayShape(r.type))) {
           return ctx.Malformed(inst, "the operands are not scalars of the result's type");
         }

@@ -207,6 +207,23 @@ TEST(RngTest, UniformAndNormalDistributions) {
   }
 }
 
+// mhlo.rng's form: a third operand with the result's dimensions, which XLA's RngExpander does
+// not read. The values are those of the two-operand form, compiled and interpreted alike.
+TEST(RngTest, AThirdOperandOfDimensionsIsIgnoredAsXlaDoes) {
+  const std::string two =
+      "HloModule m\n\nENTRY e {\n  a = f32[] constant(-1)\n  b = f32[] constant(3)\n"
+      "  d = s64[2] constant({4, 5})\n  ROOT r = f32[4,5] rng(a, b), distribution=rng_uniform\n}\n";
+  const std::string three = Replaced(two, "rng(a, b)", "rng(a, b, d)");
+  auto with_two = Eval(two, {});
+  auto with_three = Eval(three, {});
+  ASSERT_THAT(with_two, IsOk());
+  ASSERT_THAT(with_three, IsOk());
+  EXPECT_EQ(*with_two, *with_three);
+  ExpectCompiledMatchesInterpreter(three, {});
+  ExpectMalformed(Replaced(three, "d = s64[2] constant({4, 5})", "d = f32[2] constant({4, 5})"),
+                  "ROOT r", "the third operand is not a rank-1 integer array of dimensions");
+}
+
 TEST(RngTest, MalformedRandomOpsAreRefusedWithTheirLine) {
   const std::string text = BitGenerator("u64[2]", "u32[4]", "rng_philox");
   ExpectMalformed(Replaced(text, "s = u64[2]", "s = u32[2]"), "ROOT r",
