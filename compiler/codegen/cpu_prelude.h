@@ -29,9 +29,10 @@ namespace hlocache_rt {
 struct hc_f16 { uint16_t bits; };
 struct hc_bf16 { uint16_t bits; };
 
-// 8-bit floats: their bits, and the format as template arguments (compiler/interp/minifloat.h):
-// exponent and mantissa bits, bias, whether it has infinities, and where its NaN is (0: all-ones
-// exponent, 1: all-ones magnitude, 2: 0x80).
+// 8-, 6- and 4-bit floats: their bits, and the format as template arguments
+// (compiler/interp/minifloat.h): exponent and mantissa bits, bias, whether it has infinities, and
+// where its NaN is (0: all-ones exponent, 1: all-ones magnitude, 2: 0x80, 3: none, saturating,
+// 4: f8e8m0fnu's exponent alone, 0xff).
 template <int E, int M, int Bias, bool Inf, int Nan> struct hc_f8 { uint8_t bits; };
 using hc_f8e5m2 = hc_f8<5, 2, 15, true, 0>;
 using hc_f8e4m3 = hc_f8<4, 3, 7, true, 0>;
@@ -40,6 +41,10 @@ using hc_f8e4m3fn = hc_f8<4, 3, 7, false, 1>;
 using hc_f8e4m3fnuz = hc_f8<4, 3, 8, false, 2>;
 using hc_f8e5m2fnuz = hc_f8<5, 2, 16, false, 2>;
 using hc_f8e4m3b11fnuz = hc_f8<4, 3, 11, false, 2>;
+using hc_f6e2m3fn = hc_f8<2, 3, 1, false, 3>;
+using hc_f6e3m2fn = hc_f8<3, 2, 3, false, 3>;
+using hc_f4e2m1fn = hc_f8<2, 1, 1, false, 3>;
+using hc_f8e8m0fnu = hc_f8<8, 0, 127, false, 4>;
 template <class T> struct hc_is_f8 : std::false_type {};
 template <int E, int M, int B, bool I, int N> struct hc_is_f8<hc_f8<E, M, B, I, N>> : std::true_type {};
 
@@ -94,6 +99,7 @@ inline double hc_load(float x) { return x; }
 inline double hc_load(double x) { return x; }
 template <int E, int M, int Bias, bool Inf, int Nan>
 double hc_load(hc_f8<E, M, Bias, Inf, Nan> x) {
+  if constexpr (Nan == 4) return x.bits == 0xff ? std::nan("") : std::ldexp(1.0, x.bits - 127);
   constexpr uint32_t magnitude_bits = (1u << (E + M)) - 1u, exponent_mask = (1u << E) - 1u;
   const uint32_t magnitude = x.bits & magnitude_bits;
   const uint32_t exponent = magnitude >> M, mantissa = magnitude & ((1u << M) - 1u);
@@ -112,18 +118,43 @@ double hc_load(hc_f8<E, M, Bias, Inf, Nan> x) {
 // Round to nearest even; past the largest finite value to infinity, or NaN without one.
 template <int E, int M, int Bias, bool Inf, int Nan>
 hc_f8<E, M, Bias, Inf, Nan> hc_encode_f8(double v) {
+  using F8 = hc_f8<E, M, Bias, Inf, Nan>;
+  if constexpr (Nan == 4) {
+    // f8e8m0fnu: ml_dtypes' conversion of double's bits (compiler/interp/minifloat.cc).
+    if (!(v > 0) || std::isinf(v)) return F8{0xff};
+    uint64_t u;
+    std::memcpy(&u, &v, sizeof u);
+    constexpr uint64_t implicit = uint64_t{1} << 52;
+    const int biased = static_cast<int>(u >> 52);
+    const uint64_t fraction = u & (implicit - 1);
+    int exponent;
+    uint64_t significand;
+    if (biased != 0) {
+      exponent = biased - 1023;
+      significand = implicit | fraction;
+    } else {
+      const int shift = __builtin_clzll(fraction) - 12 + 1;
+      significand = fraction << shift;
+      exponent = -1022 - shift;
+    }
+    const int base = exponent + 127 - 1;
+    const int shift = std::min(52 + std::max(0, -base), 54);
+    significand += ((significand >> shift) & 1) + (uint64_t{1} << (shift - 1)) - 1;
+    const uint64_t r = (significand >> shift) + static_cast<uint64_t>(std::max(0, base));
+    return F8{static_cast<uint8_t>(base >= 255 || r > 0xfe ? 0xff : r)};
+  }
   constexpr uint32_t magnitude_bits = (1u << (E + M)) - 1u;
   constexpr uint32_t exponent_ones = ((1u << E) - 1u) << M;
   const uint32_t sign = std::signbit(v) ? magnitude_bits + 1u : 0u;
-  const uint32_t nan = Nan == 0   ? sign | exponent_ones | (1u << (M - 1))
+  const uint32_t nan = Nan == 0   ? sign | exponent_ones | (1u << (M > 0 ? M - 1 : 0))
                        : Nan == 1 ? sign | magnitude_bits
                                   : magnitude_bits + 1u;
   constexpr uint32_t max = Nan == 0 ? exponent_ones - 1u : Nan == 1 ? magnitude_bits - 1u
                                                                     : magnitude_bits;
-  using F8 = hc_f8<E, M, Bias, Inf, Nan>;
+  const uint32_t overflow = Inf ? sign | exponent_ones : Nan == 3 ? sign | max : nan;
   if (std::isnan(v)) return F8{static_cast<uint8_t>(nan)};
   const double a = std::fabs(v);
-  if (std::isinf(a)) return F8{static_cast<uint8_t>(Inf ? sign | exponent_ones : nan)};
+  if (std::isinf(a)) return F8{static_cast<uint8_t>(overflow)};
   uint32_t bits = 0;
   if (a != 0) {
     int e = 0;
@@ -135,7 +166,7 @@ hc_f8<E, M, Bias, Inf, Nan> hc_encode_f8(double v) {
     } else {
       bits = static_cast<uint32_t>(std::nearbyint(std::ldexp(a, M + Bias - 1)));
     }
-    if (bits > max) return F8{static_cast<uint8_t>(Inf ? sign | exponent_ones : nan)};
+    if (bits > max) return F8{static_cast<uint8_t>(overflow)};
   }
   if (bits == 0 && Nan == 2) return F8{0};
   return F8{static_cast<uint8_t>(sign | bits)};
@@ -505,10 +536,13 @@ bool hc_dot(const L* lhs, const R* rhs, T* out, int64_t B, int64_t M, int64_t N,
   }
   return true;
 }
-// An element of a convolution operand as the accumulator's type (pred as 0 or 1).
-template <class Acc, class X>
+// An element of a convolution operand as the accumulator's type (pred as 0 or 1; into a pred
+// result T, every element as pred).
+template <class Acc, class T, class X>
 Acc hc_conv_load(X x) {
   if constexpr (std::is_same_v<X, bool>) return x ? Acc(1) : Acc(0);
+  else if constexpr (std::is_same_v<T, bool> && kFloat<X>) return hc_load(x) != 0 ? Acc(1) : Acc(0);
+  else if constexpr (std::is_same_v<T, bool>) return x != 0 ? Acc(1) : Acc(0);
   else if constexpr (std::is_same_v<Acc, double>) return hc_load(x);
   else return static_cast<uint64_t>(static_cast<int64_t>(x));
 }
@@ -544,7 +578,7 @@ struct hc_conv_run {
   const Acc* packed;
   int64_t* const* tap;  // tap[d][p * size + k]: input offset along d, or -1 (reads nothing).
 
-  static Acc load(L x) { return hc_conv_load<Acc>(x); }
+  static Acc load(L x) { return hc_conv_load<Acc, T>(x); }
   void store(T* at, Acc v) const {
     if constexpr (kFloat<T>) *at = hc_store<T>(v);
     else *at = static_cast<T>(static_cast<int64_t>(v));
@@ -743,7 +777,7 @@ bool hc_conv(const L* lhs, const R* rhs, T* out, const hc_conv_spec& s) {
       }
     }
   }
-  auto load = [](R v) { return hc_conv_load<Acc>(v); };
+  auto load = [](R v) { return hc_conv_load<Acc, T>(v); };
   for (int64_t g = 0; g < s.groups; ++g) {
     for (int64_t pos = 0; pos < positions; ++pos) {
       int64_t koff = 0;

@@ -55,6 +55,14 @@ const char* CType(PrimitiveType t) {
       return "hc_f8e5m2fnuz";
     case PrimitiveType::kF8E4M3B11FNUZ:
       return "hc_f8e4m3b11fnuz";
+    case PrimitiveType::kF6E2M3FN:
+      return "hc_f6e2m3fn";
+    case PrimitiveType::kF6E3M2FN:
+      return "hc_f6e3m2fn";
+    case PrimitiveType::kF4E2M1FN:
+      return "hc_f4e2m1fn";
+    case PrimitiveType::kF8E8M0FNU:
+      return "hc_f8e8m0fnu";
     default:
       return nullptr;
   }

@@ -16,7 +16,9 @@
 // the result's type; integers are multiplied and summed modulo 2^64 and wrapped to the result's
 // type, as dot does. The operands may be of different types of one kind (bf16 with f32, s8 with
 // s32, pred as 0 and 1 with either), the result of any type of that kind
-// (preferred_element_type).
+// (preferred_element_type). A pred result takes operands of any types, each converted to pred
+// first (nonzero, NaN included, is true), as XLA's evaluator converts operands to the result's
+// type: an output element is true when some product of two true elements is in its sum.
 #include <string>
 
 #include "compiler/hlo/convolution_dims.h"
@@ -120,7 +122,8 @@ Status Check(const ShapeContext& ctx, const Instruction& inst,
                       hlo::IsFloat(inst.shape.type);
   const bool ints =
       is(input.type, IsInteger) && is(kernel.type, IsInteger) && IsInteger(inst.shape.type);
-  if (!floats && !ints) {
+  const bool preds = inst.shape.type == PrimitiveType::kPred;
+  if (!floats && !ints && !preds) {
     return ctx.Unsupported(inst, "a convolution of " +
                                      std::string(hlo::PrimitiveTypeName(input.type)) + " and " +
                                      std::string(hlo::PrimitiveTypeName(kernel.type)) + " into " +
@@ -174,6 +177,12 @@ Result<Literal> Eval(EvalContext& ctx, const Instruction& inst,
   }
   if (out.size() == 0) return out;
   const bool floats = out.is_float();
+  const bool preds = inst.shape.type == PrimitiveType::kPred;
+  // An element as the sum's integer: as it is, or as pred for a pred result.
+  auto integer = [preds](const Literal& l, size_t element) {
+    return preds ? static_cast<uint64_t>(l.AsDouble(element) != 0)
+                 : static_cast<uint64_t>(l.GetInt(element));
+  };
   // One group's output features for one batch element and one placement at a time.
   std::vector<double> fsum(static_cast<size_t>(g.outputs_per_group));
   std::vector<uint64_t> isum(static_cast<size_t>(g.outputs_per_group));
@@ -211,8 +220,7 @@ Result<Literal> Eval(EvalContext& ctx, const Instruction& inst,
               if (floats) {
                 fsum[static_cast<size_t>(oo)] += input.AsDouble(x) * kernel.AsDouble(y);
               } else {
-                isum[static_cast<size_t>(oo)] += static_cast<uint64_t>(input.GetInt(x)) *
-                                                 static_cast<uint64_t>(kernel.GetInt(y));
+                isum[static_cast<size_t>(oo)] += integer(input, x) * integer(kernel, y);
               }
             }
           }

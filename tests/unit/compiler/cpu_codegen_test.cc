@@ -369,10 +369,11 @@ TEST(CpuCodegenTest, EveryElementTypeComputesLikeTheInterpreter) {
                                      {Array(t, {8}, {0.1, -2.5, 65504, NAN, 1e-6, 3.3, 1e30, -0.0}),
                                       Array(t, {8}, {0.2, 0, 2, 1, -7e-8, 1.7, -INFINITY, 1.5})});
   }
-  // The 8-bit floats: arithmetic rounded once to the format, overflow to infinity or NaN,
-  // conversions between them, dots and reductions of them.
+  // The 8-, 6- and 4-bit floats: arithmetic rounded once to the format, overflow to infinity,
+  // NaN or the largest, conversions between them, dots and reductions of them.
   for (const char* type :
-       {"f8e5m2", "f8e4m3", "f8e3m4", "f8e4m3fn", "f8e4m3fnuz", "f8e5m2fnuz", "f8e4m3b11fnuz"}) {
+       {"f8e5m2", "f8e4m3", "f8e3m4", "f8e4m3fn", "f8e4m3fnuz", "f8e5m2fnuz", "f8e4m3b11fnuz",
+        "f6e2m3fn", "f6e3m2fn", "f4e2m1fn", "f8e8m0fnu"}) {
     std::string text = R"(
 add {
   x = T[] parameter(0)

@@ -107,10 +107,44 @@ TEST(InterpreterTest, EightBitFloatsRoundAsTheirFormatsSay) {
   EXPECT_EQ(encode(PrimitiveType::kF8E5M2FNUZ, 57344), 0x7f);
   EXPECT_EQ(encode(PrimitiveType::kF8E4M3B11FNUZ, 1.0), 0x58);
   EXPECT_EQ(decode(PrimitiveType::kF8E4M3B11FNUZ, 0x7f), 30);
+  // The microscaling element types: no infinity, no NaN; they saturate.
+  const PrimitiveType f4 = PrimitiveType::kF4E2M1FN, e8 = PrimitiveType::kF8E8M0FNU;
+  EXPECT_EQ(encode(f4, 1.0), 0x2);
+  EXPECT_EQ(encode(f4, 6.0), 0x7);
+  EXPECT_EQ(encode(f4, 7.0), 0x7);  // The tie between 6 and 8 goes past the largest: saturated.
+  EXPECT_EQ(encode(f4, 1e9), 0x7);
+  EXPECT_EQ(encode(f4, -INFINITY), 0xf);
+  EXPECT_EQ(encode(f4, NAN), 0x8);   // No NaN: the sign bit alone.
+  EXPECT_EQ(encode(f4, 0.25), 0x0);  // A tie between 0 and 0.5 goes to even.
+  EXPECT_EQ(encode(f4, 0.75), 0x2);  // A tie between 0.5 and 1 goes to even.
+  EXPECT_EQ(decode(f4, 0x1), 0.5);
+  EXPECT_EQ(decode(f4, 0xf), -6);
+  EXPECT_EQ(decode(f4, 0xf2), 1.0);  // The byte's upper bits are not the value's.
+  EXPECT_TRUE(std::signbit(decode(f4, 0x8)));
+  EXPECT_EQ(encode(PrimitiveType::kF6E2M3FN, 100), 0x1f);
+  EXPECT_EQ(decode(PrimitiveType::kF6E2M3FN, 0x1f), 7.5);
+  EXPECT_EQ(encode(PrimitiveType::kF6E3M2FN, -100), 0x3f);
+  EXPECT_EQ(decode(PrimitiveType::kF6E3M2FN, 0x1f), 28);
+  // The scale type: powers of two, a significand of 1.5 or more rounding up.
+  EXPECT_EQ(encode(e8, 1.0), 127);
+  EXPECT_EQ(encode(e8, 2.9), 128);
+  EXPECT_EQ(encode(e8, 3.0), 129);
+  EXPECT_EQ(encode(e8, 0x1p127), 254);
+  EXPECT_EQ(encode(e8, 0x1.8p127), 0xff);  // Rounds past 2^127: NaN.
+  EXPECT_EQ(encode(e8, 0x1p-127), 0);
+  EXPECT_EQ(encode(e8, 0x1p-140), 0);       // Under the smallest: the smallest.
+  EXPECT_EQ(encode(e8, 0x1.4p-127), 1);     // Between 2^-127 and 2^-126: up, as ml_dtypes does.
+  EXPECT_EQ(encode(e8, 0.0), 0xff);         // No zero.
+  EXPECT_EQ(encode(e8, -1.0), 0xff);        // No sign.
+  EXPECT_EQ(encode(e8, INFINITY), 0xff);
+  EXPECT_EQ(decode(e8, 0), 0x1p-127);
+  EXPECT_EQ(decode(e8, 254), 0x1p127);
+  EXPECT_TRUE(std::isnan(decode(e8, 0xff)));
   // Every encoding of every format decodes to a value that encodes back to it (NaN aside).
   for (PrimitiveType t : {fn, e5, fnuz, PrimitiveType::kF8E4M3, PrimitiveType::kF8E3M4,
-                          PrimitiveType::kF8E5M2FNUZ, PrimitiveType::kF8E4M3B11FNUZ}) {
-    for (int bits = 0; bits < 256; ++bits) {
+                          PrimitiveType::kF8E5M2FNUZ, PrimitiveType::kF8E4M3B11FNUZ, f4,
+                          PrimitiveType::kF6E2M3FN, PrimitiveType::kF6E3M2FN, e8}) {
+    for (int bits = 0; bits < (1 << hlo::PrimitiveTypeBits(t)); ++bits) {
       const double v = decode(t, bits);
       if (!std::isnan(v)) {
         EXPECT_EQ(encode(t, v), bits) << hlo::PrimitiveTypeName(t) << " " << bits;

@@ -27,6 +27,12 @@ std::string Conv(const std::string& input, const std::string& kernel, const std:
 Literal F32(std::vector<int64_t> dims, const std::vector<double>& values) {
   return Array(PrimitiveType::kF32, std::move(dims), values);
 }
+Literal S32(std::vector<int64_t> dims, const std::vector<double>& values) {
+  return Array(PrimitiveType::kS32, std::move(dims), values);
+}
+Literal Pred(std::vector<int64_t> dims, const std::vector<double>& values) {
+  return Array(PrimitiveType::kPred, std::move(dims), values);
+}
 
 TEST(ConvolutionTest, SlidesTheKernelWithPaddingStridesDilationAndReversal) {
   const Literal x = F32({1, 5, 1}, {1, 2, 3, 4, 5});
@@ -126,6 +132,21 @@ TEST(ConvolutionTest, CompiledConvolutionsMatchTheInterpreter) {
   ExpectCompiledMatchesInterpreterOnRandomInputs(
       Conv("s32[1,3,6]", "pred[20,3,2]", "s32[1,20,5]", "window={size=2}, dim_labels=bf0_oi0->bf0"),
       15);
+  // Into pred, every operand as pred: true where some product of two true elements is summed,
+  // never cancelled by others (1 * 1 + -1 * 1 is true), a NaN true.
+  ExpectValue(Conv("s32[1,1,2]", "s32[1,1,2]", "pred[1,1,1]", "window={size=2}, dim_labels=bf0_oi0->bf0"),
+              {S32({1, 1, 2}, {1, -1}), S32({1, 1, 2}, {1, 1})}, Pred({1, 1, 1}, {1}));
+  ExpectValue(Conv("f32[1,1,2]", "pred[1,1,2]", "pred[1,1,1]", "window={size=2}, dim_labels=bf0_oi0->bf0"),
+              {F32({1, 1, 2}, {0, NAN}), Pred({1, 1, 2}, {1, 1})}, Pred({1, 1, 1}, {1}));
+  ExpectValue(Conv("f32[1,1,2]", "pred[1,1,2]", "pred[1,1,1]", "window={size=2}, dim_labels=bf0_oi0->bf0"),
+              {F32({1, 1, 2}, {0, 2}), Pred({1, 1, 2}, {1, 0})}, Pred({1, 1, 1}, {0}));
+  ExpectCompiledMatchesInterpreterOnRandomInputs(
+      Conv("f8e8m0fnu[1,28,1]", "pred[28,1,1]", "pred[1,28,1]",
+           "window={size=28 pad=13_14}, dim_labels=b0f_0io->b0f"),
+      16);
+  ExpectCompiledMatchesInterpreterOnRandomInputs(
+      Conv("s8[1,3,6]", "bf16[2,3,2]", "pred[1,2,5]", "window={size=2}, dim_labels=bf0_oi0->bf0"),
+      17);
   // No spatial dimensions: a matrix product by another name.
   ExpectValue(Conv("f32[2,3]", "f32[3,1]", "f32[2,1]", "dim_labels=bf_io->bf"),
               {F32({2, 3}, {1, 2, 3, 4, 5, 6}), F32({3, 1}, {1, 10, 100})},
