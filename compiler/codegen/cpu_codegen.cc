@@ -395,7 +395,8 @@ class Lowering : public CpuEmitter {
 
   // Defines instruction `index` elementwise by `expr` (in terms of i): fused into its user, or
   // one loop writing its buffer.
-  void Elementwise(int32_t index, const Instruction& inst, const std::string& expr) override {
+  void Elementwise(int32_t index, const Instruction& inst, const std::string& unwrapped) override {
+    const std::string expr = SubByteWrapped(inst.shape.type, unwrapped);
     const auto slot = static_cast<size_t>(index);
     int depth = 0;
     for (int32_t o : inst.operands) depth = std::max(depth, depth_[static_cast<size_t>(o)]);
@@ -475,11 +476,17 @@ class Lowering : public CpuEmitter {
         }
         Elementwise(index, inst, Read(inst, 0));
         return Status::Ok();
-      case Opcode::kConvert:
-        Elementwise(
-            index, inst,
-            "hc_cvt<" + t + ", " + CType(OperandShape(inst, 0).type) + ">(" + Read(inst, 0) + ")");
+      case Opcode::kConvert: {
+        // A sub-byte target saturates (from floats) at its own width's bounds.
+        const std::string width =
+            IsSubByteInteger(inst.shape.type)
+                ? ", " + std::to_string(hlo::PrimitiveTypeBits(inst.shape.type))
+                : "";
+        Elementwise(index, inst,
+                    "hc_cvt<" + t + ", " + CType(OperandShape(inst, 0).type) + width + ">(" +
+                        Read(inst, 0) + ")");
         return Status::Ok();
+      }
       case Opcode::kSelect:
         Elementwise(index, inst,
                     ReadOrScalar(inst, 0) + " ? " + Read(inst, 1) + " : " + Read(inst, 2));
@@ -742,9 +749,13 @@ class Lowering : public CpuEmitter {
           if (is_float || inst.shape.type == PrimitiveType::kPred) {
             return Unsupported(inst, "shifts of other than integers");
           }
-          return call(op == Opcode::kShiftLeft           ? "hc_shl"
-                      : op == Opcode::kShiftRightLogical ? "hc_shrl"
-                                                         : "hc_shra");
+          if (op == Opcode::kShiftLeft) return call("hc_shl");
+          // The right shifts see a sub-byte value's own bits (its width as an argument).
+          Elementwise(index, inst,
+                      std::string(op == Opcode::kShiftRightLogical ? "hc_shrl<" : "hc_shra<") +
+                          TypeAndWidth(inst.shape.type) + ">(" + Read(inst, 0) + ", " +
+                          Read(inst, 1) + ")");
+          return Status::Ok();
         case Opcode::kAnd:
         case Opcode::kOr:
         case Opcode::kXor: {
@@ -878,8 +889,13 @@ class Lowering : public CpuEmitter {
   // Floats accumulate in double over the contracting dimensions in row-major order and are
   // rounded once, as the interpreter does; the blocked loops are the prelude's hc_dot.
   Status Dot(int32_t index, const Instruction& inst) {
-    const Shape& lhs = OperandShape(inst, 0);
-    const Shape& rhs = OperandShape(inst, 1);
+    return EmitDot(index, inst, Leaves(inst.operands[0])[0], Leaves(inst.operands[1])[0]);
+  }
+
+  Status EmitDot(int32_t index, const Instruction& inst, const Leaf& lhs_leaf,
+                 const Leaf& rhs_leaf) override {
+    const Shape& lhs = *lhs_leaf.shape;
+    const Shape& rhs = *rhs_leaf.shape;
     auto list = [&](const char* name) -> std::vector<int64_t> {
       const hlo::Attribute* a = inst.FindAttribute(name);
       if (a == nullptr) return {};
@@ -942,11 +958,12 @@ class Lowering : public CpuEmitter {
     offsets("rb", r_batch);
     offsets("rf", r_free);
     offsets("rc", r_con);
-    Body() += "    if (!hc_dot(" + Buffer(inst, 0) + ", " + Buffer(inst, 1) + ", " + out + ", " +
+    Body() += "    if (!hc_dot(" + lhs_leaf.ptr + ", " + rhs_leaf.ptr + ", " + out + ", " +
               Int(l_batch.count) + ", " + Int(l_free.count) + ", " + Int(r_free.count) + ", " +
               Int(l_con.count) +
               ", lb.get(), lf.get(), lc.get(), rb.get(), rf.get(), rc.get())) {\n"
               "      return 1;  // Out of memory.\n    }\n  }\n";
+    Body() += WrapSubBytes(out, inst.shape);
     return Status::Ok();
   }
 

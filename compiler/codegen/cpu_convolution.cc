@@ -83,7 +83,7 @@ Status Lower(CpuEmitter& e, int32_t index, const Instruction& inst) {
   table += name + "_dims};\n";
   e.Emit("  {\n" + table + "    if (!hc_conv<" + CType(inst.shape.type) + ", " + CType(input.type) +
          ", " + CType(kernel.type) + ">(" + e.Buffer(inst, 0) + ", " + e.Buffer(inst, 1) + ", " +
-         out + ", " + name + ")) return 1;\n  }\n");
+         out + ", " + name + ")) return 1;\n  }\n" + WrapSubBytes(out, inst.shape));
   return Status::Ok();
 }
 

@@ -29,6 +29,7 @@ bool Takes(Opcode op) {
     case Opcode::kSinh:
     case Opcode::kReducePrecision:
     case Opcode::kBitcastConvert:
+    case Opcode::kStochasticConvert:
       return true;
     default:
       return false;
@@ -72,10 +73,16 @@ Status Lower(CpuEmitter& e, int32_t index, const Instruction& inst) {
   const std::string x = e.Read(inst, 0);
   switch (inst.opcode.opcode) {
     case Opcode::kPopulationCount:
-      e.Elementwise(index, inst, "hc_popcnt<" + t + ">(" + x + ")");
+      e.Elementwise(index, inst, "hc_popcnt<" + TypeAndWidth(inst.shape.type) + ">(" + x + ")");
+      return Status::Ok();
+    case Opcode::kStochasticConvert:
+      e.Elementwise(index, inst,
+                    "hc_stochastic_convert<" + t + ", " + CType(e.OperandShape(inst, 1).type) +
+                        ", " + CType(e.OperandShape(inst, 0).type) + ">(" + x + ", " +
+                        e.Read(inst, 1) + ")");
       return Status::Ok();
     case Opcode::kClz:
-      e.Elementwise(index, inst, "hc_clz<" + t + ">(" + x + ")");
+      e.Elementwise(index, inst, "hc_clz<" + TypeAndWidth(inst.shape.type) + ">(" + x + ")");
       return Status::Ok();
     case Opcode::kReducePrecision: {
       const hlo::Module& m = e.module();

@@ -91,6 +91,12 @@ class CpuEmitter {
   // load from its buffer.
   virtual std::string Read(const hlo::Instruction& inst, size_t k) const = 0;
 
+  // Defines array instruction `index` as dot's result (its dimension numbers and result shape)
+  // on the arrays `lhs` and `rhs`, which need not be its operands (scaled-dot's dequantized
+  // ones): hc_dot, as the core op dot is lowered.
+  virtual Status EmitDot(int32_t index, const hlo::Instruction& inst, const Leaf& lhs,
+                         const Leaf& rhs) = 0;
+
   // The name of the C++ function of computation `computation` (an index into
   // module().computations): `int NAME(const T0* p0, ..., R0* r0, ...)`, returning 0, or 1
   // when out of memory. Every computation an instruction calls is lowered to one. Result

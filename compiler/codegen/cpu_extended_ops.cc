@@ -30,6 +30,7 @@ std::span<const CpuOpFamily> CpuOpFamilies() {
       CpuBatchNormOps(),
       CpuRngOps(),
       CpuLinalgOps(),
+      CpuDotOps(),
   };
   return std::span<const CpuOpFamily>(kFamilies, sizeof kFamilies / sizeof kFamilies[0]);
 }

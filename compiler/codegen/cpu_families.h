@@ -24,7 +24,7 @@ CpuOpFamily CpuScanOps();
 CpuOpFamily CpuWrapperOps();
 
 // cpu_elementwise.cc: popcnt, count-leading-zeros, cbrt, tan, erf, the inverse and hyperbolic
-// functions, reduce-precision, bitcast-convert.
+// functions, reduce-precision, bitcast-convert, stochastic-convert.
 CpuOpFamily CpuElementwiseOps();
 
 // cpu_sort.cc: sort, topk.
@@ -44,5 +44,8 @@ CpuOpFamily CpuRngOps();
 
 // cpu_linalg.cc: cholesky, triangular-solve.
 CpuOpFamily CpuLinalgOps();
+
+// cpu_dots.cc: scaled-dot, ragged-dot.
+CpuOpFamily CpuDotOps();
 
 }  // namespace hlocache::compiler

@@ -53,6 +53,31 @@ template <class T> constexpr bool kHalf = std::is_same_v<T, hc_f16> || std::is_s
 template <class T> constexpr bool kFloat =
     std::is_floating_point_v<T> || kHalf<T> || hc_is_f8<T>::value;
 template <class T> constexpr int kBits = std::is_same_v<T, bool> ? 1 : 8 * sizeof(T);
+// An integer of W bits held in T: its low W bits, sign- or zero-extended (the sub-byte types
+// s1..s4 and u1..u4 live in int8_t and uint8_t this way).
+template <class T, int W> T hc_wrap(T v) {
+  if constexpr (W >= kBits<T>) {
+    return v;
+  } else if constexpr (std::is_signed_v<T>) {
+    return static_cast<T>(static_cast<T>(static_cast<U<T>>(v) << (kBits<T> - W)) >> (kBits<T> - W));
+  } else {
+    return static_cast<T>(v & ((T{1} << W) - 1));
+  }
+}
+// The smallest and largest values of a W-bit integer held in T.
+template <class T, int W> constexpr T hc_min_of() {
+  if constexpr (std::is_signed_v<T>) return static_cast<T>(-(int64_t{1} << (W - 1)));
+  else return T{0};
+}
+template <class T, int W> constexpr T hc_max_of() {
+  if constexpr (std::is_signed_v<T>) return static_cast<T>((int64_t{1} << (W - 1)) - 1);
+  else return static_cast<T>((uint64_t{1} << W) - 1);
+}
+// The W low bits of an integer held in T.
+template <class T, int W> uint64_t hc_low_bits(T a) {
+  const uint64_t u = static_cast<uint64_t>(static_cast<U<T>>(a));
+  return W >= 64 ? u : u & ((uint64_t{1} << W) - 1);
+}
 
 inline uint16_t hc_encode_half(double v, int eb, int m) {
   const int bias = (1 << (eb - 1)) - 1;
@@ -273,15 +298,16 @@ template <class T> T hc_shl(T a, T n) {
   if (static_cast<uint64_t>(static_cast<U<T>>(n)) >= uint64_t(kBits<T>)) return 0;
   return static_cast<T>(static_cast<U<T>>(a) << static_cast<U<T>>(n));
 }
-template <class T> T hc_shrl(T a, T n) {
-  if (static_cast<uint64_t>(static_cast<U<T>>(n)) >= uint64_t(kBits<T>)) return 0;
-  return static_cast<T>(static_cast<U<T>>(a) >> static_cast<U<T>>(n));
+// The right shifts of a W-bit integer held in T (sub-byte types: their low W bits).
+template <class T, int W = kBits<T>> T hc_shrl(T a, T n) {
+  if (static_cast<uint64_t>(static_cast<U<T>>(n)) >= uint64_t(W)) return 0;
+  return static_cast<T>(hc_low_bits<T, W>(a) >> static_cast<U<T>>(n));
 }
-template <class T> T hc_shra(T a, T n) {
+template <class T, int W = kBits<T>> T hc_shra(T a, T n) {
   using S = std::make_signed_t<T>;
   uint64_t count = static_cast<uint64_t>(static_cast<U<T>>(n));
-  if (count >= uint64_t(kBits<T>)) count = kBits<T> - 1;
-  return static_cast<T>(static_cast<S>(a) >> count);
+  if (count >= uint64_t(W)) count = W - 1;
+  return hc_wrap<T, W>(static_cast<T>(hc_wrap<S, W>(static_cast<S>(a)) >> count));
 }
 template <class T> T hc_pow(T a, T b) {
   if constexpr (kFloat<T>) {
@@ -299,7 +325,7 @@ template <class T> T hc_pow(T a, T b) {
     return static_cast<T>(r);
   }
 }
-template <class To, class From> To hc_cvt(From x) {
+template <class To, class From, int W = kBits<To>> To hc_cvt(From x) {
   if constexpr (std::is_same_v<To, bool>) {
     if constexpr (kFloat<From>) return hc_load(x) != 0;
     else return x != 0;
@@ -309,19 +335,37 @@ template <class To, class From> To hc_cvt(From x) {
   } else if constexpr (kFloat<From>) {
     const double v = hc_load(x);
     if (std::isnan(v)) return 0;
-    if (v <= static_cast<double>(std::numeric_limits<To>::min())) return std::numeric_limits<To>::min();
-    if (v >= static_cast<double>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
+    if (v <= static_cast<double>(hc_min_of<To, W>())) return hc_min_of<To, W>();
+    if (v >= static_cast<double>(hc_max_of<To, W>())) return hc_max_of<To, W>();
     return static_cast<To>(std::trunc(v));
   } else {
-    return static_cast<To>(x);
+    return hc_wrap<To, W>(static_cast<To>(x));
   }
 }
-template <class T> T hc_popcnt(T a) {
-  return static_cast<T>(__builtin_popcountll(static_cast<uint64_t>(static_cast<U<T>>(a))));
+// stochastic-convert (compiler/interp/eval_elementwise.cc): float x to signed T, rounded up when
+// the random bits r (unsigned, of x's width) are below the fraction scaled to their range.
+template <class T, class R, class F> T hc_stochastic_convert(F xv, R r) {
+  using Scaled = std::conditional_t<std::is_same_v<F, hc_f16>, float, F>;
+  const double x = hc_load(xv);
+  const double magnitude = std::fabs(x), whole = std::floor(magnitude);
+  const double scaled = hc_load(hc_store<Scaled>(std::ldexp(magnitude - whole, 8 * sizeof(R))));
+  T t = hc_cvt<T, double>(whole);
+  if (r < hc_cvt<R, double>(scaled)) t = static_cast<T>(static_cast<U<T>>(t) + 1u);
+  if (x < 0) t = static_cast<T>(U<T>(0) - static_cast<U<T>>(t));
+  if (x <= hc_load(hc_store<F>(static_cast<double>(std::numeric_limits<T>::min())))) {
+    t = std::numeric_limits<T>::min();
+  }
+  if (x >= hc_load(hc_store<F>(static_cast<double>(std::numeric_limits<T>::max())))) {
+    t = std::numeric_limits<T>::max();
+  }
+  return t;
 }
-template <class T> T hc_clz(T a) {
-  const uint64_t u = static_cast<uint64_t>(static_cast<U<T>>(a));
-  return static_cast<T>(u == 0 ? kBits<T> : __builtin_clzll(u) - (64 - kBits<T>));
+template <class T, int W = kBits<T>> T hc_popcnt(T a) {
+  return static_cast<T>(__builtin_popcountll(hc_low_bits<T, W>(a)));
+}
+template <class T, int W = kBits<T>> T hc_clz(T a) {
+  const uint64_t u = hc_low_bits<T, W>(a);
+  return static_cast<T>(u == 0 ? W : __builtin_clzll(u) - (64 - W));
 }
 template <class To, class From> To hc_bitcast(From x) {
   static_assert(sizeof(To) == sizeof(From));
@@ -466,13 +510,23 @@ template <class Acc, class V>
 void hc_dot_block(const Acc* tile, const Acc* x, int64_t stride, int64_t K, V (*acc)[2]) {
   HC_DOT_BLOCK_BODY
 }
-template <class T> constexpr bool kExactProducts = !std::is_same_v<T, double>;
+// Whether an operand of element type X, as a dot into T loads it, has a product with any other
+// such operand that double holds exactly: narrower floats do; integers are converted to T first.
+template <class T, class X> constexpr bool kExactProducts =
+    kFloat<X> ? !std::is_same_v<X, double> : !std::is_same_v<T, double>;
 // dot: out[(b*M + m)*N + n] = sum over k of lhs[lb[b] + lf[m] + lc[k]] * rhs[rb[b] + rf[n] + rc[k]],
 // summed from zero in order of k, in double for floats (rounded once) and modulo 2^64 for
 // integers, as the interpreter does. Blocked: a panel of rhs columns is packed as Acc once per
 // batch, in tiles of kCols (2 * hc_lanes) columns; kRows rows of lhs are packed once per panel; each
 // kRows x kCols block of results is summed in vector registers over all of k. False when out
 // of memory.
+// An element of a dot operand as the sum's type: a float as double (an integer or pred operand
+// of a float result converted to the result's type first, as XLA does), an integer modulo 2^64.
+template <class T, class X> auto hc_dot_operand(X x) {
+  if constexpr (kFloat<T> && kFloat<X>) return hc_load(x);
+  else if constexpr (kFloat<T>) return hc_load(hc_cvt<T, X>(x));
+  else return static_cast<uint64_t>(static_cast<int64_t>(x));
+}
 template <class T, class L, class R>
 bool hc_dot(const L* lhs, const R* rhs, T* out, int64_t B, int64_t M, int64_t N, int64_t K,
             const int64_t* lb, const int64_t* lf, const int64_t* lc, const int64_t* rb,
@@ -480,10 +534,7 @@ bool hc_dot(const L* lhs, const R* rhs, T* out, int64_t B, int64_t M, int64_t N,
   using Acc = std::conditional_t<kFloat<T>, double, uint64_t>;
   typedef Acc V __attribute__((vector_size(hc_lanes * sizeof(Acc))));  // Half a tile row.
   constexpr int64_t kRows = hc_rows, kCols = 2 * hc_lanes, kPanel = 256;
-  auto load = [](auto x) -> Acc {
-    if constexpr (kFloat<T>) return hc_load(x);
-    else return static_cast<uint64_t>(static_cast<int64_t>(x));
-  };
+  auto load = [](auto x) -> Acc { return hc_dot_operand<T>(x); };
   const int64_t k_alloc = K > 0 ? K : 1;
   // A panel no wider than rhs (rounded up to whole tiles): a long contraction with few
   // columns packs only what it has.
@@ -514,7 +565,7 @@ bool hc_dot(const L* lhs, const R* rhs, T* out, int64_t B, int64_t M, int64_t N,
         for (int64_t t = 0; t < tiles; ++t) {
           const Acc* tile = &packed[t * k_alloc * kCols];
           V acc[kRows][2];
-          if constexpr (kExactProducts<L> && kExactProducts<R>) {
+          if constexpr (kExactProducts<T, L> && kExactProducts<T, R>) {
             hc_dot_block_fused<Acc, V>(tile, &rows[0], k_alloc, K, acc);
           } else {
             hc_dot_block<Acc, V>(tile, &rows[0], k_alloc, K, acc);
@@ -530,6 +581,69 @@ bool hc_dot(const L* lhs, const R* rhs, T* out, int64_t B, int64_t M, int64_t N,
               else o[j] = static_cast<T>(static_cast<int64_t>(sums[j]));
             }
           }
+        }
+      }
+    }
+  }
+  return true;
+}
+// ragged-dot (compiler/interp/eval_dots.cc defines it; compiler/interp/dot_dims.h its tables):
+// dot's sums, each over the contracting positions of its group. The group of ragged position p
+// in a row of group sizes, or -1 past the last.
+template <class G> int64_t hc_group_of(const G* row, int64_t groups, int64_t p) {
+  int64_t start = 0;
+  for (int64_t j = 0; j < groups; ++j) {
+    const auto size = static_cast<int64_t>(row[j]);
+    if (p >= start && p < start + size) return j;
+    start += size;
+  }
+  return -1;
+}
+template <class T, class L, class R, class G>
+bool hc_ragged_dot(const L* lhs, const R* rhs, const G* sizes, T* out, bool contracting,
+                   int64_t B, int64_t M, int64_t N, int64_t K, int64_t groups,
+                   int64_t group_stride, const int64_t* lb, const int64_t* lf, const int64_t* lc,
+                   const int64_t* rb, const int64_t* rf, const int64_t* rc, const int64_t* gb,
+                   const int64_t* outer, const int64_t* position) {
+  using Acc = std::conditional_t<kFloat<T>, double, uint64_t>;
+  auto put = [&](int64_t at, Acc v) {
+    if constexpr (kFloat<T>) out[at] = hc_store<T>(v);
+    else out[at] = static_cast<T>(static_cast<int64_t>(v));
+  };
+  if (!contracting) {
+    for (int64_t b = 0; b < B; ++b) {
+      for (int64_t m = 0; m < M; ++m) {
+        const int64_t j = hc_group_of(sizes + gb[b] + outer[m], groups, position[m]);
+        for (int64_t n = 0; n < N; ++n) {
+          Acc acc = 0;
+          for (int64_t k = 0; j >= 0 && k < K; ++k) {
+            acc += hc_dot_operand<T>(lhs[lb[b] + lf[m] + lc[k]]) *
+                   hc_dot_operand<T>(rhs[j * group_stride + rb[b] + rc[k] + rf[n]]);
+          }
+          put((b * M + m) * N + n, acc);
+        }
+      }
+    }
+    return true;
+  }
+  std::unique_ptr<int64_t[]> group_of(new (std::nothrow) int64_t[B * K > 0 ? B * K : 1]);
+  if (!group_of) return false;
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t k = 0; k < K; ++k) {
+      group_of[b * K + k] = hc_group_of(sizes + gb[b] + outer[k], groups, position[k]);
+    }
+  }
+  for (int64_t j = 0; j < groups; ++j) {
+    for (int64_t b = 0; b < B; ++b) {
+      for (int64_t m = 0; m < M; ++m) {
+        for (int64_t n = 0; n < N; ++n) {
+          Acc acc = 0;
+          for (int64_t k = 0; k < K; ++k) {
+            if (group_of[b * K + k] != j) continue;
+            acc += hc_dot_operand<T>(lhs[lb[b] + lf[m] + lc[k]]) *
+                   hc_dot_operand<T>(rhs[rb[b] + rc[k] + rf[n]]);
+          }
+          put(((j * B + b) * M + m) * N + n, acc);
         }
       }
     }

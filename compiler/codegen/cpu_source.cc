@@ -17,6 +17,9 @@ const char* CType(PrimitiveType t) {
       return "bool";
     case PrimitiveType::kToken:
       return "uint8_t";  // One byte that holds no data, so that tokens are leaves like any other.
+    case PrimitiveType::kS1:
+    case PrimitiveType::kS2:
+    case PrimitiveType::kS4:
     case PrimitiveType::kS8:
       return "int8_t";
     case PrimitiveType::kS16:
@@ -25,6 +28,9 @@ const char* CType(PrimitiveType t) {
       return "int32_t";
     case PrimitiveType::kS64:
       return "int64_t";
+    case PrimitiveType::kU1:
+    case PrimitiveType::kU2:
+    case PrimitiveType::kU4:
     case PrimitiveType::kU8:
       return "uint8_t";
     case PrimitiveType::kU16:
@@ -66,6 +72,26 @@ const char* CType(PrimitiveType t) {
     default:
       return nullptr;
   }
+}
+
+bool IsSubByteInteger(PrimitiveType t) {
+  return (hlo::IsSignedInt(t) || hlo::IsUnsignedInt(t)) && hlo::PrimitiveTypeBits(t) < 8;
+}
+
+std::string TypeAndWidth(PrimitiveType t) {
+  if (!IsSubByteInteger(t)) return CType(t);
+  return std::string(CType(t)) + ", " + std::to_string(hlo::PrimitiveTypeBits(t));
+}
+
+std::string SubByteWrapped(PrimitiveType t, const std::string& expr) {
+  if (!IsSubByteInteger(t)) return expr;
+  return "hc_wrap<" + TypeAndWidth(t) + ">(" + expr + ")";
+}
+
+std::string WrapSubBytes(const std::string& buffer, const hlo::Shape& s) {
+  if (!IsSubByteInteger(s.type)) return "";
+  return "  for (int64_t i = 0; i < " + Int(*s.ElementCount()) + "; ++i) " + buffer +
+         "[i] = " + SubByteWrapped(s.type, buffer + "[i]") + ";\n";
 }
 
 std::string Int(int64_t v) { return std::to_string(v) + "LL"; }
@@ -217,8 +243,9 @@ std::string Digits(const std::string& linear, const std::string& dims, size_t ra
 }
 
 const char* OneOpCombiner(const hlo::Computation& f, PrimitiveType type, bool& swapped) {
+  // Sub-byte integers take the general path, which wraps each result to its width.
   if (f.root < 0 || f.instructions.size() != 3 || f.parameters.size() != 2 ||
-      type == PrimitiveType::kPred) {
+      type == PrimitiveType::kPred || IsSubByteInteger(type)) {
     return nullptr;
   }
   const hlo::Instruction& root = f.instructions[static_cast<size_t>(f.root)];

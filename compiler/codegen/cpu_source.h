@@ -18,8 +18,25 @@
 namespace hlocache::compiler {
 
 // The C++ type of one element of an array of `t` in generated code (the prelude defines hc_f16
-// and hc_bf16); nullptr for the types the code generator does not handle.
+// and hc_bf16); nullptr for the types the code generator does not handle. The sub-byte integers
+// s1, s2, s4 (u1, u2, u4) are int8_t (uint8_t) holding the value sign- (zero-) extended: every
+// value of such a type is wrapped to its width where it is made (SubByteWrapped).
 const char* CType(hlo::PrimitiveType t);
+
+// s1, s2, s4, u1, u2 or u4.
+bool IsSubByteInteger(hlo::PrimitiveType t);
+
+// The template arguments of the prelude's width-aware integer helpers (hc_cvt's target, hc_shrl,
+// hc_shra, hc_popcnt, hc_clz): "int8_t, 4" for s4, the C type alone for every other type.
+std::string TypeAndWidth(hlo::PrimitiveType t);
+
+// `expr`, an element of type `t`, wrapped to t's width when t is a sub-byte integer; else `expr`.
+std::string SubByteWrapped(hlo::PrimitiveType t, const std::string& expr);
+
+// A statement wrapping every element of `buffer` (of array shape `s`) to its width when `s` holds
+// a sub-byte integer, for results a kernel computes in the whole byte (dot, convolution); empty
+// for every other type.
+std::string WrapSubBytes(const std::string& buffer, const hlo::Shape& s);
 
 // An int64_t literal: "42LL".
 std::string Int(int64_t v);

@@ -60,10 +60,12 @@ struct Frame {
 
 std::string Num(int64_t v) { return std::to_string(v) + "LL"; }
 
-// The C type of an element in device code: the device prelude's types are pred, the integers,
-// f16, bf16, f32 and f64 (8-bit floats not yet); nullptr for the rest.
+// The C type of an element in device code: the device prelude's types are pred, the integers of
+// 8 to 64 bits, f16, bf16, f32 and f64 (8-bit floats and sub-byte integers not yet); nullptr for
+// the rest.
 const char* DeviceType(PrimitiveType t) {
   if (hlo::IsFloat(t) && hlo::PrimitiveTypeBits(t) < 16) return nullptr;
+  if (IsSubByteInteger(t)) return nullptr;
   return CType(t);
 }
 
@@ -876,6 +878,9 @@ class CudaLowering {
     const Shape& rhs = OperandShape(f, inst, 1);
     if (!hlo::IsFloat(inst.shape.type) && (hlo::IsFloat(lhs.type) || hlo::IsFloat(rhs.type))) {
       return Unsupported(inst, "an integer dot of floats");
+    }
+    if (hlo::IsFloat(inst.shape.type) && (!hlo::IsFloat(lhs.type) || !hlo::IsFloat(rhs.type))) {
+      return Unsupported(inst, "a float dot of integers");
     }
     auto list = [&](const char* name) -> std::vector<int64_t> {
       const hlo::Attribute* a = inst.FindAttribute(name);

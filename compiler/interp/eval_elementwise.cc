@@ -15,9 +15,17 @@
 // when both types have the same width; otherwise the narrower side has one more, last,
 // dimension of the ratio of the widths (f32[N] <-> u8[N,4]), each element's bytes in memory
 // order. pred takes no part.
+//
+// stochastic-convert(x, r) rounds a float to a signed integer up or down at random, as XLA's
+// StochasticConvertDecomposer spells it out: the magnitude's fraction, scaled by 2^B (B the
+// width of the unsigned random bits r, the width of x's type) in x's type (f32 for f16) and
+// converted to r's type, rounds the magnitude up when r is below it; the sign is applied by a
+// wrapping negation; x at or below the result type's smallest value (as x's type holds it) gives
+// that value, at or above its largest the largest. Conversions saturate and NaN gives 0.
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "compiler/interp/eval_families.h"
@@ -48,6 +56,7 @@ bool Takes(Opcode op) {
     case Opcode::kSinh:
     case Opcode::kReducePrecision:
     case Opcode::kBitcastConvert:
+    case Opcode::kStochasticConvert:
       return true;
     default:
       return false;
@@ -83,6 +92,10 @@ Status CheckBitcastConvert(const ShapeContext& ctx, const Instruction& inst, con
   }
   const int from = hlo::PrimitiveTypeBits(in.type), to = hlo::PrimitiveTypeBits(out.type);
   if (from <= 0 || to <= 0) return ctx.Malformed(inst, "converts no array element type");
+  if (from != to && (from < 8 || to < 8)) {
+    // Their elements are a byte each here, not packed: no bytes to regroup.
+    return ctx.Unsupported(inst, "bitcast-convert between a sub-byte type and another width");
+  }
   std::vector<int64_t> want = in.dims;
   if (from > to) {
     want.push_back(from / to);
@@ -100,8 +113,36 @@ Status CheckBitcastConvert(const ShapeContext& ctx, const Instruction& inst, con
   return Status::Ok();
 }
 
+Status CheckStochasticConvert(const ShapeContext& ctx, const Instruction& inst,
+                              std::span<const Shape* const> operands) {
+  if (operands.size() != 2) return ctx.Malformed(inst, "takes an operand and random bits");
+  const Shape& x = *operands[0];
+  const Shape& r = *operands[1];
+  const Shape& out = inst.shape;
+  if (!x.IsArray() || !r.IsArray() || !out.IsArray()) return ctx.Malformed(inst, "takes arrays");
+  if (r.dims != x.dims || out.dims != x.dims) {
+    return ctx.Malformed(inst, "the random bits and the result are not of the operand's dimensions");
+  }
+  if (!hlo::IsFloat(x.type) || !hlo::IsUnsignedInt(r.type) ||
+      hlo::PrimitiveTypeBits(r.type) != hlo::PrimitiveTypeBits(x.type)) {
+    return ctx.Malformed(inst, "takes a float and unsigned random bits of its width");
+  }
+  if (hlo::PrimitiveTypeBits(x.type) < 16) {
+    return ctx.Unsupported(inst, "stochastic-convert of " + std::string(hlo::PrimitiveTypeName(x.type)));
+  }
+  if (!hlo::IsSignedInt(out.type) || hlo::PrimitiveTypeBits(out.type) < 8) {
+    return ctx.Unsupported(inst, "stochastic-convert into " +
+                                     std::string(hlo::PrimitiveTypeName(out.type)) +
+                                     " (XLA converts into signed integers)");
+  }
+  return Status::Ok();
+}
+
 Status Check(const ShapeContext& ctx, const Instruction& inst,
              std::span<const Shape* const> operands) {
+  if (inst.opcode.opcode == Opcode::kStochasticConvert) {
+    return CheckStochasticConvert(ctx, inst, operands);
+  }
   if (operands.size() != 1) return ctx.Malformed(inst, "takes one operand");
   const Shape& in = *operands[0];
   if (!in.IsArray() || !inst.shape.IsArray()) return ctx.Malformed(inst, "takes arrays");
@@ -197,10 +238,53 @@ double Transcendental(Opcode op, double x) {
   }
 }
 
+// Float to integer as convert does: saturating at [lo, hi], NaN to 0, else truncated.
+int64_t SaturatingInteger(double v, int64_t lo, int64_t hi) {
+  if (std::isnan(v)) return 0;
+  if (v <= static_cast<double>(lo)) return lo;
+  if (v >= static_cast<double>(hi)) return hi;
+  return static_cast<int64_t>(std::trunc(v));
+}
+
+Literal StochasticConvert(const Instruction& inst, const Literal& x, const Literal& random) {
+  Literal out(inst.shape);
+  const PrimitiveType t = out.type(), f = x.type();
+  const int bits = hlo::PrimitiveTypeBits(t), random_bits = hlo::PrimitiveTypeBits(random.type());
+  const int64_t lo = std::numeric_limits<int64_t>::min() >> (64 - bits);
+  const int64_t hi = std::numeric_limits<int64_t>::max() >> (64 - bits);
+  // The scaled fraction is converted to the unsigned random type: 0 .. 2^B - 1.
+  const int64_t random_max =
+      random_bits == 64 ? -1 : static_cast<int64_t>((uint64_t{1} << random_bits) - 1);
+  const PrimitiveType scaled_type = f == PrimitiveType::kF16 ? PrimitiveType::kF32 : f;
+  const double lo_f = RoundToType(static_cast<double>(lo), f);
+  const double hi_f = RoundToType(static_cast<double>(hi), f);
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double v = x.GetFloat(i);
+    const double magnitude = std::fabs(v), whole = std::floor(magnitude);
+    const double scaled = RoundToType(std::ldexp(magnitude - whole, random_bits), scaled_type);
+    uint64_t threshold;
+    if (std::isnan(scaled)) {
+      threshold = 0;
+    } else if (scaled >= std::ldexp(1.0, random_bits) - 1) {
+      threshold = static_cast<uint64_t>(random_max);
+    } else {
+      threshold = static_cast<uint64_t>(std::trunc(scaled));
+    }
+    int64_t r = SaturatingInteger(whole, lo, hi);
+    if (static_cast<uint64_t>(random.GetInt(i)) < threshold) r = WrapToType(r + 1, t);
+    if (v < 0) r = WrapToType(static_cast<int64_t>(0 - static_cast<uint64_t>(r)), t);
+    if (v <= lo_f) r = lo;
+    if (v >= hi_f) r = hi;
+    out.SetInt(i, r);
+  }
+  return out;
+}
+
 Result<Literal> Eval(EvalContext& ctx, const Instruction& inst,
                      std::span<const Literal* const> operands) {
   const Literal& x = *operands[0];
   const Opcode op = inst.opcode.opcode;
+  if (op == Opcode::kStochasticConvert) return StochasticConvert(inst, x, *operands[1]);
   if (op == Opcode::kBitcastConvert) return FromBytes(inst.shape, ToBytes(x));
   Literal out(inst.shape);
   const PrimitiveType t = x.type();

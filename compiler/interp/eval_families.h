@@ -26,7 +26,7 @@ OpFamily ScanOps();
 OpFamily WrapperOps();
 
 // eval_elementwise.cc: popcnt, count-leading-zeros, cbrt, tan, erf, the inverse and hyperbolic
-// functions, reduce-precision, bitcast-convert.
+// functions, reduce-precision, bitcast-convert, stochastic-convert.
 OpFamily ElementwiseOps();
 
 // eval_sort.cc: sort, topk.
@@ -46,5 +46,8 @@ OpFamily RngOps();
 
 // eval_linalg.cc: cholesky, triangular-solve.
 OpFamily LinalgOps();
+
+// eval_dots.cc: scaled-dot, ragged-dot.
+OpFamily DotOps();
 
 }  // namespace hlocache::interp

@@ -30,6 +30,7 @@ std::span<const OpFamily> ExtendedOpFamilies() {
       BatchNormOps(),
       RngOps(),
       LinalgOps(),
+      DotOps(),
   };
   return std::span<const OpFamily>(kFamilies, sizeof kFamilies / sizeof kFamilies[0]);
 }

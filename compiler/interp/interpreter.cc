@@ -530,6 +530,65 @@ class Evaluator : public EvalContext {
   // The parser does not infer shapes, so a module may claim any shape for any instruction. The
   // evaluation below indexes operands by the output's shape; this refuses every combination that
   // would make it read or write out of bounds, or mix element kinds.
+  Status Bad(const Instruction& inst, const std::string& why) const {
+    return InvalidArgument(m_.filename() + ":" + std::to_string(m_.LineOf(inst.offset)) + ": '" +
+                           std::string(inst.name) + "' (" +
+                           std::string(hlo::OpcodeName(inst.opcode.opcode)) + "): " + why);
+  }
+
+  // dot on operands that are not the instruction's own (scaled-dot's, dequantized).
+  Status DotOf(const Instruction& inst, const Literal& lhs, const Literal& rhs, Literal& out) const {
+    return Dot(inst, lhs, rhs, out);
+  }
+
+  // dot's shape rules, on the operands `lhs` and `rhs` (scaled-dot's dequantized operands too).
+  Status CheckDot(const Instruction& inst, const ShapeView& lhs, const ShapeView& rhs,
+                  const ShapeView& out) const {
+    const auto& od = out.shape().dims;
+    const auto lb = IntsOrEmpty(inst, "lhs_batch_dims"), rb = IntsOrEmpty(inst, "rhs_batch_dims");
+    const auto lc = IntsOrEmpty(inst, "lhs_contracting_dims");
+    const auto rc = IntsOrEmpty(inst, "rhs_contracting_dims");
+    const auto& ld = lhs.shape().dims;
+    const auto& rd = rhs.shape().dims;
+    std::vector<int64_t> lall = lb, rall = rb;
+    lall.insert(lall.end(), lc.begin(), lc.end());
+    rall.insert(rall.end(), rc.begin(), rc.end());
+    if (lb.size() != rb.size() || lc.size() != rc.size() ||
+        !hlo::AreDistinctDimensions(lall, ld.size()) ||
+        !hlo::AreDistinctDimensions(rall, rd.size())) {
+      return Bad(inst, "batch and contracting dimensions do not pair up");
+    }
+    std::vector<int64_t> want;
+    for (size_t k = 0; k < lb.size(); ++k) {
+      if (ld[static_cast<size_t>(lb[k])] != rd[static_cast<size_t>(rb[k])]) {
+        return Bad(inst, "batch dimensions differ in size");
+      }
+      want.push_back(ld[static_cast<size_t>(lb[k])]);
+    }
+    for (size_t k = 0; k < lc.size(); ++k) {
+      if (ld[static_cast<size_t>(lc[k])] != rd[static_cast<size_t>(rc[k])]) {
+        return Bad(inst, "contracting dimensions differ in size");
+      }
+    }
+    for (size_t d = 0; d < ld.size(); ++d) {
+      if (std::find(lall.begin(), lall.end(), static_cast<int64_t>(d)) == lall.end()) {
+        want.push_back(ld[d]);
+      }
+    }
+    for (size_t d = 0; d < rd.size(); ++d) {
+      if (std::find(rall.begin(), rall.end(), static_cast<int64_t>(d)) == rall.end()) {
+        want.push_back(rd[d]);
+      }
+    }
+    if (want != od) return Bad(inst, "the result's dimensions are not batch, lhs free, rhs free");
+    // Integer (and pred) operands of a float dot are converted to its type (XLA's operand
+    // upcasting, as in an int4-weight matmul); floats into an integer result are not.
+    if ((lhs.is_float() && !out.is_float()) || (rhs.is_float() && !out.is_float())) {
+      return Bad(inst, "mixes integer and floating-point operands");
+    }
+    return Status::Ok();
+  }
+
   Status CheckShapes(const Instruction& inst, std::span<const ShapeView> operands,
                      const ShapeView& out) const {
     const Opcode op = inst.opcode.opcode;
@@ -603,49 +662,8 @@ class Evaluator : public EvalContext {
           return bad("operands and result do not match");
         }
         break;
-      case Opcode::kDot: {
-        const auto lb = IntsOrEmpty(inst, "lhs_batch_dims"),
-                   rb = IntsOrEmpty(inst, "rhs_batch_dims");
-        const auto lc = IntsOrEmpty(inst, "lhs_contracting_dims");
-        const auto rc = IntsOrEmpty(inst, "rhs_contracting_dims");
-        const auto& ld = arg(0).shape().dims;
-        const auto& rd = arg(1).shape().dims;
-        std::vector<int64_t> lall = lb, rall = rb;
-        lall.insert(lall.end(), lc.begin(), lc.end());
-        rall.insert(rall.end(), rc.begin(), rc.end());
-        if (lb.size() != rb.size() || lc.size() != rc.size() ||
-            !hlo::AreDistinctDimensions(lall, ld.size()) ||
-            !hlo::AreDistinctDimensions(rall, rd.size())) {
-          return bad("batch and contracting dimensions do not pair up");
-        }
-        std::vector<int64_t> want;
-        for (size_t k = 0; k < lb.size(); ++k) {
-          if (ld[static_cast<size_t>(lb[k])] != rd[static_cast<size_t>(rb[k])]) {
-            return bad("batch dimensions differ in size");
-          }
-          want.push_back(ld[static_cast<size_t>(lb[k])]);
-        }
-        for (size_t k = 0; k < lc.size(); ++k) {
-          if (ld[static_cast<size_t>(lc[k])] != rd[static_cast<size_t>(rc[k])]) {
-            return bad("contracting dimensions differ in size");
-          }
-        }
-        for (size_t d = 0; d < ld.size(); ++d) {
-          if (std::find(lall.begin(), lall.end(), static_cast<int64_t>(d)) == lall.end()) {
-            want.push_back(ld[d]);
-          }
-        }
-        for (size_t d = 0; d < rd.size(); ++d) {
-          if (std::find(rall.begin(), rall.end(), static_cast<int64_t>(d)) == rall.end()) {
-            want.push_back(rd[d]);
-          }
-        }
-        if (want != od) return bad("the result's dimensions are not batch, lhs free, rhs free");
-        if (arg(0).is_float() != out.is_float() || arg(1).is_float() != out.is_float()) {
-          return bad("mixes integer and floating-point operands");
-        }
-        break;
-      }
+      case Opcode::kDot:
+        return CheckDot(inst, arg(0), arg(1), out);
       case Opcode::kReduce: {
         HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> d, Ints(inst, "dimensions"));
         const size_t n = inst.operands.size() / 2;
@@ -1460,9 +1478,14 @@ class Evaluator : public EvalContext {
       return Unsupported(inst, "this dot's shapes");
     }
     if (out.is_float()) {
+      // An integer operand's elements are first converted to the result's type.
+      const PrimitiveType t = out.type();
+      auto as_result = [t](const Literal& l, size_t i) {
+        return l.is_float() ? l.AsDouble(i) : RoundToType(l.AsDouble(i), t);
+      };
       DotRows<double>(
           l_batch, l_free, l_con, r_batch, r_free, r_con, out,
-          [&](size_t i) { return lhs.AsDouble(i); }, [&](size_t i) { return rhs.AsDouble(i); });
+          [&](size_t i) { return as_result(lhs, i); }, [&](size_t i) { return as_result(rhs, i); });
     } else {
       // Integers wrap: the products and sums are taken modulo 2^64, then to the result type.
       DotRows<uint64_t>(
@@ -1642,6 +1665,22 @@ Status CheckShapes(const hlo::Module& module, const hlo::Instruction& inst,
   std::vector<ShapeView> operands;
   for (const hlo::Shape* s : operand_shapes) operands.emplace_back(*s);
   return Evaluator(module).CheckShapes(inst, operands, ShapeView(inst.shape));
+}
+
+Status CheckDotShapes(const hlo::Module& module, const hlo::Instruction& inst, const hlo::Shape& lhs,
+                      const hlo::Shape& rhs) {
+  if (!lhs.IsArray() || !rhs.IsArray() || !inst.shape.IsArray()) {
+    return InvalidArgument(module.filename() + ":" + std::to_string(module.LineOf(inst.offset)) +
+                           ": '" + std::string(inst.name) + "' takes and returns arrays");
+  }
+  return Evaluator(module).CheckDot(inst, ShapeView(lhs), ShapeView(rhs), ShapeView(inst.shape));
+}
+
+Result<Literal> EvaluateDot(const hlo::Module& module, const hlo::Instruction& inst,
+                            const Literal& lhs, const Literal& rhs) {
+  Literal out(inst.shape);
+  HLOCACHE_RETURN_IF_ERROR(Evaluator(module).DotOf(inst, lhs, rhs, out));
+  return out;
 }
 
 Result<std::vector<int64_t>> SliceSpec(const hlo::Module& module, const hlo::Instruction& slice) {

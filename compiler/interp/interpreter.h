@@ -42,6 +42,14 @@ bool IsSupportedOp(hlo::Opcode op);
 Status CheckShapes(const hlo::Module& module, const hlo::Instruction& inst,
                    std::span<const hlo::Shape* const> operand_shapes);
 
+// dot's shape rules and evaluation for an instruction that carries dot's dimension numbers
+// (lhs_batch_dims, ..., rhs_contracting_dims) and result shape, on operands `lhs` and `rhs`
+// that are not its own: scaled-dot's, once dequantized.
+Status CheckDotShapes(const hlo::Module& module, const hlo::Instruction& inst, const hlo::Shape& lhs,
+                      const hlo::Shape& rhs);
+Result<Literal> EvaluateDot(const hlo::Module& module, const hlo::Instruction& inst,
+                            const Literal& lhs, const Literal& rhs);
+
 // slice={[start:limit:stride], ...} and padding=low_high_interior x ... as start, limit, stride
 // (or low, high, interior) per dimension.
 Result<std::vector<int64_t>> SliceSpec(const hlo::Module& module, const hlo::Instruction& slice);

@@ -15,6 +15,12 @@ using hlo::PrimitiveType;
 bool IsSupportedType(PrimitiveType type) {
   switch (type) {
     case PrimitiveType::kPred:
+    case PrimitiveType::kS1:
+    case PrimitiveType::kS2:
+    case PrimitiveType::kS4:
+    case PrimitiveType::kU1:
+    case PrimitiveType::kU2:
+    case PrimitiveType::kU4:
     case PrimitiveType::kS8:
     case PrimitiveType::kS16:
     case PrimitiveType::kS32:
@@ -55,6 +61,16 @@ int64_t WrapToType(int64_t v, PrimitiveType type) {
       return v != 0 ? 1 : 0;
     case PrimitiveType::kToken:
       return 0;  // A token holds no data.
+    case PrimitiveType::kS1:
+    case PrimitiveType::kS2:
+    case PrimitiveType::kS4: {  // The low bits, sign-extended.
+      const int shift = 64 - hlo::PrimitiveTypeBits(type);
+      return static_cast<int64_t>(static_cast<uint64_t>(v) << shift) >> shift;
+    }
+    case PrimitiveType::kU1:
+    case PrimitiveType::kU2:
+    case PrimitiveType::kU4:
+      return v & ((int64_t{1} << hlo::PrimitiveTypeBits(type)) - 1);
     case PrimitiveType::kS8:
       return static_cast<int8_t>(v);
     case PrimitiveType::kS16:
@@ -204,6 +220,12 @@ std::string ToBytes(const Literal& a) {
         break;
       case PrimitiveType::kPred:
       case PrimitiveType::kToken:
+      case PrimitiveType::kS1:  // Sub-byte integers: one byte, sign- or zero-extended.
+      case PrimitiveType::kS2:
+      case PrimitiveType::kS4:
+      case PrimitiveType::kU1:
+      case PrimitiveType::kU2:
+      case PrimitiveType::kU4:
       case PrimitiveType::kS8:
       case PrimitiveType::kU8:
         AppendAs(out, static_cast<uint8_t>(a.GetInt(i)));
@@ -253,6 +275,12 @@ Result<Literal> FromBytes(const hlo::Shape& shape, std::string_view bytes) {
         break;
       case PrimitiveType::kPred:
       case PrimitiveType::kToken:
+      case PrimitiveType::kS1:  // Sub-byte integers: the byte's low bits (SetInt wraps).
+      case PrimitiveType::kS2:
+      case PrimitiveType::kS4:
+      case PrimitiveType::kU1:
+      case PrimitiveType::kU2:
+      case PrimitiveType::kU4:
         out.SetInt(i, ReadAs<uint8_t>(bytes, i));
         break;
       case PrimitiveType::kS8:

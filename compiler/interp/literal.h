@@ -65,7 +65,9 @@ class Literal {
 };
 
 // The dense row-major bytes of an array literal as a buffer of its C type holds them (pred as one
-// byte, 0 or 1; a token as one byte, 0, which reads back as 0 whatever it holds), and back.
+// byte, 0 or 1; a token as one byte, 0, which reads back as 0 whatever it holds; s1, s2 and s4
+// as one byte each, sign-extended, u1, u2 and u4 zero-extended, read back from the byte's low
+// bits alone), and back.
 // FromBytes: kInvalidArgument when `bytes` has the wrong size.
 std::string ToBytes(const Literal& array);
 Result<Literal> FromBytes(const hlo::Shape& shape, std::string_view bytes);

@@ -78,6 +78,116 @@ TEST(CpuCodegenTest, IntegerSemanticsMatchTheInterpreter) {
                                     Array(PrimitiveType::kU8, {4}, {2, 1, 7, 9})});
 }
 
+// The sub-byte integers (s1, s2, s4, u1, u2, u4): every value wraps to the type's width (the
+// two's complement of 4 bits: 7 + 1 is -8), shifts, bit counts and the sign bit are the width's
+// own, conversions from floats saturate at the width's bounds, and dots, reductions, iota and
+// bitcast-convert between types of one width all stay inside it.
+TEST(CpuCodegenTest, SubByteIntegersWrapToTheirWidth) {
+  for (const char* type : {"s4", "u4", "s2", "u2", "s1", "u1"}) {
+    std::string text = R"(
+add {
+  x = T[] parameter(0)
+  y = T[] parameter(1)
+  ROOT s = T[] add(x, y)
+}
+ENTRY e {
+  a = T[8] parameter(0)
+  b = T[8] parameter(1)
+  f = f32[8] parameter(2)
+  s = T[8] add(a, b)
+  d = T[8] subtract(a, b)
+  m = T[8] multiply(a, b)
+  q = T[8] divide(a, b)
+  r = T[8] remainder(a, b)
+  mx = T[8] maximum(a, b)
+  x = T[8] xor(a, b)
+  n = T[8] not(a)
+  ng = T[8] negate(a)
+  ab = T[8] abs(a)
+  sg = T[8] sign(a)
+  sl = T[8] shift-left(a, b)
+  srl = T[8] shift-right-logical(a, b)
+  sra = T[8] shift-right-arithmetic(a, b)
+  pc = T[8] popcnt(a)
+  cz = T[8] count-leading-zeros(a)
+  cf = T[8] convert(f)
+  w = s32[8] convert(a)
+  nw = T[8] convert(w)
+  lt = pred[8] compare(a, b), direction=LT
+  io = T[8] iota(), iota_dimension=0
+  z = T[] constant(0)
+  red = T[] reduce(m, z), dimensions={0}, to_apply=add
+  a2 = T[2,4] reshape(a)
+  b2 = T[4,2] reshape(b)
+  dt = T[2,2] dot(a2, b2), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT o = (T[8], T[8], T[8], T[8], T[8], T[8], T[8], T[8], T[8], T[8], T[8], T[8], T[8], T[8], T[8], T[8], T[8], s32[8], T[8], pred[8], T[8], T[], T[2,2]) tuple(s, d, m, q, r, mx, x, n, ng, ab, sg, sl, srl, sra, pc, cz, cf, w, nw, lt, io, red, dt)
+})";
+    for (size_t pos; (pos = text.find("T[")) != std::string::npos;) text.replace(pos, 1, type);
+    const PrimitiveType t = *hlo::PrimitiveTypeFromName(type);
+    SCOPED_TRACE(type);
+    ExpectCompiledMatchesInterpreter(
+        text, {Array(t, {8}, {7, -8, 5, 3, -1, 6, 0, 2}), Array(t, {8}, {1, 2, -1, 7, 3, 0, 4, 5}),
+               Array(PrimitiveType::kF32, {8}, {100, -100, 2.7, -2.7, NAN, 7.5, -8.5, 15})});
+  }
+  // The values themselves, for s4 and u4: what a wider type would give, wrapped.
+  auto eval = [](const std::string& text, const std::vector<interp::Literal>& args) {
+    auto m = hlo::ParseModule(text, "t.hlo");
+    EXPECT_TRUE(m.has_value());
+    auto r = interp::Evaluate(*m, args);
+    EXPECT_TRUE(r.has_value());
+    return r.has_value() ? *r : interp::Literal();
+  };
+  const auto s4 = eval(R"(ENTRY e {
+  a = s4[4] parameter(0)
+  b = s4[4] parameter(1)
+  s = s4[4] add(a, b)
+  l = s4[4] shift-right-logical(a, b)
+  c = s4[4] count-leading-zeros(b)
+  ROOT o = (s4[4], s4[4], s4[4]) tuple(s, l, c)
+})",
+                       {Array(PrimitiveType::kS4, {4}, {7, -8, -1, 3}),
+                        Array(PrimitiveType::kS4, {4}, {1, 1, 1, 1})});
+  ASSERT_EQ(s4.elements().size(), 3u);
+  EXPECT_EQ(s4.elements()[0], Array(PrimitiveType::kS4, {4}, {-8, -7, 0, 4}));
+  EXPECT_EQ(s4.elements()[1], Array(PrimitiveType::kS4, {4}, {3, 4, 7, 1}));
+  EXPECT_EQ(s4.elements()[2], Array(PrimitiveType::kS4, {4}, {3, 3, 3, 3}));
+  const auto u4 = eval(R"(ENTRY e {
+  f = f32[4] parameter(0)
+  c = u4[4] convert(f)
+  ROOT n = u4[4] negate(c)
+})",
+                       {Array(PrimitiveType::kF32, {4}, {100, -3, 2.5, 15})});
+  EXPECT_EQ(u4, Array(PrimitiveType::kU4, {4}, {1, 0, 14, 1}));
+}
+
+// A float dot of an integer operand (an int4-weight matmul): the integers are converted to the
+// result's type (s32 16777217 is 16777216 in f32: plus 1, 16777216, not 16777218), then summed
+// in double like any float dot.
+TEST(CpuCodegenTest, IntegerOperandsOfAFloatDotAreConvertedToItsType) {
+  const std::string text = R"(ENTRY e {
+  a = bf16[2,3] parameter(0)
+  w = s4[3,2] parameter(1)
+  i = s32[3] parameter(2)
+  p = pred[3] parameter(3)
+  d = bf16[2,2] dot(a, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  g = f32[] dot(i, p), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  ROOT o = (bf16[2,2], f32[]) tuple(d, g)
+})";
+  const std::vector<Literal> args = {
+      Array(PrimitiveType::kBF16, {2, 3}, {1, 2, 3, -0.5, 0.25, 8}),
+      Array(PrimitiveType::kS4, {3, 2}, {7, -8, 1, 2, -1, 0}),
+      Array(PrimitiveType::kS32, {3}, {16777217, 1, 5}), Array(PrimitiveType::kPred, {3}, {1, 1, 0})};
+  ExpectCompiledMatchesInterpreter(text, args);
+  auto m = hlo::ParseModule(text, "t.hlo");
+  ASSERT_THAT(m, IsOk());
+  auto r = interp::Evaluate(*m, args);
+  ASSERT_THAT(r, IsOk());
+  EXPECT_EQ(r->elements()[0], Array(PrimitiveType::kBF16, {2, 2}, {6, -4, -11.25, 4.5}))
+      << r->elements()[0].ToString();
+  EXPECT_EQ(r->elements()[1], Array(PrimitiveType::kF32, {}, {16777216}))
+      << r->elements()[1].ToString();
+}
+
 TEST(CpuCodegenTest, ShapesConstantsConversionsAndPredicates) {
   ExpectCompiledMatchesInterpreter(
       R"(ENTRY e {

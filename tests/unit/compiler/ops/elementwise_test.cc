@@ -157,6 +157,35 @@ ENTRY e {
   ExpectCompiledMatchesInterpreterOnRandomInputs(text, 8);
 }
 
+// stochastic-convert: the fraction 0.25 of 2.25 scaled to u32 is 2^30; bits below it round
+// the magnitude up. Negative values round their magnitude; the extremes saturate.
+TEST(ElementwiseOpsTest, StochasticConvertRoundsUpWhenTheBitsAreBelowTheFraction) {
+  const std::string text =
+      "HloModule m\n\nENTRY e {\n  x = f32[8] parameter(0)\n  r = u32[8] parameter(1)\n"
+      "  ROOT c = s8[8] stochastic-convert(x, r)\n}\n";
+  const std::vector<Literal> args = {
+      Array(PrimitiveType::kF32, {8}, {2.25, 2.25, -2.25, -2.25, 1000, -1000, NAN, -127.5}),
+      Array(PrimitiveType::kU32, {8}, {1073741823, 1073741824, 0, 4294967295.0, 0, 0, 0, 0})};
+  ExpectValue(text, args, Array(PrimitiveType::kS8, {8}, {3, 2, -3, -2, 127, -128, 0, -128}));
+  ExpectCompiledMatchesInterpreter(text, args);
+  for (const char* types : {"bf16|u16|s32", "f16|u16|s16", "f64|u64|s64", "f32|u32|s64"}) {
+    std::string t = types;
+    const std::string f = t.substr(0, t.find('|')), rest = t.substr(t.find('|') + 1);
+    const std::string r = rest.substr(0, rest.find('|')), out = rest.substr(rest.find('|') + 1);
+    SCOPED_TRACE(types);
+    ExpectCompiledMatchesInterpreterOnRandomInputs(
+        "HloModule m\n\nENTRY e {\n  x = " + f + "[64] parameter(0)\n  s = " + f +
+            "[] constant(300)\n  b = " + f + "[64] broadcast(s), dimensions={}\n  y = " + f +
+            "[64] multiply(x, b)\n  r = " + r + "[64] parameter(1)\n  ROOT c = " + out +
+            "[64] stochastic-convert(y, r)\n}\n",
+        3);
+  }
+  ExpectMalformed(Replaced(text, "u32[8] parameter(1)", "u16[8] parameter(1)"), "ROOT c",
+                  "unsigned random bits of its width");
+  ExpectMalformed(Replaced(text, "u32[8] parameter(1)", "u32[4] parameter(1)"), "ROOT c",
+                  "not of the operand's dimensions");
+}
+
 TEST(ElementwiseOpsTest, MalformedElementwiseOpsAreRefusedWithTheirLine) {
   ExpectMalformed(Unary("f32[4]", "f32[4]", "popcnt"), "ROOT r", "counts bits of integers only");
   ExpectMalformed(Unary("s32[4]", "s32[4]", "erf"), "ROOT r", "takes floats only");
