@@ -422,7 +422,7 @@ class Lowering : public CpuEmitter {
     if (!interp::IsCoreOp(op))
       return Unsupported(inst, "'" + std::string(hlo::OpcodeName(op)) + "'");
     HLOCACHE_RETURN_IF_ERROR(interp::CheckOperandCount(m_, inst));
-    if (!inst.shape_written) return Unsupported(inst, "instructions without a shape");
+    if (!inst.has_shape()) return Unsupported(inst, "instructions without a shape");
     HLOCACHE_RETURN_IF_ERROR(CheckShape(inst, inst.shape));
     for (size_t k = 0; k < inst.operands.size(); ++k) {
       HLOCACHE_RETURN_IF_ERROR(CheckShape(inst, OperandShape(inst, k)));
@@ -529,7 +529,7 @@ class Lowering : public CpuEmitter {
   // An op of one of the families of cpu_extended_ops.h, once its shapes are known to follow
   // the interpreter's rules.
   Status LowerExtended(int32_t index, const Instruction& inst) {
-    if (!inst.shape_written) return Unsupported(inst, "instructions without a shape");
+    if (!inst.has_shape()) return Unsupported(inst, "instructions without a shape");
     HLOCACHE_RETURN_IF_ERROR(CheckShape(inst, inst.shape));
     std::vector<const Shape*> operand_shapes;
     for (size_t k = 0; k < inst.operands.size(); ++k) {

@@ -376,7 +376,7 @@ class CudaLowering {
     if (!interp::IsCoreOp(op))
       return Unsupported(inst, "'" + std::string(hlo::OpcodeName(op)) + "'");
     HLOCACHE_RETURN_IF_ERROR(interp::CheckOperandCount(m_, inst));
-    if (!inst.shape_written) return Unsupported(inst, "instructions without a shape");
+    if (!inst.has_shape()) return Unsupported(inst, "instructions without a shape");
     HLOCACHE_RETURN_IF_ERROR(CheckShape(inst, inst.shape));
     for (size_t k = 0; k < inst.operands.size(); ++k) {
       HLOCACHE_RETURN_IF_ERROR(CheckShape(inst, OperandShape(f, inst, k)));
@@ -1030,7 +1030,7 @@ class CudaLowering {
         vars[i] = {v[static_cast<size_t>(k)]};
         continue;
       }
-      if (!inst.shape_written || !inst.shape.IsArray() || ElementCount(inst.shape) != 1 ||
+      if (!inst.has_shape() || !inst.shape.IsArray() || ElementCount(inst.shape) != 1 ||
           DeviceType(inst.shape.type) == nullptr) {
         return Error(Unsupported(inst, "a reducer value that is not a scalar"));
       }

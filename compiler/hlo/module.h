@@ -42,6 +42,7 @@ struct Instruction {
   OpcodeSpelling opcode{Opcode::kParameter};
   Shape shape;
   bool shape_written = false;                 // False when the text left the shape to inference.
+  bool shape_inferred = false;                // Filled in by InferMissingShapes (shape_inference.h).
   std::vector<int32_t> operands;              // Instruction indices in the same computation.
   std::vector<Attribute> attributes;          // In written order; names unique.
   std::vector<int32_t> callees;               // Computation indices, in written attribute order.
@@ -52,6 +53,8 @@ struct Instruction {
   uint32_t offset = 0;                        // Source offset of the instruction's first token.
 
   const Attribute* FindAttribute(std::string_view attr_name) const;
+  // Whether `shape` holds the instruction's shape: written, or inferred from its operands.
+  bool has_shape() const { return shape_written || shape_inferred; }
 };
 
 struct Computation {

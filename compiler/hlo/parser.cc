@@ -1,5 +1,7 @@
 #include "compiler/hlo/parser.h"
 
+#include "compiler/hlo/shape_inference.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -14,6 +16,7 @@
 #include "compiler/hlo/attributes.h"
 #include "compiler/hlo/lexer.h"
 #include "compiler/hlo/name_table.h"
+#include "compiler/hlo/shape_inference.h"
 
 namespace hlocache::hlo {
 namespace {
@@ -889,6 +892,7 @@ Result<Module> ParseModule(std::string text, std::string filename) {
   module.tokens = std::move(*tokens);
   Status status = Parser(module).Run();
   if (!status.ok()) return Error(std::move(status));
+  InferMissingShapes(module);
   return module;
 }
 

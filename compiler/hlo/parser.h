@@ -23,7 +23,8 @@
 
 namespace hlocache::hlo {
 
-// Parses `text`; `filename` only names the source in error messages.
+// Parses `text`; `filename` only names the source in error messages. Instructions written
+// without a shape get the one their operands imply where they imply one (shape_inference.h).
 Result<Module> ParseModule(std::string text, std::string filename);
 
 // The part of `source` before the first line that starts with "// -----", the separator XLA's

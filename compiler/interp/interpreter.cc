@@ -239,7 +239,7 @@ class Evaluator : public EvalContext {
     const Computation& comp = m_.computations[static_cast<size_t>(c)];
     if (comp.root < 0) return false;
     for (const Instruction& inst : comp.instructions) {
-      if (inst.opcode.phase != hlo::AsyncPhase::kNone || !inst.shape_written ||
+      if (inst.opcode.phase != hlo::AsyncPhase::kNone || !inst.has_shape() ||
           !IsScalarOrScalars(inst.shape)) {
         return false;
       }
@@ -377,7 +377,7 @@ class Evaluator : public EvalContext {
       return t.elements()[static_cast<size_t>(index)];
     }
     if (IsExtendedOp(op)) {
-      if (!inst.shape_written) return Error(Unsupported(inst, "instructions without a shape"));
+      if (!inst.has_shape()) return Error(Unsupported(inst, "instructions without a shape"));
       std::vector<const Literal*> operands;
       std::vector<const Shape*> shapes;
       for (size_t k = 0; k < inst.operands.size(); ++k) {
@@ -396,7 +396,7 @@ class Evaluator : public EvalContext {
       for (size_t k = 0; k < inst.operands.size(); ++k) call_args.push_back(operand(k));
       return Call(inst.callees[0], call_args);
     }
-    if (!inst.shape_written) return Error(Unsupported(inst, "instructions without a shape"));
+    if (!inst.has_shape()) return Error(Unsupported(inst, "instructions without a shape"));
     HLOCACHE_RETURN_IF_ERROR(OperandCountStatus(m_, inst));
     auto made = Literal::MakeZeros(inst.shape);
     if (!made) return Error(Unsupported(inst, made.error().message()));
@@ -1380,7 +1380,7 @@ class Evaluator : public EvalContext {
       return nullptr;
     }
     for (const Instruction& inst : comp.instructions) {
-      if (!inst.shape_written || inst.shape.type != t || inst.shape.IsTuple() ||
+      if (!inst.has_shape() || inst.shape.type != t || inst.shape.IsTuple() ||
           !inst.shape.dims.empty()) {
         return nullptr;
       }

@@ -134,7 +134,7 @@ std::string OutsideCoreSet(const hlo::Module& m) {
       if (inst.opcode.phase != hlo::AsyncPhase::kNone || !interp::IsCoreOp(inst.opcode.opcode)) {
         return "op " + std::string(hlo::OpcodeName(inst.opcode.opcode));
       }
-      if (!inst.shape_written) return "instructions without shapes";
+      if (!inst.has_shape()) return "instructions without shapes";
       if (std::string why = UnsupportedLeaf(inst.shape); !why.empty()) return why;
       for (int32_t callee : inst.callees) pending.push_back(callee);
     }

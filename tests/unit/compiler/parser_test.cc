@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "compiler/hlo/canonical.h"
+#include "compiler/hlo/shape.h"
+
 #include "tests/unit/status_matchers.h"
 
 namespace hlocache::hlo {
@@ -43,6 +46,50 @@ TEST(ParserTest, BuildsAWalkableModule) {
   EXPECT_EQ(entry.instructions[0].shape.dims, (std::vector<int64_t>{4}));
   ASSERT_TRUE(m->entry_computation_layout.has_value());
   EXPECT_EQ(m->entry_computation_layout->parameters.size(), 1u);
+}
+
+// Shapes the text leaves out are inferred where the operands imply them (XLA's parser does the
+// same); the canonical text keeps to what was written.
+TEST(ParserTest, InfersTheShapesTheOperandsImply) {
+  auto m = ParseModule(R"(
+double {
+  a = f64[3] parameter(0)
+  ROOT d = add(a, a)
+}
+
+ENTRY e {
+  p0 = f64[3] parameter(0)
+  p1 = f64[3] parameter(1)
+  s = add(p0, p1)
+  lt = compare(s, p1), direction=LT
+  c = call(s), to_apply=double
+  t = tuple(s, lt, c)
+  g = get-tuple-element(t), index=1
+  b = broadcast(p0), dimensions={0}
+  ROOT r = (f64[3], pred[3], f64[3], pred[3]) tuple(s, lt, c, g)
+})",
+                       "i.hlo");
+  ASSERT_THAT(m, IsOk());
+  const Computation& e = m->computations[1];
+  auto shape = [&](size_t i) { return CanonicalShapeText(e.instructions[i].shape); };
+  EXPECT_TRUE(e.instructions[2].shape_inferred);
+  EXPECT_FALSE(e.instructions[2].shape_written);
+  EXPECT_EQ(shape(2), "f64[3]");                     // s
+  EXPECT_EQ(shape(3), "pred[3]");                    // lt
+  EXPECT_EQ(shape(4), "f64[3]");                     // c: the callee's root, itself inferred
+  EXPECT_EQ(shape(5), "(f64[3], pred[3], f64[3])");  // t
+  EXPECT_EQ(shape(6), "pred[3]");                    // g
+  EXPECT_FALSE(e.instructions[7].has_shape());       // b: a broadcast's is not implied
+  // The key's text is what was written: no inferred shape in it.
+  auto canonical = Canonicalize(*m);
+  ASSERT_THAT(canonical, IsOk());
+  EXPECT_EQ(canonical->text.find("f64[3] add"), std::string::npos) << canonical->text;
+  // Operands of different shapes imply nothing.
+  auto mixed = ParseModule("ENTRY e {\n  a = f32[2] parameter(0)\n  b = f32[3] parameter(1)\n"
+                           "  ROOT s = add(a, b)\n}\n",
+                           "x.hlo");
+  ASSERT_THAT(mixed, IsOk());
+  EXPECT_FALSE(mixed->computations[0].instructions[2].has_shape());
 }
 
 TEST(ParserTest, AcceptsShortParsableStyleAndNestedOperands) {
