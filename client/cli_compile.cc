@@ -115,7 +115,8 @@ struct Ran {
 
 // Runs an artifact on this host's CPU, or on its GPU for a GPU executable.
 Result<Ran> Execute(std::string_view artifact, const compiler::EntryLeaves& abi,
-                    std::span<const Literal> inputs, std::ostream& out) {
+                    std::span<const Literal> inputs, interp::HostTransfers* host,
+                    std::ostream& out) {
   HLOCACHE_ASSIGN_OR_RETURN(compiler::DecodedArtifact decoded, compiler::DecodeArtifact(artifact));
   if (decoded.header.payload_kind == compiler::kPayloadCubinPlan) {
     HLOCACHE_ASSIGN_OR_RETURN(compiler::CudaPayload payload,
@@ -130,7 +131,7 @@ Result<Ran> Execute(std::string_view artifact, const compiler::EntryLeaves& abi,
                             compiler::LoadedExecutable::Load(artifact));
   const auto start = std::chrono::steady_clock::now();
   Ran run;
-  HLOCACHE_ASSIGN_OR_RETURN(run.results, compiler::Execute(*loaded, abi, inputs));
+  HLOCACHE_ASSIGN_OR_RETURN(run.results, compiler::Execute(*loaded, abi, inputs, host));
   run.run_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return run;
@@ -224,21 +225,42 @@ int RunRun(const std::string& file, const CompileSettings& compile, const RunSet
     artifact = std::move(compiled->artifact);
     if (!compiled->from.empty()) out << "from: " << compiled->from << "\n";
   }
-  auto ran = Execute(artifact, *abi, *inputs, out);
+  // Infeed, outfeed and host sends and recvs transfer with a host that answers with seeded
+  // random values (as the inputs are made) and records what the program sends.
+  interp::RecordingHost host(settings.seed);
+  auto ran = Execute(artifact, *abi, *inputs, &host, out);
   if (!ran) return fail("hlocache run: " + ran.error().message());
   const std::vector<std::string>& out_bytes = ran->results;
   const double run_ms = ran->run_ms;
-  for (size_t k = 0; k < out_bytes.size(); ++k) {
-    const XXH128_hash_t h = XXH3_128bits(out_bytes[k].data(), out_bytes[k].size());
-    out << "result " << k << "  " << hlo::CanonicalShapeText(abi->results[k])
-        << "  xxh3=" << std::hex << std::setw(16) << std::setfill('0') << h.high64 << std::setw(16)
+  auto print_hash = [&](const std::string& bytes) {
+    const XXH128_hash_t h = XXH3_128bits(bytes.data(), bytes.size());
+    out << "  xxh3=" << std::hex << std::setw(16) << std::setfill('0') << h.high64 << std::setw(16)
         << h.low64 << std::dec << std::setfill(' ') << "\n";
+  };
+  for (size_t k = 0; k < out_bytes.size(); ++k) {
+    out << "result " << k << "  " << hlo::CanonicalShapeText(abi->results[k]);
+    print_hash(out_bytes[k]);
+  }
+  for (size_t i = 0; i < host.sent().size(); ++i) {
+    const interp::RecordingHost::Transfer& t = host.sent()[i];
+    for (size_t k = 0; k < t.leaves.size(); ++k) {
+      out << "sent " << i << "." << k
+          << (t.kind == interp::HostTransferKind::kFeed
+                  ? std::string("  outfeed  ")
+                  : "  channel " + std::to_string(t.channel) + "  ")
+          << hlo::CanonicalShapeText(t.leaves[k].shape());
+      print_hash(interp::ToBytes(t.leaves[k]));
+    }
+  }
+  if (!host.received().empty()) {
+    out << "received " << host.received().size() << " values from the host\n";
   }
   out << "ran in " << std::fixed << std::setprecision(3) << run_ms << " ms\n";
   if (!settings.check) return 0;
 
   const auto interp_start = std::chrono::steady_clock::now();
-  auto expected = interp::Evaluate(*module, *inputs);
+  interp::RecordingHost interp_host(settings.seed);
+  auto expected = interp::Evaluate(*module, *inputs, &interp_host);
   if (!expected) return fail("hlocache run --check: " + expected.error().message());
   const double interp_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - interp_start)
@@ -248,6 +270,10 @@ int RunRun(const std::string& file, const CompileSettings& compile, const RunSet
   auto compared = interp::CompareWithInterpreter(want, out_bytes);
   if (!compared) return fail("hlocache run --check: " + compared.error().message());
   if (compared->mismatched != 0) err << compared->first_mismatch << "\n";
+  if (const std::string differs = interp::CompareSent(interp_host, host); !differs.empty()) {
+    err << "sent to the host: " << differs << "\n";
+    ++compared->mismatched;
+  }
   out << "check: " << (compared->mismatched == 0 ? "match" : "MISMATCH") << ", "
       << compared->identical << " of " << compared->elements << " elements identical, "
       << compared->mismatched

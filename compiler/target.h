@@ -15,7 +15,7 @@ std::string HostCpuTarget();
 int CpuTargetLevel(std::string_view target);
 
 // Names the toolchain, code generator version and optimization level whose output a key stands
-// for: "gcc-12.2.0/hlocache-codegen-5/O2". A new code generator version bumps the number, so keys
+// for: "gcc-12.2.0/hlocache-codegen-6/O2". A new code generator version bumps the number, so keys
 // of old executables stop matching.
 std::string DefaultCompilerId();
 
@@ -39,7 +39,7 @@ inline constexpr const char* kCudaFlags = "fmad-off";
 
 // The code generator's version, part of every compiler id. Bumped whenever generated code or
 // its calling convention changes, so that keys of older executables stop matching.
-inline constexpr const char* kCodegenVersion = "hlocache-codegen-5";
+inline constexpr const char* kCodegenVersion = "hlocache-codegen-6";
 // The optimization level every executable is compiled at, also part of the compiler id.
 inline constexpr const char* kOptimization = "O2";
 

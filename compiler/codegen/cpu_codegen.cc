@@ -10,8 +10,10 @@
 #include "compiler/codegen/cpu_prelude.h"
 #include "compiler/codegen/cpu_source.h"
 #include "compiler/codegen/cpu_units.h"
+#include "compiler/codegen/dynamic_dims.h"
 #include "compiler/codegen/linalg.h"
 #include "compiler/codegen/prng.h"
+#include "compiler/interp/dynamic_shapes.h"
 #include "compiler/interp/half.h"
 #include "compiler/interp/interpreter.h"
 
@@ -84,8 +86,8 @@ class Lowering : public CpuEmitter {
     }
     std::string shared = kCpuPrelude;
     shared += "namespace hlocache_rt {\n" + std::string(kPrngSource) + "\n" +
-              std::string(kLinalgSource) + "\n" + kCpuLinalgPrelude +
-              "}  // namespace hlocache_rt\n";
+              std::string(kLinalgSource) + "\n" + kCpuLinalgPrelude + kDynamicDimsSource + "\n" +
+              kCpuDynamicPrelude + "}  // namespace hlocache_rt\n";
     for (const CodePiece& p : pieces_) shared += p.declaration;
     shared += small_constants_ + "\n";
     return PackUnits(shared, pieces_, options_);
@@ -95,9 +97,14 @@ class Lowering : public CpuEmitter {
   // The entry point: leaves of the parameters in, leaves of the result out.
   std::string EntryPoint() const {
     const Computation& entry = m_.computations[static_cast<size_t>(m_.entry)];
+    // hlocache_entry_host runs with a host to transfer with (the thread's own, restored after,
+    // so runs may nest); hlocache_entry without one.
     std::string out =
-        "extern \"C\" __attribute__((visibility(\"default\"))) int hlocache_entry(\n"
-        "    const void* const* params, void* const* results) {\n  return " +
+        "extern \"C\" __attribute__((visibility(\"default\"))) int hlocache_entry_host(\n"
+        "    const void* const* params, void* const* results, const hlocache_rt::hc_host* host) "
+        "{\n  const hc_host* const outer_host = hc_current_host;\n"
+        "  const bool outer_failed = hc_host_failed;\n  hc_current_host = host;\n"
+        "  hc_host_failed = false;\n  const int status = " +
         FunctionName(m_.entry) + "(";
     std::vector<const Shape*> leaves;
     for (int32_t p : entry.parameters) {
@@ -116,7 +123,12 @@ class Lowering : public CpuEmitter {
       out += std::string(n ? ", " : "") + "static_cast<" + (t ? t : "void") + "*>(results[" +
              std::to_string(j) + "])";
     }
-    return out + ");\n}\n\n";
+    return out +
+           ");\n  const bool failed = hc_host_failed;\n  hc_current_host = outer_host;\n"
+           "  hc_host_failed = outer_failed;\n  return failed ? 2 : status;\n}\n\n"
+           "extern \"C\" __attribute__((visibility(\"default\"))) int hlocache_entry(\n"
+           "    const void* const* params, void* const* results) {\n"
+           "  return hlocache_entry_host(params, results, nullptr);\n}\n\n";
   }
 
   static const Instruction& Inst(const Computation& c, int32_t i) {
@@ -170,7 +182,9 @@ class Lowering : public CpuEmitter {
     if (CType(s.type) == nullptr) {
       return Unsupported(inst, "the element type " + hlo::CanonicalShapeText(s));
     }
-    if (!s.ElementCount()) return Unsupported(inst, "dynamic dimensions");
+    if (!s.BoundElementCount()) {
+      return Unsupported(inst, s.IsDynamic() ? "unbounded dynamic dimensions" : "this shape");
+    }
     return Status::Ok();
   }
   Status CheckShape(const Instruction& inst, const Shape& s) const {
@@ -280,6 +294,27 @@ class Lowering : public CpuEmitter {
     return Status::Ok();
   }
 
+  bool TouchesDynamicShapes(const Instruction& inst) const {
+    if (hlo::HasDynamicLeaf(inst.shape)) return true;
+    for (size_t k = 0; k < inst.operands.size(); ++k) {
+      if (hlo::HasDynamicLeaf(OperandShape(inst, k))) return true;
+    }
+    return false;
+  }
+
+  // The ops of dynamic shapes are those of interp/dynamic_shapes.h, with a dynamic result.
+  Status CheckDynamicShapes(const Instruction& inst) const {
+    const Opcode op = inst.opcode.opcode;
+    if (!interp::TakesDynamicShapes(op)) {
+      return Unsupported(inst, "dynamic dimensions in '" + std::string(hlo::OpcodeName(op)) + "'");
+    }
+    if (!hlo::HasDynamicLeaf(inst.shape) && op != Opcode::kGetDimensionSize &&
+        op != Opcode::kTuple && op != Opcode::kGetTupleElement) {
+      return Unsupported(inst, "a static result of dynamic operands");
+    }
+    return Status::Ok();
+  }
+
   // Whether an instruction must run even when the root does not depend on its value: those
   // that talk to the world outside the executable.
   static bool HasEffects(const Instruction& inst) {
@@ -306,9 +341,13 @@ class Lowering : public CpuEmitter {
 
   // Declares a fresh buffer for an array of shape `s` named `name`, owned by the function.
   void Declare(const std::string& name, const Shape& s) override {
-    function_->Declare({name, CType(s.type), std::max<int64_t>(Count(s), 1),
-                        hlo::BufferElementBytes(s.type), Bytes(s) > kStackBufferBytes});
+    // A dynamic shape's buffer has room for its sizes after the elements (cpu_source.h).
+    const int64_t width = hlo::BufferElementBytes(s.type);
+    const int64_t count = Count(s) + (Bytes(s) - DataBytesOf(s) + width - 1) / width;
+    function_->Declare(
+        {name, CType(s.type), std::max<int64_t>(count, 1), width, Bytes(s) > kStackBufferBytes});
   }
+  static int64_t DataBytesOf(const Shape& s) { return DataBytes(s); }
 
   void DeclarePointer(const std::string& name, const Shape& s,
                       std::vector<std::string> may_point_to) override {
@@ -371,8 +410,8 @@ class Lowering : public CpuEmitter {
   bool Fusible(int32_t i) const {
     const Instruction& inst = Inst(*comp_, i);
     if (!(IsElementwise(inst) || IsScalarBroadcast(inst)) || uses_[static_cast<size_t>(i)] != 1 ||
-        i == comp_->root) {
-      return false;
+        i == comp_->root || inst.shape.IsDynamic()) {
+      return false;  // A dynamic value keeps a buffer: its sizes live there.
     }
     const auto [user, slot] = user_[static_cast<size_t>(i)];
     if (user < 0) return false;
@@ -409,6 +448,27 @@ class Lowering : public CpuEmitter {
     values_[slot] = {{Var(index), &inst.shape}};
     Body() += "  for (int64_t i = 0; i < " + Int(Count(inst.shape)) + "; ++i) " + Var(index) +
               "[i] = " + expr + ";\n";
+    if (inst.shape.IsDynamic()) Body() += ElementwiseSizes(inst, Var(index));
+  }
+
+  // The sizes of a dynamic elementwise result (interp/dynamic_shapes.h): in each dynamic
+  // dimension, the first operand dynamic there gives its own.
+  std::string ElementwiseSizes(const Instruction& inst, const std::string& out) const {
+    const Shape& r = inst.shape;
+    std::string code = "  {\n" + IntArray("dims", r.dims);
+    code.replace(code.find("static const "), 13, "");
+    for (size_t i = 0; i < r.dims.size(); ++i) {
+      if (!r.IsDynamicDim(i)) continue;
+      for (size_t k = 0; k < inst.operands.size(); ++k) {
+        const Shape& o = OperandShape(inst, k);
+        if (o.dims.size() != r.dims.size() || !o.IsDynamicDim(i)) continue;
+        const std::string var = "in" + std::to_string(k) + "_" + std::to_string(i);
+        code += DeclareDims(var, Buffer(inst, k), o) + "    dims[" + std::to_string(i) +
+                "] = " + var + "[" + std::to_string(i) + "];\n";
+        break;
+      }
+    }
+    return code + SetDims(out, r, "dims") + "  }\n";
   }
 
   // ---- Instructions --------------------------------------------------------------------------
@@ -418,6 +478,7 @@ class Lowering : public CpuEmitter {
     const Opcode op = inst.opcode.opcode;
     if (op == Opcode::kParameter) return Status::Ok();  // Bound in the signature.
     if (inst.opcode.phase != hlo::AsyncPhase::kNone) return Unsupported(inst, "asynchronous ops");
+    if (TouchesDynamicShapes(inst)) HLOCACHE_RETURN_IF_ERROR(CheckDynamicShapes(inst));
     if (IsExtendedCpuOp(op)) return LowerExtended(index, inst);
     if (!interp::IsCoreOp(op))
       return Unsupported(inst, "'" + std::string(hlo::OpcodeName(op)) + "'");
@@ -473,6 +534,10 @@ class Lowering : public CpuEmitter {
       case Opcode::kCopy:
         if (OperandShape(inst, 0).type != inst.shape.type) {
           return Unsupported(inst, "a change of element type");
+        }
+        if (op == Opcode::kReshape &&
+            (inst.shape.IsDynamic() || OperandShape(inst, 0).IsDynamic())) {
+          return DynamicReshape(index, inst);
         }
         Elementwise(index, inst, Read(inst, 0));
         return Status::Ok();
@@ -824,6 +889,48 @@ class Lowering : public CpuEmitter {
     Body() += "    int64_t o = 0;\n";
     Body() += NestedLoops(od, out + "[o++] = " + Buffer(inst, 0) + "[" + Affine(base, coef) + "];");
     Body() += "  }\n";
+    if (inst.shape.IsDynamic()) HLOCACHE_RETURN_IF_ERROR(MappedSizes(inst, out));
+    return Status::Ok();
+  }
+
+  // The sizes of a dynamic broadcast or transpose: a result dimension mapped from a dynamic
+  // operand dimension has that one's size (interp/dynamic_shapes.h).
+  Status MappedSizes(const Instruction& inst, const std::string& out) {
+    const Shape& r = inst.shape;
+    const Shape& in = OperandShape(inst, 0);
+    HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> d, IntList(inst, "dimensions"));
+    std::string code = "  {\n" + DeclareDims("in", Buffer(inst, 0), in) + IntArray("dims", r.dims);
+    code.replace(code.find("static const int64_t dims"), 25, "int64_t dims");
+    for (size_t k = 0; k < d.size(); ++k) {
+      // broadcast: operand dimension k is result dimension d[k]; transpose: result dimension k
+      // is operand dimension d[k].
+      const bool broadcast = inst.opcode.opcode == Opcode::kBroadcast;
+      const auto from = static_cast<size_t>(broadcast ? k : static_cast<size_t>(d[k]));
+      const auto to = static_cast<size_t>(broadcast ? static_cast<size_t>(d[k]) : k);
+      if (to < r.dims.size() && r.IsDynamicDim(to) && from < in.dims.size() &&
+          in.IsDynamicDim(from)) {
+        code += "    dims[" + std::to_string(to) + "] = in[" + std::to_string(from) + "];\n";
+      }
+    }
+    Body() += code + SetDims(out, r, "dims") + "  }\n";
+    return Status::Ok();
+  }
+
+  // A reshape from or to a dynamic shape: the operand's elements at their sizes, in row-major
+  // order, relaid in the result's sizes (dynamic_dims.h's rule), zeros past the operand's end.
+  Status DynamicReshape(int32_t index, const Instruction& inst) {
+    const Shape& in = OperandShape(inst, 0);
+    const Shape& r = inst.shape;
+    const std::string out = Materialize(index, inst);
+    const std::string in_rank = Int(static_cast<int64_t>(in.dims.size()));
+    const std::string out_rank = Int(static_cast<int64_t>(r.dims.size()));
+    Body() +=
+        "  {\n" + DeclareDims("in", Buffer(inst, 0), in) + IntArray("out_bounds", r.dims) +
+        BoolArray("in_dynamic", DynamicFlags(in)) + BoolArray("out_dynamic", DynamicFlags(r)) +
+        "    int64_t dims[" + std::to_string(std::max<size_t>(r.dims.size(), 1)) + "];\n" +
+        "    hc_reshaped_dims(in, in_dynamic, " + in_rank + ", out_bounds, out_dynamic, " +
+        out_rank + ", dims);\n    hc_relayout(" + Buffer(inst, 0) + ", in_bounds, in, " + in_rank +
+        ", " + out + ", out_bounds, dims, " + out_rank + ");\n" + SetDims(out, r, "dims") + "  }\n";
     return Status::Ok();
   }
 

@@ -18,19 +18,10 @@ const CpuOpFamily* FamilyOf(hlo::Opcode op) {
 
 std::span<const CpuOpFamily> CpuOpFamilies() {
   static const CpuOpFamily kFamilies[] = {
-      CpuCollectiveOps(),
-      CpuGatherScatterOps(),
-      CpuControlOps(),
-      CpuScanOps(),
-      CpuWrapperOps(),
-      CpuElementwiseOps(),
-      CpuSortOps(),
-      CpuWindowOps(),
-      CpuConvolutionOps(),
-      CpuBatchNormOps(),
-      CpuRngOps(),
-      CpuLinalgOps(),
-      CpuDotOps(),
+      CpuCollectiveOps(),  CpuGatherScatterOps(), CpuControlOps(), CpuScanOps(),
+      CpuWrapperOps(),     CpuElementwiseOps(),   CpuSortOps(),    CpuWindowOps(),
+      CpuConvolutionOps(), CpuBatchNormOps(),     CpuRngOps(),     CpuLinalgOps(),
+      CpuDotOps(),         CpuHostOps(),          CpuDynamicOps(),
   };
   return std::span<const CpuOpFamily>(kFamilies, sizeof kFamilies / sizeof kFamilies[0]);
 }

@@ -48,4 +48,10 @@ CpuOpFamily CpuLinalgOps();
 // cpu_dots.cc: scaled-dot, ragged-dot.
 CpuOpFamily CpuDotOps();
 
+// cpu_host.cc: infeed, outfeed, and send, send-done, recv, recv-done to and from the host.
+CpuOpFamily CpuHostOps();
+
+// cpu_dynamic.cc: set-dimension-size, get-dimension-size, dynamic-reshape.
+CpuOpFamily CpuDynamicOps();
+
 }  // namespace hlocache::compiler

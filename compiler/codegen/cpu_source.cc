@@ -1,5 +1,6 @@
 #include "compiler/codegen/cpu_source.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -133,8 +134,43 @@ int64_t Product(const std::vector<int64_t>& v) {
   return p;
 }
 
-int64_t ElementCount(const hlo::Shape& s) { return *s.ElementCount(); }
-int64_t ByteCount(const hlo::Shape& s) { return ElementCount(s) * hlo::BufferElementBytes(s.type); }
+int64_t ElementCount(const hlo::Shape& s) { return *s.BoundElementCount(); }
+int64_t DataBytes(const hlo::Shape& s) { return ElementCount(s) * hlo::BufferElementBytes(s.type); }
+int64_t ByteCount(const hlo::Shape& s) {
+  return DataBytes(s) + (s.IsDynamic() ? 4 * static_cast<int64_t>(s.dims.size()) : 0);
+}
+
+std::string DeclareDims(const std::string& var, const std::string& buffer, const hlo::Shape& s) {
+  const std::string rank = Int(static_cast<int64_t>(s.dims.size()));
+  std::string out = IntArray(var + "_bounds", s.dims) + "    int64_t " + var + "[" +
+                    std::to_string(std::max<size_t>(s.dims.size(), 1)) + "];\n";
+  if (!s.IsDynamic()) {
+    return out + "    for (int64_t k = 0; k < " + rank + "; ++k) " + var + "[k] = " + var +
+           "_bounds[k];\n";
+  }
+  return out + "    hc_dims_get(" + buffer + ", " + Int(DataBytes(s)) + ", " + rank + ", " + var +
+         "_bounds, " + var + ");\n";
+}
+
+std::string SetDims(const std::string& buffer, const hlo::Shape& s, const std::string& dims) {
+  if (!s.IsDynamic()) return "";
+  return "    hc_dims_set(" + buffer + ", " + Int(DataBytes(s)) + ", " +
+         Int(static_cast<int64_t>(s.dims.size())) + ", " + dims + ");\n";
+}
+
+std::string BoolArray(const std::string& name, const std::vector<bool>& v) {
+  std::string out = "    static const bool " + name + "[] = {";
+  for (size_t k = 0; k < v.size(); ++k)
+    out += std::string(k ? ", " : "") + (v[k] ? "true" : "false");
+  if (v.empty()) out += "false";
+  return out + "};\n";
+}
+
+std::vector<bool> DynamicFlags(const hlo::Shape& s) {
+  std::vector<bool> out(s.dims.size());
+  for (size_t k = 0; k < out.size(); ++k) out[k] = s.IsDynamicDim(k);
+  return out;
+}
 
 std::string IntArray(const std::string& name, const std::vector<int64_t>& v) {
   std::string out = "    static const int64_t " + name + "[] = {";

@@ -49,9 +49,23 @@ std::string ElementLiteral(const interp::Literal& value, size_t e);
 
 int64_t Product(const std::vector<int64_t>& v);
 
-// Elements and bytes of an array shape with static dimensions.
+// Elements and bytes of a buffer of an array shape. A dynamic shape's buffer has room for its
+// bounds (ElementCount counts them), then its sizes as int32s, one per dimension (DataBytes is
+// the part before them, ByteCount the whole): the layout of compiler/interp/dynamic_shapes.h.
 int64_t ElementCount(const hlo::Shape& s);
+int64_t DataBytes(const hlo::Shape& s);
 int64_t ByteCount(const hlo::Shape& s);
+
+// Statements declaring `var`, an int64_t array of the sizes of the value of shape `s` in
+// `buffer` (its dimensions when static, else read from the buffer and clamped to the bounds),
+// and `var`_bounds, the shape's dimensions.
+std::string DeclareDims(const std::string& var, const std::string& buffer, const hlo::Shape& s);
+// A statement storing the sizes `dims` into `buffer`, of shape `s`; empty when `s` is static.
+std::string SetDims(const std::string& buffer, const hlo::Shape& s, const std::string& dims);
+// "    static const bool NAME[] = {...};\n" ({false} when empty).
+std::string BoolArray(const std::string& name, const std::vector<bool>& v);
+// Per dimension of `s`, whether it is dynamic.
+std::vector<bool> DynamicFlags(const hlo::Shape& s);
 
 // "    static const int64_t NAME[] = {...};\n" ({0} when empty, which C++ does not allow).
 std::string IntArray(const std::string& name, const std::vector<int64_t>& v);

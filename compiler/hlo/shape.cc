@@ -60,6 +60,25 @@ std::optional<int64_t> Shape::ElementCount() const {
   return n;
 }
 
+std::optional<int64_t> Shape::BoundElementCount() const {
+  if (!IsArray()) return std::nullopt;
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d < 0) return std::nullopt;
+    if (d != 0 && n > (int64_t{1} << 62) / d) return std::nullopt;
+    n *= d;
+  }
+  return n;
+}
+
+bool HasDynamicLeaf(const Shape& shape) {
+  if (!shape.IsTuple()) return shape.IsDynamic();
+  for (const Shape& e : shape.tuple_elements) {
+    if (HasDynamicLeaf(e)) return true;
+  }
+  return false;
+}
+
 bool SameValues(const Shape& a, const Shape& b) {
   if (a.IsTuple() != b.IsTuple()) return false;
   if (!a.IsTuple()) return a.type == b.type && a.dims == b.dims;

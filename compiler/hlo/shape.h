@@ -100,9 +100,17 @@ struct Shape {
   bool IsDynamicDim(size_t i) const { return i < dynamic.size() && dynamic[i]; }
   // Product of dims; nullopt when dynamic or on overflow past 2^62.
   std::optional<int64_t> ElementCount() const;
+  // Whether an array dimension is dynamic (bounded or not).
+  bool IsDynamic() const { return !dynamic.empty(); }
+  // Product of dims, a bounded dynamic dimension at its bound: the elements a buffer holding any
+  // value of the shape has room for. nullopt for an unbounded dimension or past 2^62.
+  std::optional<int64_t> BoundElementCount() const;
   // True when no layout was written, or the written one is {rank-1, ..., 0} with no details.
   bool HasDefaultLayout() const;
 };
+
+// Whether `shape` or one of its leaves has a dynamic dimension.
+bool HasDynamicLeaf(const Shape& shape);
 
 // Row-major element strides of `dims`: the last dimension's is 1.
 std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& dims);

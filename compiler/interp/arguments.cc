@@ -1,5 +1,7 @@
 #include "compiler/interp/arguments.h"
 
+#include "compiler/interp/dynamic_shapes.h"
+
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -14,34 +16,40 @@ Result<std::vector<Literal>> MakeArguments(const hlo::Module& module, ArgumentFi
   std::vector<Literal> out;
   for (int32_t p : entry.parameters) {
     if (p < 0) return Error(InvalidArgument(module.filename() + ": a missing parameter"));
-    HLOCACHE_ASSIGN_OR_RETURN(Literal l,
-                              Literal::MakeZeros(entry.instructions[static_cast<size_t>(p)].shape));
-    std::vector<Literal*> pending{&l};
-    while (fill == ArgumentFill::kRandom && !pending.empty()) {
-      Literal* leaf = pending.back();
-      pending.pop_back();
-      if (leaf->is_tuple()) {
-        for (auto it = leaf->elements().rbegin(); it != leaf->elements().rend(); ++it) {
-          pending.push_back(&*it);
-        }
-        continue;
-      }
-      for (size_t e = 0; e < leaf->size(); ++e) {
-        const uint64_t r = rng();
-        if (leaf->is_float()) {
-          leaf->SetFloat(e, static_cast<double>(r >> 11) * 0x1p-52 - 1.0);
-        } else if (leaf->type() == hlo::PrimitiveType::kPred) {
-          leaf->SetInt(e, static_cast<int64_t>(r & 1));
-        } else if (hlo::IsUnsignedInt(leaf->type())) {
-          leaf->SetInt(e, static_cast<int64_t>(r % 17));
-        } else {
-          leaf->SetInt(e, static_cast<int64_t>(r % 17) - 8);
-        }
-      }
-    }
+    // A dynamic parameter takes sizes inside its bounds (dynamic_shapes.h).
+    HLOCACHE_ASSIGN_OR_RETURN(
+        Literal l,
+        Literal::MakeZeros(ArgumentShape(entry.instructions[static_cast<size_t>(p)].shape)));
+    if (fill == ArgumentFill::kRandom) FillRandom(l, rng);
     out.push_back(std::move(l));
   }
   return out;
+}
+
+void FillRandom(Literal& literal, std::mt19937_64& rng) {
+  std::vector<Literal*> pending{&literal};
+  while (!pending.empty()) {
+    Literal* leaf = pending.back();
+    pending.pop_back();
+    if (leaf->is_tuple()) {
+      for (auto it = leaf->elements().rbegin(); it != leaf->elements().rend(); ++it) {
+        pending.push_back(&*it);
+      }
+      continue;
+    }
+    for (size_t e = 0; e < leaf->size(); ++e) {
+      const uint64_t r = rng();
+      if (leaf->is_float()) {
+        leaf->SetFloat(e, static_cast<double>(r >> 11) * 0x1p-52 - 1.0);
+      } else if (leaf->type() == hlo::PrimitiveType::kPred) {
+        leaf->SetInt(e, static_cast<int64_t>(r & 1));
+      } else if (hlo::IsUnsignedInt(leaf->type())) {
+        leaf->SetInt(e, static_cast<int64_t>(r % 17));
+      } else {
+        leaf->SetInt(e, static_cast<int64_t>(r % 17) - 8);
+      }
+    }
+  }
 }
 
 void FlattenLeaves(const Literal& literal, std::vector<const Literal*>& out) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <random>
 #include <span>
 #include <string>
 #include <vector>
@@ -18,10 +19,14 @@ namespace hlocache::interp {
 enum class ArgumentFill { kZeros, kRandom };
 
 // One literal per entry parameter. kRandom is a seeded pseudo-random fill: floats uniform in
-// [-1, 1), signed integers in [-8, 8], unsigned ones in [0, 16], pred 0 or 1. Errors: those of
+// [-1, 1), signed integers in [-8, 8], unsigned ones in [0, 16], pred 0 or 1. A parameter of a
+// dynamic shape gets the sizes of interp::ArgumentShape. Errors: those of
 // Literal::MakeZeros (unsupported types, dynamic shapes, too many elements).
 Result<std::vector<Literal>> MakeArguments(const hlo::Module& module, ArgumentFill fill,
                                            uint64_t seed);
+
+// Fills every array leaf of `literal` as kRandom does, from `rng`.
+void FillRandom(Literal& literal, std::mt19937_64& rng);
 
 // The array leaves of a literal, depth-first: the order of an executable's params[]/results[].
 void FlattenLeaves(const Literal& literal, std::vector<const Literal*>& out);

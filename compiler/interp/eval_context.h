@@ -17,6 +17,7 @@
 
 #include "common/status.h"
 #include "compiler/hlo/module.h"
+#include "compiler/interp/host_transfers.h"
 #include "compiler/interp/literal.h"
 
 namespace hlocache::interp {
@@ -75,6 +76,10 @@ class EvalContext : public ShapeContext {
   // zero when the evaluation starts, kept across the instruction's evaluations in it (a loop's
   // iterations), as a loaded executable keeps one per instruction across its runs.
   virtual uint64_t* RngState(const hlo::Instruction& inst) = 0;
+
+  // The host infeed, outfeed and host send and recv talk to, or nullptr when the evaluation has
+  // none.
+  virtual HostTransfers* Host() = 0;
 };
 
 }  // namespace hlocache::interp

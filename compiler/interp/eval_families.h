@@ -50,4 +50,10 @@ OpFamily LinalgOps();
 // eval_dots.cc: scaled-dot, ragged-dot.
 OpFamily DotOps();
 
+// eval_host.cc: infeed, outfeed, and send, send-done, recv, recv-done to and from the host.
+OpFamily HostOps();
+
+// eval_dynamic.cc: set-dimension-size, get-dimension-size, dynamic-reshape.
+OpFamily DynamicOps();
+
 }  // namespace hlocache::interp

@@ -18,19 +18,9 @@ const OpFamily* FamilyOf(hlo::Opcode op) {
 
 std::span<const OpFamily> ExtendedOpFamilies() {
   static const OpFamily kFamilies[] = {
-      CollectiveOps(),
-      GatherScatterOps(),
-      ControlOps(),
-      ScanOps(),
-      WrapperOps(),
-      ElementwiseOps(),
-      SortOps(),
-      WindowOps(),
-      ConvolutionOps(),
-      BatchNormOps(),
-      RngOps(),
-      LinalgOps(),
-      DotOps(),
+      CollectiveOps(),  GatherScatterOps(), ControlOps(), ScanOps(),        WrapperOps(),
+      ElementwiseOps(), SortOps(),          WindowOps(),  ConvolutionOps(), BatchNormOps(),
+      RngOps(),         LinalgOps(),        DotOps(),     HostOps(),        DynamicOps(),
   };
   return std::span<const OpFamily>(kFamilies, sizeof kFamilies / sizeof kFamilies[0]);
 }

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <map>
 #include <bit>
 #include <charconv>
 #include <cmath>
@@ -10,8 +9,10 @@
 #include <cstdlib>
 #include <functional>
 #include <limits>
+#include <map>
 #include <type_traits>
 
+#include "compiler/interp/dynamic_shapes.h"
 #include "compiler/interp/eval_context.h"
 #include "compiler/interp/extended_ops.h"
 
@@ -127,7 +128,7 @@ class ShapeView {
   bool is_tuple() const { return shape_->IsTuple(); }
   bool is_float() const { return hlo::IsFloat(shape_->type); }
   size_t size() const {
-    auto n = shape_->ElementCount();
+    auto n = shape_->BoundElementCount();  // A declared dynamic shape at its bounds.
     return n ? static_cast<size_t>(*n) : 0;
   }
   std::vector<ShapeView> elements() const {
@@ -142,7 +143,8 @@ class ShapeView {
 
 class Evaluator : public EvalContext {
  public:
-  explicit Evaluator(const hlo::Module& m) : EvalContext(m), m_(m) {}
+  explicit Evaluator(const hlo::Module& m, HostTransfers* host = nullptr)
+      : EvalContext(m), m_(m), host_(host) {}
 
   Result<Literal> Constant(const Instruction& inst) const {
     auto made = Literal::MakeZeros(inst.shape);
@@ -163,6 +165,14 @@ class Evaluator : public EvalContext {
       }
     }
     std::vector<Literal> values(count);
+    // The computation being evaluated, for its instructions' declared shapes (restored when a
+    // call returns, whichever way).
+    struct Current {
+      const Computation*& slot;
+      const Computation* outer;
+      ~Current() { slot = outer; }
+    } current{comp_, comp_};
+    comp_ = &comp;
     for (size_t i = 0; i < count; ++i) {
       HLOCACHE_ASSIGN_OR_RETURN(values[i], Eval(comp.instructions[i], values, args));
       for (int32_t k : comp.instructions[i].operands) {
@@ -176,6 +186,8 @@ class Evaluator : public EvalContext {
   }
 
   uint64_t* RngState(const Instruction& inst) override { return rng_states_[&inst].data(); }
+
+  HostTransfers* Host() override { return host_; }
 
   Result<Literal> CallElementwise(int32_t comp_index, std::span<const Literal> args) override {
     const size_t n = args.empty() ? 0 : args[0].size();
@@ -362,7 +374,12 @@ class Evaluator : public EvalContext {
       return args[n];
     }
     if (op == Opcode::kTuple) {
-      Literal out(inst.shape);
+      // Of its elements' shapes: a dynamic element's are its sizes at run time.
+      Shape shape;
+      for (size_t k = 0; k < inst.operands.size(); ++k) {
+        shape.tuple_elements.push_back(operand(k).shape());
+      }
+      Literal out(shape);
       for (size_t k = 0; k < inst.operands.size(); ++k) out.elements()[k] = operand(k);
       return out;
     }
@@ -376,6 +393,8 @@ class Evaluator : public EvalContext {
       }
       return t.elements()[static_cast<size_t>(index)];
     }
+    const bool dynamic = TouchesDynamicShapes(inst);
+    if (dynamic) HLOCACHE_RETURN_IF_ERROR(CheckDynamicShapes(inst));
     if (IsExtendedOp(op)) {
       if (!inst.has_shape()) return Error(Unsupported(inst, "instructions without a shape"));
       std::vector<const Literal*> operands;
@@ -398,6 +417,72 @@ class Evaluator : public EvalContext {
     }
     if (!inst.has_shape()) return Error(Unsupported(inst, "instructions without a shape"));
     HLOCACHE_RETURN_IF_ERROR(OperandCountStatus(m_, inst));
+    if (dynamic && inst.shape.IsDynamic()) {
+      // The op on its operands' values at their sizes, into a result of the sizes they give.
+      std::vector<const Shape*> declared;
+      std::vector<const std::vector<int64_t>*> runtime;
+      for (size_t k = 0; k < inst.operands.size(); ++k) {
+        declared.push_back(&DeclaredShape(inst.operands[k]));
+        runtime.push_back(&operand(k).shape().dims);
+      }
+      HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> dims,
+                                RuntimeDims(*this, inst, declared, runtime));
+      Instruction sized = inst;
+      sized.shape.dims = std::move(dims);
+      sized.shape.dynamic.clear();
+      return EvalStatic(sized, values);
+    }
+    return EvalStatic(inst, values);
+  }
+
+  // The declared shape of instruction `i` of the computation being evaluated.
+  const Shape& DeclaredShape(int32_t i) const {
+    return comp_->instructions[static_cast<size_t>(i)].shape;
+  }
+
+  // Whether `inst`, an instruction of the computation being evaluated, has a dynamic shape or
+  // an operand of one (dynamic_shapes.h).
+  bool TouchesDynamicShapes(const Instruction& inst) const {
+    if (comp_ == nullptr || &inst < comp_->instructions.data() ||
+        &inst >= comp_->instructions.data() + comp_->instructions.size()) {
+      return false;  // A computation of scalars evaluated over arrays: no dynamic shapes.
+    }
+    if (hlo::HasDynamicLeaf(inst.shape)) return true;
+    for (int32_t o : inst.operands) {
+      if (o >= 0 && static_cast<size_t>(o) < comp_->instructions.size() &&
+          hlo::HasDynamicLeaf(DeclaredShape(o))) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // Refuses the ops that take no dynamic shapes, and unbounded dimensions.
+  Status CheckDynamicShapes(const Instruction& inst) const {
+    const Opcode op = inst.opcode.opcode;
+    if (!TakesDynamicShapes(op)) {
+      return Unsupported(inst, "dynamic dimensions in '" + std::string(hlo::OpcodeName(op)) + "'");
+    }
+    if (!hlo::HasDynamicLeaf(inst.shape) && op != Opcode::kGetDimensionSize &&
+        op != Opcode::kTuple && op != Opcode::kGetTupleElement) {
+      return Unsupported(inst, "a static result of dynamic operands");
+    }
+    std::vector<const Shape*> shapes{&inst.shape};
+    for (int32_t o : inst.operands) shapes.push_back(&DeclaredShape(o));
+    for (const Shape* s : shapes) {
+      std::vector<const Shape*> leaves;
+      hlo::AppendLeafShapes(*s, leaves);
+      for (const Shape* leaf : leaves) {
+        if (leaf->IsDynamic() && !leaf->BoundElementCount()) {
+          return Unsupported(inst, "unbounded dynamic dimensions");
+        }
+      }
+    }
+    return Status::Ok();
+  }
+
+  // A core op of static shapes (or sized to its run time ones): checked, then evaluated.
+  Result<Literal> EvalStatic(const Instruction& inst, std::vector<Literal>& values) {
     auto made = Literal::MakeZeros(inst.shape);
     if (!made) return Error(Unsupported(inst, made.error().message()));
     Literal out = std::move(*made);
@@ -537,7 +622,8 @@ class Evaluator : public EvalContext {
   }
 
   // dot on operands that are not the instruction's own (scaled-dot's, dequantized).
-  Status DotOf(const Instruction& inst, const Literal& lhs, const Literal& rhs, Literal& out) const {
+  Status DotOf(const Instruction& inst, const Literal& lhs, const Literal& rhs,
+               Literal& out) const {
     return Dot(inst, lhs, rhs, out);
   }
 
@@ -1559,11 +1645,18 @@ class Evaluator : public EvalContext {
   }
 
   const hlo::Module& m_;
+  HostTransfers* host_;                // Borrowed; may be null.
+  const Computation* comp_ = nullptr;  // The computation Call is evaluating.
 };
 
 }  // namespace
 
 Result<Literal> Evaluate(const hlo::Module& module, std::span<const Literal> arguments) {
+  return Evaluate(module, arguments, nullptr);
+}
+
+Result<Literal> Evaluate(const hlo::Module& module, std::span<const Literal> arguments,
+                         HostTransfers* host) {
   if (module.entry < 0) return Error(InvalidArgument(module.filename() + ": no entry computation"));
   const Computation& entry = module.computations[static_cast<size_t>(module.entry)];
   if (arguments.size() != entry.parameters.size()) {
@@ -1574,13 +1667,13 @@ Result<Literal> Evaluate(const hlo::Module& module, std::span<const Literal> arg
   for (size_t p = 0; p < arguments.size(); ++p) {
     const Shape& want = entry.instructions[static_cast<size_t>(entry.parameters[p])].shape;
     const Shape& got = arguments[p].shape();
-    if (!hlo::SameValues(want, got)) {
+    if (hlo::HasDynamicLeaf(want) ? !Admits(want, got) : !hlo::SameValues(want, got)) {
       return Error(InvalidArgument("argument " + std::to_string(p) + " is " +
                                    hlo::CanonicalShapeText(got) + ", the parameter is " +
                                    hlo::CanonicalShapeText(want)));
     }
   }
-  return Evaluator(module).Call(module.entry, arguments);
+  return Evaluator(module, host).Call(module.entry, arguments);
 }
 
 Result<Literal> ConstantValue(const hlo::Module& module, const hlo::Instruction& constant) {
@@ -1667,8 +1760,8 @@ Status CheckShapes(const hlo::Module& module, const hlo::Instruction& inst,
   return Evaluator(module).CheckShapes(inst, operands, ShapeView(inst.shape));
 }
 
-Status CheckDotShapes(const hlo::Module& module, const hlo::Instruction& inst, const hlo::Shape& lhs,
-                      const hlo::Shape& rhs) {
+Status CheckDotShapes(const hlo::Module& module, const hlo::Instruction& inst,
+                      const hlo::Shape& lhs, const hlo::Shape& rhs) {
   if (!lhs.IsArray() || !rhs.IsArray() || !inst.shape.IsArray()) {
     return InvalidArgument(module.filename() + ":" + std::to_string(module.LineOf(inst.offset)) +
                            ": '" + std::string(inst.name) + "' takes and returns arrays");

@@ -16,6 +16,7 @@
 
 #include "common/status.h"
 #include "compiler/hlo/module.h"
+#include "compiler/interp/host_transfers.h"
 #include "compiler/interp/literal.h"
 
 namespace hlocache::interp {
@@ -24,6 +25,10 @@ namespace hlocache::interp {
 // Errors: kInvalidArgument for arguments that do not match; kFailedPrecondition for an op or
 // type the interpreter does not implement, or elided constants ("FILE:LINE: ..." names it).
 Result<Literal> Evaluate(const hlo::Module& module, std::span<const Literal> arguments);
+// The same with a host for infeed, outfeed and host send and recv to talk to (without one they
+// fail with kFailedPrecondition); `host` is borrowed for the call.
+Result<Literal> Evaluate(const hlo::Module& module, std::span<const Literal> arguments,
+                         HostTransfers* host);
 
 // kInvalidArgument (naming file:line) when `inst` has an operand count its op does not take.
 // The parser accepts any count; the interpreter and the code generator index operands by it.
@@ -45,8 +50,8 @@ Status CheckShapes(const hlo::Module& module, const hlo::Instruction& inst,
 // dot's shape rules and evaluation for an instruction that carries dot's dimension numbers
 // (lhs_batch_dims, ..., rhs_contracting_dims) and result shape, on operands `lhs` and `rhs`
 // that are not its own: scaled-dot's, once dequantized.
-Status CheckDotShapes(const hlo::Module& module, const hlo::Instruction& inst, const hlo::Shape& lhs,
-                      const hlo::Shape& rhs);
+Status CheckDotShapes(const hlo::Module& module, const hlo::Instruction& inst,
+                      const hlo::Shape& lhs, const hlo::Shape& rhs);
 Result<Literal> EvaluateDot(const hlo::Module& module, const hlo::Instruction& inst,
                             const Literal& lhs, const Literal& rhs);
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "compiler/artifact/execute.h"
 #include "compiler/artifact/loader.h"
 #include "compiler/build.h"
 #include "compiler/codegen/cpu_codegen.h"
@@ -36,18 +37,50 @@ Literal Array(PrimitiveType type, std::vector<int64_t> dims, const std::vector<d
 // bit. Returns the generated source.
 namespace {
 
+// The seed of the hosts the interpreter and the executable transfer with.
+constexpr uint64_t kHostSeed = 7;
+
+// The same check through compiler::Execute, for a program that transfers with the host (a host
+// of the interpreter's seed, the values it sent compared with the interpreter's) or has dynamic
+// shapes at its entry (Execute lays those out and reads them back).
+void CheckThroughExecute(const LoadedExecutable& loaded, const hlo::Module& module,
+                         const std::vector<Literal>& args, const Literal& expected,
+                         const interp::RecordingHost& interpreter_host) {
+  auto abi = EntryLeavesOf(module);
+  ASSERT_THAT(abi, IsOk());
+  interp::RecordingHost host(kHostSeed);
+  auto ran = Execute(loaded, *abi, args, &host);
+  ASSERT_THAT(ran, IsOk());
+  std::vector<const Literal*> leaves;
+  interp::FlattenLeaves(expected, leaves);
+  auto compared = interp::CompareWithInterpreter(leaves, *ran);
+  ASSERT_THAT(compared, IsOk());
+  EXPECT_EQ(compared->identical, compared->elements) << compared->first_mismatch;
+  EXPECT_EQ(interp::CompareSent(interpreter_host, host), "");
+  EXPECT_EQ(host.received().size(), interpreter_host.received().size());
+}
+
 // Loads `artifact`, runs it on `args` and compares each result with `expected`.
 void CheckArtifact(const std::string& artifact, const hlo::Module& module,
-                   const std::vector<Literal>& args, const Literal& expected) {
+                   const std::vector<Literal>& args, const Literal& expected,
+                   const interp::RecordingHost& interpreter_host) {
   auto loaded = LoadedExecutable::Load(artifact);
   EXPECT_THAT(loaded, IsOk());
   if (!loaded) return;
-  std::vector<const Literal*> in_leaves, leaves;
-  for (const Literal& a : args) interp::FlattenLeaves(a, in_leaves);
-  interp::FlattenLeaves(expected, leaves);
   auto abi = EntryLeavesOf(module);
   EXPECT_THAT(abi, IsOk());
   if (!abi) return;
+  bool dynamic = false;
+  for (const auto* shapes : {&abi->parameters, &abi->results}) {
+    for (const hlo::Shape& shape : *shapes) dynamic = dynamic || shape.IsDynamic();
+  }
+  if (dynamic || !interpreter_host.received().empty() || !interpreter_host.sent().empty()) {
+    CheckThroughExecute(**loaded, module, args, expected, interpreter_host);
+    return;
+  }
+  std::vector<const Literal*> in_leaves, leaves;
+  for (const Literal& a : args) interp::FlattenLeaves(a, in_leaves);
+  interp::FlattenLeaves(expected, leaves);
   EXPECT_EQ(abi->parameters.size(), in_leaves.size());
   EXPECT_EQ(abi->results.size(), leaves.size());
   std::vector<std::string> in_bytes;
@@ -82,7 +115,8 @@ std::string ExpectCompiledMatchesInterpreter(const std::string& text,
   auto module = hlo::ParseModule(text, "g.hlo");
   EXPECT_THAT(module, IsOk());
   if (!module) return "";
-  auto expected = interp::Evaluate(*module, args);
+  interp::RecordingHost host(kHostSeed);
+  auto expected = interp::Evaluate(*module, args, &host);
   EXPECT_THAT(expected, IsOk());
   if (!expected) return "";
 
@@ -108,7 +142,7 @@ std::string ExpectCompiledMatchesInterpreter(const std::string& text,
         *module, *toolchain, {"v1-00000000000000000000000000000000", HostCpuTarget(), lowering});
     EXPECT_THAT(artifact, IsOk()) << *source;
     if (!artifact) return "";
-    CheckArtifact(*artifact, *module, args, *expected);
+    CheckArtifact(*artifact, *module, args, *expected, host);
   }
   return *source;
 }

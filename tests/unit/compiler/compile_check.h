@@ -18,8 +18,9 @@ interp::Literal Array(hlo::PrimitiveType type, std::vector<int64_t> dims,
 // Evaluates `text` with the interpreter on `args`, lowers it (twice, checking the source is
 // deterministic), compiles it with the system C++ compiler, loads the artifact, runs it on the
 // same arguments and checks each result against the interpreter's, bit for bit (integers and
-// pred byte for byte). Failures are reported with gtest's EXPECT_*. Returns the generated
-// source (empty when a step failed).
+// pred byte for byte). A program that transfers with the host runs, in both, with a seeded
+// interp::RecordingHost, and must send the same values. Failures are reported with gtest's
+// EXPECT_*. Returns the generated source (empty when a step failed).
 std::string ExpectCompiledMatchesInterpreter(const std::string& text,
                                              const std::vector<interp::Literal>& args);
 

@@ -73,7 +73,7 @@ constexpr uint64_t kInterpreterBudget = HLOCACHE_CORPUS_INTERPRETER_BUDGET;
 #endif
 constexpr size_t kCompileStride = HLOCACHE_CORPUS_COMPILE_STRIDE;
 #ifndef HLOCACHE_CORPUS_MIN_COMPILED_SHARE
-#define HLOCACHE_CORPUS_MIN_COMPILED_SHARE 0.75
+#define HLOCACHE_CORPUS_MIN_COMPILED_SHARE 0.95
 #endif
 
 uint64_t ShapeBytes(const hlo::Shape& s) {
@@ -86,7 +86,7 @@ uint64_t ShapeBytes(const hlo::Shape& s) {
   return static_cast<uint64_t>(s.ElementCount().value_or(0)) * width;
 }
 
-// The first leaf of `s` the interpreter and code generator do not compute with, or empty.
+// The first leaf of `s` outside the core types (those both targets compute with), or empty.
 std::string UnsupportedLeaf(const hlo::Shape& s) {
   if (s.IsTuple()) {
     for (const hlo::Shape& e : s.tuple_elements) {
@@ -95,7 +95,12 @@ std::string UnsupportedLeaf(const hlo::Shape& s) {
     return "";
   }
   if (s.is_buffer) return "buffer shapes";
-  if (!interp::IsSupportedType(s.type)) {
+  // The core types: those of 8 bits and more that both targets compute (the 8-, 6- and 4-bit
+  // floats and the sub-byte integers are the CPU target's alone).
+  const int bits = hlo::PrimitiveTypeBits(s.type);
+  if (!interp::IsSupportedType(s.type) ||
+      (s.type != hlo::PrimitiveType::kPred && s.type != hlo::PrimitiveType::kToken &&
+       (bits < 8 || (hlo::IsFloat(s.type) && bits < 16)))) {
     return "element type " + std::string(hlo::PrimitiveTypeName(s.type));
   }
   if (!s.ElementCount()) return "dynamic dimensions";
@@ -355,7 +360,10 @@ TEST(CorpusCompileTest, EveryCoreOpModuleCompilesRunsAndMatchesTheInterpreter) {
       } else if (!args) {
         failure = "arguments: " + args.error().message();
       } else {
-        auto ran = Execute(**loaded, *abi, *args);
+        // Infeed, outfeed and host sends and recvs transfer with seeded recording hosts: the
+        // same values in for both, the same values out from both.
+        interp::RecordingHost host(42), interpreter_host(42);
+        auto ran = Execute(**loaded, *abi, *args, &host);
         if (!ran) {
           failure = "run: " + ran.error().message();
         } else if (InterpreterWork(*module, module->entry) > kInterpreterBudget) {
@@ -363,7 +371,7 @@ TEST(CorpusCompileTest, EveryCoreOpModuleCompilesRunsAndMatchesTheInterpreter) {
           ++tally.not_interpreted;
           tally.not_interpreted_files.push_back(name);
           continue;
-        } else if (auto expected = interp::Evaluate(*module, *args); !expected) {
+        } else if (auto expected = interp::Evaluate(*module, *args, &interpreter_host); !expected) {
           failure = "interpreter: " + expected.error().message();
         } else {
           std::vector<const interp::Literal*> leaves;
@@ -375,6 +383,9 @@ TEST(CorpusCompileTest, EveryCoreOpModuleCompilesRunsAndMatchesTheInterpreter) {
             failure = std::to_string(compared->mismatched) + " of " +
                       std::to_string(compared->elements) +
                       " elements differ; first: " + compared->first_mismatch;
+          } else if (std::string sent = interp::CompareSent(interpreter_host, host);
+                     !sent.empty()) {
+            failure = "sent to the host: " + sent;
           }
         }
       }

@@ -67,7 +67,8 @@ inline void ExpectMalformed(const std::string& text, const std::string& needle,
   const auto refused =
       StatusIs(StatusCode::kInvalidArgument,
                ::testing::AllOf(::testing::HasSubstr(At(text, needle)), ::testing::HasSubstr(why)));
-  EXPECT_THAT(interp::Evaluate(*m, *args), refused);
+  interp::RecordingHost host(0);  // For the transfers before the malformed instruction.
+  EXPECT_THAT(interp::Evaluate(*m, *args, &host), refused);
   EXPECT_THAT(LowerToCpp(*m), refused);
 }
 

@@ -1,0 +1,152 @@
+// The ops of bounded dynamic shapes (compiler/interp/dynamic_shapes.h says how values of such
+// shapes are held).
+//
+// set-dimension-size(x, n), dimensions={d}: x with dimension d's size set to n, clamped to
+// [0, x's size there] (XLA leaves larger sizes undefined): the first n positions along d.
+// get-dimension-size(x), dimensions={d}: x's size along d, as a scalar. dynamic-reshape(x,
+// s_0, ..., s_{r-1}): x's elements in row-major order, laid out in the result's dimensions,
+// dynamic ones of size s_k clamped to [0, bound], static ones their size; elements past x's end
+// are zeros (XLA leaves sizes whose product is not x's element count undefined).
+#include <algorithm>
+#include <string>
+
+#include "compiler/codegen/dynamic_dims.h"
+#include "compiler/interp/eval_families.h"
+#include "compiler/interp/eval_signature.h"
+
+namespace hlocache::interp {
+namespace {
+
+using hlo::Instruction;
+using hlo::Opcode;
+using hlo::PrimitiveType;
+using hlo::Shape;
+
+bool Takes(Opcode op) {
+  return op == Opcode::kSetDimensionSize || op == Opcode::kGetDimensionSize ||
+         op == Opcode::kDynamicReshape;
+}
+
+bool IsIntegerScalar(const Shape& s) {
+  return s.IsArray() && s.dims.empty() && (hlo::IsSignedInt(s.type) || hlo::IsUnsignedInt(s.type));
+}
+
+Result<size_t> Dimension(const ShapeContext& ctx, const Instruction& inst, size_t rank) {
+  HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> d, ctx.Ints(inst, "dimensions"));
+  if (d.size() != 1 || d[0] < 0 || static_cast<size_t>(d[0]) >= rank) {
+    return Error(ctx.Malformed(inst, "dimensions={...} is not one dimension of the operand"));
+  }
+  return static_cast<size_t>(d[0]);
+}
+
+Status Check(const ShapeContext& ctx, const Instruction& inst,
+             std::span<const Shape* const> operands) {
+  const Shape& r = inst.shape;
+  if (operands.empty() || !operands[0]->IsArray() || !r.IsArray()) {
+    return ctx.Malformed(inst, "takes and returns arrays");
+  }
+  const Shape& x = *operands[0];
+  switch (inst.opcode.opcode) {
+    case Opcode::kGetDimensionSize:
+      if (operands.size() != 1) return ctx.Malformed(inst, "takes one operand");
+      if (auto d = Dimension(ctx, inst, x.dims.size()); !d) return d.error();
+      if (!IsIntegerScalar(r)) return ctx.Malformed(inst, "the result is not an integer scalar");
+      return Status::Ok();
+    case Opcode::kSetDimensionSize: {
+      if (operands.size() != 2 || !IsIntegerScalar(*operands[1])) {
+        return ctx.Malformed(inst, "takes an array and an integer scalar size");
+      }
+      if (auto d = Dimension(ctx, inst, x.dims.size()); !d) return d.error();
+      if (r.type != x.type || r.dims.size() != x.dims.size()) {
+        return ctx.Malformed(inst, "the result is not of the operand's type and rank");
+      }
+      for (size_t k = 0; k < r.dims.size(); ++k) {
+        // Each dimension holds the operand's: equal when static, within the bound when dynamic.
+        const bool fits = r.IsDynamicDim(k) ? x.dims[k] <= r.dims[k] : x.dims[k] == r.dims[k];
+        if (!fits || x.IsDynamicDim(k) != (r.IsDynamicDim(k) && x.IsDynamicDim(k))) {
+          return ctx.Malformed(
+              inst, "the result's dimension " + std::to_string(k) + " does not hold the operand's");
+        }
+      }
+      return Status::Ok();
+    }
+    default: {  // dynamic-reshape.
+      if (operands.size() != r.dims.size() + 1) {
+        return ctx.Malformed(inst, "takes an array and one size per result dimension");
+      }
+      for (size_t k = 1; k < operands.size(); ++k) {
+        if (!IsIntegerScalar(*operands[k]))
+          return ctx.Malformed(inst, "a size is not an integer scalar");
+      }
+      if (r.type != x.type) return ctx.Malformed(inst, "the result is not of the operand's type");
+      if (!r.BoundElementCount()) return ctx.Unsupported(inst, "unbounded dynamic dimensions");
+      return Status::Ok();
+    }
+  }
+}
+
+namespace dynamic {
+HLOCACHE_DYNAMIC_DIMS_CODE
+}  // namespace dynamic
+
+Shape ArrayOf(PrimitiveType type, std::vector<int64_t> dims) {
+  return ArrayShape(type, std::move(dims));
+}
+
+Result<Literal> Eval(EvalContext& ctx, const Instruction& inst,
+                     std::span<const Literal* const> operands) {
+  const Literal& x = *operands[0];
+  const std::vector<int64_t>& xd = x.shape().dims;
+  const Shape& r = inst.shape;
+  if (inst.opcode.opcode == Opcode::kGetDimensionSize) {
+    HLOCACHE_ASSIGN_OR_RETURN(size_t d, Dimension(ctx, inst, xd.size()));
+    Literal out(ArrayOf(r.type, {}));
+    out.SetInt(0, xd[d]);
+    return out;
+  }
+  std::vector<int64_t> dims;
+  if (inst.opcode.opcode == Opcode::kSetDimensionSize) {
+    HLOCACHE_ASSIGN_OR_RETURN(size_t d, Dimension(ctx, inst, xd.size()));
+    dims = xd;
+    dims[d] = dynamic::hc_clamp_dim(operands[1]->GetInt(0), xd[d]);
+    // The first dims[d] positions along d: row-major over the new dimensions, each element at
+    // the same index of x.
+    Literal out(ArrayOf(r.type, dims));
+    const auto xs = hlo::RowMajorStrides(xd);
+    std::vector<int64_t> index(dims.size(), 0);
+    for (size_t i = 0; i < out.size(); ++i) {
+      int64_t at = 0;
+      for (size_t k = 0; k < dims.size(); ++k) at += index[k] * xs[k];
+      if (out.is_float()) {
+        out.SetFloat(i, x.GetFloat(static_cast<size_t>(at)));
+      } else {
+        out.SetInt(i, x.GetInt(static_cast<size_t>(at)));
+      }
+      for (size_t k = dims.size(); k-- > 0;) {
+        if (++index[k] < dims[k]) break;
+        index[k] = 0;
+      }
+    }
+    return out;
+  }
+  // dynamic-reshape.
+  for (size_t k = 0; k < r.dims.size(); ++k) {
+    dims.push_back(r.IsDynamicDim(k) ? dynamic::hc_clamp_dim(operands[k + 1]->GetInt(0), r.dims[k])
+                                     : r.dims[k]);
+  }
+  Literal out(ArrayOf(r.type, dims));
+  for (size_t i = 0; i < out.size() && i < x.size(); ++i) {
+    if (out.is_float()) {
+      out.SetFloat(i, x.GetFloat(i));
+    } else {
+      out.SetInt(i, x.GetInt(i));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+OpFamily DynamicOps() { return {Takes, Check, Eval}; }
+
+}  // namespace hlocache::interp
