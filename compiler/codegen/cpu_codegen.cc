@@ -916,11 +916,17 @@ class Lowering : public CpuEmitter {
     return Status::Ok();
   }
 
+  // hc_relayout's index arrays.
+  static constexpr size_t kMaxRelayoutRank = 64;
+
   // A reshape from or to a dynamic shape: the operand's elements at their sizes, in row-major
   // order, relaid in the result's sizes (dynamic_dims.h's rule), zeros past the operand's end.
   Status DynamicReshape(int32_t index, const Instruction& inst) {
     const Shape& in = OperandShape(inst, 0);
     const Shape& r = inst.shape;
+    if (in.dims.size() > kMaxRelayoutRank || r.dims.size() > kMaxRelayoutRank) {
+      return Unsupported(inst, "a dynamic reshape of rank over 64");
+    }
     const std::string out = Materialize(index, inst);
     const std::string in_rank = Int(static_cast<int64_t>(in.dims.size()));
     const std::string out_rank = Int(static_cast<int64_t>(r.dims.size()));

@@ -43,6 +43,9 @@ Status Lower(CpuEmitter& e, int32_t index, const Instruction& inst) {
              e.Buffer(inst, 1) + "[0]), in[" + dim + "]);\n" + SetDims(out, r, "in") + "  }\n");
       return Status::Ok();
     default: {  // dynamic-reshape.
+      if (in.dims.size() > 64 || r.dims.size() > 64) {
+        return e.Unsupported(inst, "a dynamic reshape of rank over 64");  // hc_relayout's bound.
+      }
       std::string code = "  {\n" + DeclareDims("in", x, in) + IntArray("out_bounds", r.dims) +
                          "    int64_t dims[" + std::to_string(std::max<size_t>(r.dims.size(), 1)) +
                          "];\n";

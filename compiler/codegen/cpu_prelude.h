@@ -101,11 +101,13 @@ template <class T, int W> T hc_wrap(T v) {
 }
 // The smallest and largest values of a W-bit integer held in T.
 template <class T, int W> constexpr T hc_min_of() {
-  if constexpr (std::is_signed_v<T>) return static_cast<T>(-(int64_t{1} << (W - 1)));
+  if constexpr (W >= kBits<T>) return std::numeric_limits<T>::min();
+  else if constexpr (std::is_signed_v<T>) return static_cast<T>(-(int64_t{1} << (W - 1)));
   else return T{0};
 }
 template <class T, int W> constexpr T hc_max_of() {
-  if constexpr (std::is_signed_v<T>) return static_cast<T>((int64_t{1} << (W - 1)) - 1);
+  if constexpr (W >= kBits<T>) return std::numeric_limits<T>::max();
+  else if constexpr (std::is_signed_v<T>) return static_cast<T>((int64_t{1} << (W - 1)) - 1);
   else return static_cast<T>((uint64_t{1} << W) - 1);
 }
 // The W low bits of an integer held in T.
