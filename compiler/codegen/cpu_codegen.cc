@@ -320,16 +320,10 @@ class Lowering : public CpuEmitter {
   static bool HasEffects(const Instruction& inst) {
     switch (inst.opcode.opcode) {
       case Opcode::kCustomCall:
-      case Opcode::kInfeed:
-      case Opcode::kOutfeed:
-      case Opcode::kSend:
-      case Opcode::kSendDone:
-      case Opcode::kRecv:
-      case Opcode::kRecvDone:
       case Opcode::kRngGetAndUpdateState:
         return true;
       default:
-        return false;
+        return hlo::IsHostTransfer(inst.opcode.opcode);
     }
   }
 

@@ -13,19 +13,7 @@ namespace {
 using hlo::Instruction;
 using hlo::Opcode;
 
-bool Takes(Opcode op) {
-  switch (op) {
-    case Opcode::kInfeed:
-    case Opcode::kOutfeed:
-    case Opcode::kSend:
-    case Opcode::kSendDone:
-    case Opcode::kRecv:
-    case Opcode::kRecvDone:
-      return true;
-    default:
-      return false;
-  }
-}
+bool Takes(Opcode op) { return hlo::IsHostTransfer(op); }
 bool NotElementwise(Opcode) { return false; }
 
 // Statements declaring `name`, an array of hc_host_leaf describing `leaves`.

@@ -43,4 +43,18 @@ std::optional<OpcodeSpelling> ParseOpcodeSpelling(std::string_view text) {
   return std::nullopt;
 }
 
+bool IsHostTransfer(Opcode op) {
+  switch (op) {
+    case Opcode::kInfeed:
+    case Opcode::kOutfeed:
+    case Opcode::kSend:
+    case Opcode::kSendDone:
+    case Opcode::kRecv:
+    case Opcode::kRecvDone:
+      return true;
+    default:
+      return false;
+  }
+}
+
 }  // namespace hlocache::hlo

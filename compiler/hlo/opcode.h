@@ -168,6 +168,9 @@ enum class AsyncPhase : uint8_t { kNone, kStart, kUpdate, kDone };
 
 std::string_view OpcodeName(Opcode op);
 
+// infeed, outfeed, send, send-done, recv, recv-done: the ops that may talk to the host.
+bool IsHostTransfer(Opcode op);
+
 // Exact text name to opcode; nullopt for unknown names.
 std::optional<Opcode> OpcodeFromName(std::string_view name);
 

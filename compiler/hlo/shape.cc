@@ -50,14 +50,8 @@ bool IsFloat(PrimitiveType t) {
 }
 
 std::optional<int64_t> Shape::ElementCount() const {
-  if (!IsArray() || !dynamic.empty()) return std::nullopt;
-  int64_t n = 1;
-  for (int64_t d : dims) {
-    if (d < 0) return std::nullopt;
-    if (d != 0 && n > (int64_t{1} << 62) / d) return std::nullopt;
-    n *= d;
-  }
-  return n;
+  if (!dynamic.empty()) return std::nullopt;
+  return BoundElementCount();  // Static: the bounds are the dimensions.
 }
 
 std::optional<int64_t> Shape::BoundElementCount() const {

@@ -24,33 +24,9 @@ bool TakesDynamicShapes(Opcode op) {
     case Opcode::kSetDimensionSize:
     case Opcode::kGetDimensionSize:
     case Opcode::kDynamicReshape:
-    case Opcode::kConvert:
-    case Opcode::kCopy:
-    case Opcode::kSelect:
-    case Opcode::kClamp:
-    case Opcode::kCompare:
       return true;
     default:
-      // The core elementwise arithmetic: what is left of the core once the ops that index by
-      // shape are excluded.
-      switch (op) {
-        case Opcode::kConstant:
-        case Opcode::kIota:
-        case Opcode::kBitcast:
-        case Opcode::kSlice:
-        case Opcode::kReverse:
-        case Opcode::kPad:
-        case Opcode::kConcatenate:
-        case Opcode::kDynamicSlice:
-        case Opcode::kDynamicUpdateSlice:
-        case Opcode::kReduce:
-        case Opcode::kDot:
-        case Opcode::kCall:
-        case Opcode::kFusion:
-          return false;
-        default:
-          return IsCoreOp(op);
-      }
+      return IsCoreElementwiseOp(op);
   }
 }
 

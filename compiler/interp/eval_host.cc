@@ -22,19 +22,7 @@ using hlo::Opcode;
 using hlo::PrimitiveType;
 using hlo::Shape;
 
-bool Takes(Opcode op) {
-  switch (op) {
-    case Opcode::kInfeed:
-    case Opcode::kOutfeed:
-    case Opcode::kSend:
-    case Opcode::kSendDone:
-    case Opcode::kRecv:
-    case Opcode::kRecvDone:
-      return true;
-    default:
-      return false;
-  }
-}
+bool Takes(Opcode op) { return hlo::IsHostTransfer(op); }
 
 bool IsToken(const Shape& s) { return s.IsArray() && s.type == PrimitiveType::kToken; }
 

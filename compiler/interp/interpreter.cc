@@ -141,6 +141,32 @@ class ShapeView {
   const Shape* shape_;
 };
 
+}  // namespace
+
+bool IsCoreElementwiseOp(Opcode op) {
+  switch (op) {
+    case Opcode::kIota:
+    case Opcode::kBroadcast:
+    case Opcode::kTranspose:
+    case Opcode::kSlice:
+    case Opcode::kReverse:
+    case Opcode::kPad:
+    case Opcode::kConcatenate:
+    case Opcode::kDynamicSlice:
+    case Opcode::kDynamicUpdateSlice:
+    case Opcode::kReduce:
+    case Opcode::kDot:
+    case Opcode::kBitcast:
+    case Opcode::kCall:
+    case Opcode::kFusion:
+      return false;
+    default:
+      return IsCoreOp(op);
+  }
+}
+
+namespace {
+
 class Evaluator : public EvalContext {
  public:
   explicit Evaluator(const hlo::Module& m, HostTransfers* host = nullptr)
@@ -269,27 +295,8 @@ class Evaluator : public EvalContext {
     return true;
   }
 
-  static bool IsMappableOp(Opcode op) {
-    switch (op) {
-      case Opcode::kIota:
-      case Opcode::kBroadcast:
-      case Opcode::kTranspose:
-      case Opcode::kSlice:
-      case Opcode::kReverse:
-      case Opcode::kPad:
-      case Opcode::kConcatenate:
-      case Opcode::kDynamicSlice:
-      case Opcode::kDynamicUpdateSlice:
-      case Opcode::kReduce:
-      case Opcode::kDot:
-      case Opcode::kBitcast:
-      case Opcode::kCall:
-      case Opcode::kFusion:
-        return false;
-      default:
-        return IsCoreOp(op);
-    }
-  }
+  static bool IsMappableOp(Opcode op) { return IsCoreElementwiseOp(op); }
+
 
   // Computation `c` of scalars evaluated once over arrays of `n` elements: each instruction on
   // whole arrays, with the same per-element semantics as Call (every core elementwise op

@@ -36,6 +36,10 @@ Status CheckOperandCount(const hlo::Module& module, const hlo::Instruction& inst
 
 // Whether `op` is one of the ops above (fusion is evaluated as a call of its computation).
 bool IsCoreOp(hlo::Opcode op);
+// Whether `op` is a core op that computes element i from elements i of its operands alone (the
+// arithmetic, compare, select, clamp, convert, copy, ...): the core minus the ops that index by
+// shape or call computations.
+bool IsCoreElementwiseOp(hlo::Opcode op);
 // Whether the interpreter evaluates `op`: a core op, or one of the op families of
 // extended_ops.h (gather, scatter, sort, while, convolution, collectives, ...).
 bool IsSupportedOp(hlo::Opcode op);
