@@ -35,7 +35,8 @@ Leaf Dequantize(CpuEmitter& e, const Instruction& inst, size_t k, size_t scale,
   for (size_t d = 0; d < operand.dims.size(); ++d) {
     sizes.push_back(scale_shape.dims[d]);
     strides.push_back(ss[d]);
-    sizes.push_back(operand.dims[d] / scale_shape.dims[d]);
+    // A dimension of no elements (and a scale of none) has blocks of any size: 1.
+    sizes.push_back(scale_shape.dims[d] == 0 ? 1 : operand.dims[d] / scale_shape.dims[d]);
     strides.push_back(0);
   }
   const std::string t = CType(shape.type);
