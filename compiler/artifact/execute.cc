@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 
 #include "compiler/artifact/host_abi.h"
 #include "compiler/interp/dynamic_shapes.h"
@@ -164,18 +165,28 @@ Status Send(HostAdapter& a, int kind, int64_t channel, int64_t count,
   return a.host->Send(static_cast<interp::HostTransferKind>(kind), channel, value);
 }
 
+// The callbacks the generated code calls: nothing may unwind through it, so an allocation that
+// fails becomes the run's failure.
+template <typename Transfer>
+int Callback(void* context, Transfer transfer) {
+  auto& a = *static_cast<HostAdapter*>(context);
+  try {
+    a.failure = transfer(a);
+  } catch (const std::bad_alloc&) {
+    a.failure = ResourceExhausted("out of memory transferring with the host");
+  }
+  return a.failure.ok() ? 0 : 1;
+}
+
 extern "C" int ReceiveFromHost(void* context, int kind, int64_t channel, int64_t count,
                                const hlocache_host_leaf* leaves) {
-  auto& a = *static_cast<HostAdapter*>(context);
-  a.failure = Receive(a, kind, channel, count, leaves);
-  return a.failure.ok() ? 0 : 1;
+  return Callback(context,
+                  [&](HostAdapter& a) { return Receive(a, kind, channel, count, leaves); });
 }
 
 extern "C" int SendToHost(void* context, int kind, int64_t channel, int64_t count,
                           const hlocache_host_leaf* leaves) {
-  auto& a = *static_cast<HostAdapter*>(context);
-  a.failure = Send(a, kind, channel, count, leaves);
-  return a.failure.ok() ? 0 : 1;
+  return Callback(context, [&](HostAdapter& a) { return Send(a, kind, channel, count, leaves); });
 }
 
 }  // namespace
