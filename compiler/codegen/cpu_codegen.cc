@@ -97,15 +97,7 @@ class Lowering : public CpuEmitter {
   // The entry point: leaves of the parameters in, leaves of the result out.
   std::string EntryPoint() const {
     const Computation& entry = m_.computations[static_cast<size_t>(m_.entry)];
-    // hlocache_entry_host runs with a host to transfer with (the thread's own, restored after,
-    // so runs may nest); hlocache_entry without one.
-    std::string out =
-        "extern \"C\" __attribute__((visibility(\"default\"))) int hlocache_entry_host(\n"
-        "    const void* const* params, void* const* results, const hlocache_rt::hc_host* host) "
-        "{\n  const hc_host* const outer_host = hc_current_host;\n"
-        "  const bool outer_failed = hc_host_failed;\n  hc_current_host = host;\n"
-        "  hc_host_failed = false;\n  const int status = " +
-        FunctionName(m_.entry) + "(";
+    std::string call = FunctionName(m_.entry) + "(";
     std::vector<const Shape*> leaves;
     for (int32_t p : entry.parameters) {
       if (p >= 0) AppendLeafShapes(Inst(entry, p).shape, leaves);
@@ -113,22 +105,47 @@ class Lowering : public CpuEmitter {
     size_t n = 0;
     for (size_t j = 0; j < leaves.size(); ++j, ++n) {
       const char* t = CType(leaves[j]->type);
-      out += std::string(n ? ", " : "") + "static_cast<const " + (t ? t : "void") + "*>(params[" +
-             std::to_string(j) + "])";
+      call += std::string(n ? ", " : "") + "static_cast<const " + (t ? t : "void") +
+              "*>(params[" + std::to_string(j) + "])";
     }
     leaves.clear();
     if (entry.root >= 0) AppendLeafShapes(Inst(entry, entry.root).shape, leaves);
     for (size_t j = 0; j < leaves.size(); ++j, ++n) {
       const char* t = CType(leaves[j]->type);
-      out += std::string(n ? ", " : "") + "static_cast<" + (t ? t : "void") + "*>(results[" +
-             std::to_string(j) + "])";
+      call += std::string(n ? ", " : "") + "static_cast<" + (t ? t : "void") + "*>(results[" +
+              std::to_string(j) + "])";
     }
-    return out +
-           ");\n  const bool failed = hc_host_failed;\n  hc_current_host = outer_host;\n"
-           "  hc_host_failed = outer_failed;\n  return failed ? 2 : status;\n}\n\n"
+    call += ")";
+    // hlocache_entry_host runs with a host to transfer with, kept in a thread-local for the
+    // transfers to find (the thread's own, restored after, so runs may nest); hlocache_entry
+    // without one. A program without transfers has no use for the host, and no thread-local.
+    std::string body = "  return " + call + ";\n";
+    if (HasHostTransfers()) {
+      body = "  const hc_host* const outer_host = hc_current_host;\n"
+             "  const bool outer_failed = hc_host_failed;\n  hc_current_host = host;\n"
+             "  hc_host_failed = false;\n  const int status = " +
+             call +
+             ";\n  const bool failed = hc_host_failed;\n  hc_current_host = outer_host;\n"
+             "  hc_host_failed = outer_failed;\n  return failed ? 2 : status;\n";
+    }
+    return "extern \"C\" __attribute__((visibility(\"default\"))) int hlocache_entry_host(\n"
+           "    const void* const* params, void* const* results,\n"
+           "    [[maybe_unused]] const hlocache_rt::hc_host* host) {\n" +
+           body +
+           "}\n\n"
            "extern \"C\" __attribute__((visibility(\"default\"))) int hlocache_entry(\n"
            "    const void* const* params, void* const* results) {\n"
            "  return hlocache_entry_host(params, results, nullptr);\n}\n\n";
+  }
+
+  // Whether an instruction of the module transfers with the host.
+  bool HasHostTransfers() const {
+    for (const Computation& c : m_.computations) {
+      for (const Instruction& inst : c.instructions) {
+        if (hlo::IsHostTransfer(inst.opcode.opcode)) return true;
+      }
+    }
+    return false;
   }
 
   static const Instruction& Inst(const Computation& c, int32_t i) {
