@@ -25,8 +25,7 @@ std::string Describe(const RecordingHost::Transfer& t) {
 Result<Literal> RecordingHost::Receive(HostTransferKind kind, int64_t channel,
                                        const hlo::Shape& shape) {
   HLOCACHE_ASSIGN_OR_RETURN(Literal value, Literal::MakeZeros(shape));
-  uint64_t before = 0;
-  for (const Transfer& t : received_) before += t.kind == kind && t.channel == channel;
+  const uint64_t before = received_on_[{static_cast<int>(kind), channel}]++;
   std::seed_seq seq{seed_, static_cast<uint64_t>(kind), static_cast<uint64_t>(channel), before};
   std::mt19937_64 rng(seq);
   FillRandom(value, rng);

@@ -10,7 +10,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -57,6 +59,7 @@ class RecordingHost : public HostTransfers {
  private:
   uint64_t seed_;
   std::vector<Transfer> received_, sent_;
+  std::map<std::pair<int, int64_t>, uint64_t> received_on_;  // Values so far per kind, channel.
 };
 
 // "" when the two hosts sent the same values (leaves equal, NaN equal to NaN) on the same
