@@ -105,8 +105,8 @@ class Lowering : public CpuEmitter {
     size_t n = 0;
     for (size_t j = 0; j < leaves.size(); ++j, ++n) {
       const char* t = CType(leaves[j]->type);
-      call += std::string(n ? ", " : "") + "static_cast<const " + (t ? t : "void") +
-              "*>(params[" + std::to_string(j) + "])";
+      call += std::string(n ? ", " : "") + "static_cast<const " + (t ? t : "void") + "*>(params[" +
+              std::to_string(j) + "])";
     }
     leaves.clear();
     if (entry.root >= 0) AppendLeafShapes(Inst(entry, entry.root).shape, leaves);
@@ -121,12 +121,13 @@ class Lowering : public CpuEmitter {
     // without one. A program without transfers has no use for the host, and no thread-local.
     std::string body = "  return " + call + ";\n";
     if (HasHostTransfers()) {
-      body = "  const hc_host* const outer_host = hc_current_host;\n"
-             "  const bool outer_failed = hc_host_failed;\n  hc_current_host = host;\n"
-             "  hc_host_failed = false;\n  const int status = " +
-             call +
-             ";\n  const bool failed = hc_host_failed;\n  hc_current_host = outer_host;\n"
-             "  hc_host_failed = outer_failed;\n  return failed ? 2 : status;\n";
+      body =
+          "  const hc_host* const outer_host = hc_current_host;\n"
+          "  const bool outer_failed = hc_host_failed;\n  hc_current_host = host;\n"
+          "  hc_host_failed = false;\n  const int status = " +
+          call +
+          ";\n  const bool failed = hc_host_failed;\n  hc_current_host = outer_host;\n"
+          "  hc_host_failed = outer_failed;\n  return failed ? 2 : status;\n";
     }
     return "extern \"C\" __attribute__((visibility(\"default\"))) int hlocache_entry_host(\n"
            "    const void* const* params, void* const* results,\n"
@@ -319,17 +320,10 @@ class Lowering : public CpuEmitter {
     return false;
   }
 
-  // The ops of dynamic shapes are those of interp/dynamic_shapes.h, with a dynamic result.
+  // The ops of dynamic shapes are those of interp/dynamic_shapes.h.
   Status CheckDynamicShapes(const Instruction& inst) const {
-    const Opcode op = inst.opcode.opcode;
-    if (!interp::TakesDynamicShapes(op)) {
-      return Unsupported(inst, "dynamic dimensions in '" + std::string(hlo::OpcodeName(op)) + "'");
-    }
-    if (!hlo::HasDynamicLeaf(inst.shape) && op != Opcode::kGetDimensionSize &&
-        op != Opcode::kTuple && op != Opcode::kGetTupleElement) {
-      return Unsupported(inst, "a static result of dynamic operands");
-    }
-    return Status::Ok();
+    const std::string why = interp::WhyNotDynamic(inst, OperandShapes(inst));
+    return why.empty() ? Status::Ok() : Unsupported(inst, why);
   }
 
   // Whether an instruction must run even when the root does not depend on its value: those
@@ -354,11 +348,10 @@ class Lowering : public CpuEmitter {
   void Declare(const std::string& name, const Shape& s) override {
     // A dynamic shape's buffer has room for its sizes after the elements (cpu_source.h).
     const int64_t width = hlo::BufferElementBytes(s.type);
-    const int64_t count = Count(s) + (Bytes(s) - DataBytesOf(s) + width - 1) / width;
+    const int64_t count = Count(s) + (Bytes(s) - DataBytes(s) + width - 1) / width;
     function_->Declare(
         {name, CType(s.type), std::max<int64_t>(count, 1), width, Bytes(s) > kStackBufferBytes});
   }
-  static int64_t DataBytesOf(const Shape& s) { return DataBytes(s); }
 
   void DeclarePointer(const std::string& name, const Shape& s,
                       std::vector<std::string> may_point_to) override {
@@ -415,7 +408,8 @@ class Lowering : public CpuEmitter {
   // A broadcast of a scalar is one load per element: as cheap to fuse as any elementwise op.
   bool IsScalarBroadcast(const Instruction& inst) const {
     return inst.opcode.opcode == Opcode::kBroadcast && inst.operands.size() == 1 &&
-           Count(OperandShape(inst, 0)) == 1 && inst.shape.IsArray();
+           Count(OperandShape(inst, 0)) == 1 && !OperandShape(inst, 0).IsDynamic() &&
+           inst.shape.IsArray();
   }
 
   bool Fusible(int32_t i) const {
@@ -459,27 +453,37 @@ class Lowering : public CpuEmitter {
     values_[slot] = {{Var(index), &inst.shape}};
     Body() += "  for (int64_t i = 0; i < " + Int(Count(inst.shape)) + "; ++i) " + Var(index) +
               "[i] = " + expr + ";\n";
-    if (inst.shape.IsDynamic()) Body() += ElementwiseSizes(inst, Var(index));
+    if (inst.shape.IsDynamic()) {
+      ResultSizes(inst, interp::ElementwiseSizeSources(inst, OperandShapes(inst)), Var(index));
+    }
   }
 
-  // The sizes of a dynamic elementwise result (interp/dynamic_shapes.h): in each dynamic
-  // dimension, the first operand dynamic there gives its own.
-  std::string ElementwiseSizes(const Instruction& inst, const std::string& out) const {
+  std::vector<const Shape*> OperandShapes(const Instruction& inst) const {
+    std::vector<const Shape*> operands;
+    for (size_t k = 0; k < inst.operands.size(); ++k) operands.push_back(&OperandShape(inst, k));
+    return operands;
+  }
+
+  // Code storing the sizes of a dynamic result in `out`: each dimension's from the operand
+  // dimension `sources` names (interp::SizeSources), or its bound.
+  void ResultSizes(const Instruction& inst, const std::vector<interp::SizeSource>& sources,
+                   const std::string& out) {
     const Shape& r = inst.shape;
-    std::string code = "  {\n" + IntArray("dims", r.dims);
-    code.replace(code.find("static const "), 13, "");
+    std::string code = "  {\n    int64_t dims[] = {";
+    for (size_t i = 0; i < r.dims.size(); ++i) code += (i ? ", " : "") + Int(r.dims[i]);
+    code += "};\n";
+    std::vector<bool> read(inst.operands.size(), false);
     for (size_t i = 0; i < r.dims.size(); ++i) {
-      if (!r.IsDynamicDim(i)) continue;
-      for (size_t k = 0; k < inst.operands.size(); ++k) {
-        const Shape& o = OperandShape(inst, k);
-        if (o.dims.size() != r.dims.size() || !o.IsDynamicDim(i)) continue;
-        const std::string var = "in" + std::to_string(k) + "_" + std::to_string(i);
-        code += DeclareDims(var, Buffer(inst, k), o) + "    dims[" + std::to_string(i) +
-                "] = " + var + "[" + std::to_string(i) + "];\n";
-        break;
-      }
+      const interp::SizeSource& from = sources[i];
+      if (from.operand < 0) continue;
+      const auto k = static_cast<size_t>(from.operand);
+      const std::string var = "in" + std::to_string(k);
+      if (!read[k]) code += DeclareDims(var, Buffer(inst, k), OperandShape(inst, k));
+      read[k] = true;
+      code +=
+          "    dims[" + std::to_string(i) + "] = " + var + "[" + std::to_string(from.dim) + "];\n";
     }
-    return code + SetDims(out, r, "dims") + "  }\n";
+    Body() += code + SetDims(out, r, "dims") + "  }\n";
   }
 
   // ---- Instructions --------------------------------------------------------------------------
@@ -900,30 +904,12 @@ class Lowering : public CpuEmitter {
     Body() += "    int64_t o = 0;\n";
     Body() += NestedLoops(od, out + "[o++] = " + Buffer(inst, 0) + "[" + Affine(base, coef) + "];");
     Body() += "  }\n";
-    if (inst.shape.IsDynamic()) HLOCACHE_RETURN_IF_ERROR(MappedSizes(inst, out));
-    return Status::Ok();
-  }
-
-  // The sizes of a dynamic broadcast or transpose: a result dimension mapped from a dynamic
-  // operand dimension has that one's size (interp/dynamic_shapes.h).
-  Status MappedSizes(const Instruction& inst, const std::string& out) {
-    const Shape& r = inst.shape;
-    const Shape& in = OperandShape(inst, 0);
-    HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> d, IntList(inst, "dimensions"));
-    std::string code = "  {\n" + DeclareDims("in", Buffer(inst, 0), in) + IntArray("dims", r.dims);
-    code.replace(code.find("static const int64_t dims"), 25, "int64_t dims");
-    for (size_t k = 0; k < d.size(); ++k) {
-      // broadcast: operand dimension k is result dimension d[k]; transpose: result dimension k
-      // is operand dimension d[k].
-      const bool broadcast = inst.opcode.opcode == Opcode::kBroadcast;
-      const auto from = static_cast<size_t>(broadcast ? k : static_cast<size_t>(d[k]));
-      const auto to = static_cast<size_t>(broadcast ? static_cast<size_t>(d[k]) : k);
-      if (to < r.dims.size() && r.IsDynamicDim(to) && from < in.dims.size() &&
-          in.IsDynamicDim(from)) {
-        code += "    dims[" + std::to_string(to) + "] = in[" + std::to_string(from) + "];\n";
-      }
+    if (inst.shape.IsDynamic()) {
+      HLOCACHE_ASSIGN_OR_RETURN(
+          std::vector<interp::SizeSource> sources,
+          interp::SizeSources(interp::ShapeContext(m_), inst, OperandShapes(inst)));
+      ResultSizes(inst, sources, out);
     }
-    Body() += code + SetDims(out, r, "dims") + "  }\n";
     return Status::Ok();
   }
 

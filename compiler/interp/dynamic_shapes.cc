@@ -1,6 +1,7 @@
 #include "compiler/interp/dynamic_shapes.h"
 
 #include <memory>
+#include <string>
 
 #include "compiler/codegen/dynamic_dims.h"
 #include "compiler/interp/interpreter.h"
@@ -68,62 +69,93 @@ bool Admits(const Shape& declared, const Shape& runtime) {
   return true;
 }
 
+std::string WhyNotDynamic(const hlo::Instruction& inst, std::span<const Shape* const> operands) {
+  const Opcode op = inst.opcode.opcode;
+  if (!TakesDynamicShapes(op)) {
+    return "dynamic dimensions in '" + std::string(hlo::OpcodeName(op)) + "'";
+  }
+  if (!hlo::HasDynamicLeaf(inst.shape) && op != Opcode::kGetDimensionSize && op != Opcode::kTuple &&
+      op != Opcode::kGetTupleElement) {
+    return "a static result of dynamic operands";
+  }
+  std::vector<const Shape*> leaves;
+  hlo::AppendLeafShapes(inst.shape, leaves);
+  for (const Shape* s : operands) hlo::AppendLeafShapes(*s, leaves);
+  for (const Shape* leaf : leaves) {
+    if (leaf->IsDynamic() && !leaf->BoundElementCount()) return "unbounded dynamic dimensions";
+  }
+  return "";
+}
+
+std::vector<SizeSource> ElementwiseSizeSources(const hlo::Instruction& inst,
+                                               std::span<const Shape* const> declared) {
+  const Shape& r = inst.shape;
+  std::vector<SizeSource> out(r.dims.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!r.IsDynamicDim(i)) continue;
+    for (size_t k = 0; k < declared.size(); ++k) {
+      if (declared[k]->dims.size() == out.size() && declared[k]->IsDynamicDim(i)) {
+        out[i] = {static_cast<int64_t>(k), static_cast<int64_t>(i)};
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+Result<std::vector<SizeSource>> SizeSources(const ShapeContext& ctx, const hlo::Instruction& inst,
+                                            std::span<const Shape* const> declared) {
+  const Shape& r = inst.shape;
+  std::vector<SizeSource> out(r.dims.size());
+  const Opcode op = inst.opcode.opcode;
+  if (op == Opcode::kBroadcast || op == Opcode::kTranspose) {
+    // broadcast: operand dimension k is result dimension d[k]; transpose: result dimension k
+    // is operand dimension d[k].
+    HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> d, ctx.Ints(inst, "dimensions"));
+    const bool broadcast = op == Opcode::kBroadcast;
+    if (declared.empty() || d.size() != (broadcast ? declared[0]->dims.size() : r.dims.size())) {
+      return Error(ctx.Malformed(inst, "dimensions={...} does not match the shapes"));
+    }
+    for (size_t k = 0; k < d.size(); ++k) {
+      const auto from = broadcast ? k : static_cast<size_t>(d[k]);
+      const auto to = broadcast ? static_cast<size_t>(d[k]) : k;
+      if (to < r.dims.size() && r.IsDynamicDim(to) && from < declared[0]->dims.size() &&
+          declared[0]->IsDynamicDim(from)) {
+        out[to] = {0, static_cast<int64_t>(from)};
+      }
+    }
+    return out;
+  }
+  return ElementwiseSizeSources(inst, declared);
+}
+
 Result<std::vector<int64_t>> RuntimeDims(const ShapeContext& ctx, const hlo::Instruction& inst,
                                          std::span<const Shape* const> declared,
                                          std::span<const std::vector<int64_t>* const> runtime) {
   const Shape& r = inst.shape;
   std::vector<int64_t> out = r.dims;
-  switch (inst.opcode.opcode) {
-    case Opcode::kBroadcast: {
-      HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> d, ctx.Ints(inst, "dimensions"));
-      if (declared.empty() || d.size() != declared[0]->dims.size()) {
-        return Error(ctx.Malformed(inst, "dimensions={...} does not match the operand's rank"));
-      }
-      for (size_t k = 0; k < d.size(); ++k) {
-        const auto i = static_cast<size_t>(d[k]);
-        if (i < out.size() && r.IsDynamicDim(i) && declared[0]->IsDynamicDim(k)) {
-          out[i] = (*runtime[0])[k];
-        }
-      }
-      return out;
-    }
-    case Opcode::kTranspose: {
-      HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> d, ctx.Ints(inst, "dimensions"));
-      if (declared.empty() || d.size() != out.size()) {
-        return Error(ctx.Malformed(inst, "dimensions={...} is not a permutation of the result"));
-      }
-      for (size_t i = 0; i < out.size(); ++i) {
-        const auto k = static_cast<size_t>(d[i]);
-        if (r.IsDynamicDim(i) && k < declared[0]->dims.size() && declared[0]->IsDynamicDim(k)) {
-          out[i] = (*runtime[0])[k];
-        }
-      }
-      return out;
-    }
-    case Opcode::kReshape: {
-      const Shape& in = *declared[0];
-      // Flags as bool arrays, as the shared code takes them (std::vector<bool> has no data()).
-      std::unique_ptr<bool[]> in_flags(new bool[in.dims.size() + 1]);
-      std::unique_ptr<bool[]> out_flags(new bool[out.size() + 1]);
-      for (size_t k = 0; k < in.dims.size(); ++k) in_flags[k] = in.IsDynamicDim(k);
-      for (size_t k = 0; k < out.size(); ++k) out_flags[k] = r.IsDynamicDim(k);
-      dynamic::hc_reshaped_dims(runtime[0]->data(), in_flags.get(),
-                                static_cast<int64_t>(in.dims.size()), r.dims.data(),
-                                out_flags.get(), static_cast<int64_t>(out.size()), out.data());
-      return out;
-    }
-    default:  // Elementwise: the first operand dynamic in each dimension.
-      for (size_t i = 0; i < out.size(); ++i) {
-        if (!r.IsDynamicDim(i)) continue;
-        for (size_t k = 0; k < declared.size(); ++k) {
-          if (declared[k]->dims.size() == out.size() && declared[k]->IsDynamicDim(i)) {
-            out[i] = (*runtime[k])[i];
-            break;
-          }
-        }
-      }
-      return out;
+  if (inst.opcode.opcode == Opcode::kReshape) {
+    const Shape& in = *declared[0];
+    // Flags as bool arrays, as the shared code takes them (std::vector<bool> has no data()).
+    std::unique_ptr<bool[]> in_flags(new bool[in.dims.size() + 1]);
+    std::unique_ptr<bool[]> out_flags(new bool[out.size() + 1]);
+    for (size_t k = 0; k < in.dims.size(); ++k) in_flags[k] = in.IsDynamicDim(k);
+    for (size_t k = 0; k < out.size(); ++k) out_flags[k] = r.IsDynamicDim(k);
+    dynamic::hc_reshaped_dims(runtime[0]->data(), in_flags.get(),
+                              static_cast<int64_t>(in.dims.size()), r.dims.data(), out_flags.get(),
+                              static_cast<int64_t>(out.size()), out.data());
+    return out;
   }
+  HLOCACHE_ASSIGN_OR_RETURN(std::vector<SizeSource> sources, SizeSources(ctx, inst, declared));
+  for (size_t i = 0; i < out.size(); ++i) {
+    const SizeSource& from = sources[i];
+    if (from.operand >= 0) {
+      out[i] = (*runtime[static_cast<size_t>(from.operand)])[static_cast<size_t>(from.dim)];
+    }
+  }
+  return out;
 }
+
+int64_t ClampedSize(int64_t size, int64_t bound) { return dynamic::hc_clamp_dim(size, bound); }
 
 }  // namespace hlocache::interp

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <span>
+#include <string>
 #include <vector>
 
 #include "common/status.h"
@@ -40,10 +41,33 @@ hlo::Shape ArgumentShape(const hlo::Shape& declared);
 // dimensions equal, dynamic ones at most their bounds.
 bool Admits(const hlo::Shape& declared, const hlo::Shape& runtime);
 
+// Why `inst` (or its operands, of `operands` declared shapes) may not have dynamic shapes: an
+// op outside the set above, a static result of dynamic operands (but for get-dimension-size and
+// the tuple ops), or an unbounded dimension; empty when it may.
+std::string WhyNotDynamic(const hlo::Instruction& inst,
+                          std::span<const hlo::Shape* const> operands);
+
+// Where a dimension of a dynamic elementwise, broadcast or transpose result takes its size: the
+// operand's dimension it maps from, or (operand -1) its own bound. The interpreter reads the
+// sizes so; the code generator emits code reading them from the operands' buffers.
+struct SizeSource {
+  int64_t operand = -1;
+  int64_t dim = -1;
+};
+Result<std::vector<SizeSource>> SizeSources(const ShapeContext& ctx, const hlo::Instruction& inst,
+                                            std::span<const hlo::Shape* const> declared);
+// The elementwise rule alone (what SizeSources gives an elementwise op): each dynamic dimension
+// from the first operand dynamic in it.
+std::vector<SizeSource> ElementwiseSizeSources(const hlo::Instruction& inst,
+                                               std::span<const hlo::Shape* const> declared);
+
 // The runtime dimensions of the result of `inst` (an elementwise op, broadcast, reshape or
 // transpose with a dynamic result), from its operands' declared shapes and runtime dimensions.
 Result<std::vector<int64_t>> RuntimeDims(const ShapeContext& ctx, const hlo::Instruction& inst,
                                          std::span<const hlo::Shape* const> declared,
                                          std::span<const std::vector<int64_t>* const> runtime);
+
+// A size from outside the program within [0, bound] (dynamic_dims.h's hc_clamp_dim).
+int64_t ClampedSize(int64_t size, int64_t bound);
 
 }  // namespace hlocache::interp

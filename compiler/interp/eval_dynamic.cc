@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <string>
 
-#include "compiler/codegen/dynamic_dims.h"
+#include "compiler/interp/dynamic_shapes.h"
 #include "compiler/interp/eval_families.h"
 #include "compiler/interp/eval_signature.h"
 
@@ -85,14 +85,6 @@ Status Check(const ShapeContext& ctx, const Instruction& inst,
   }
 }
 
-namespace dynamic {
-HLOCACHE_DYNAMIC_DIMS_CODE
-}  // namespace dynamic
-
-Shape ArrayOf(PrimitiveType type, std::vector<int64_t> dims) {
-  return ArrayShape(type, std::move(dims));
-}
-
 Result<Literal> Eval(EvalContext& ctx, const Instruction& inst,
                      std::span<const Literal* const> operands) {
   const Literal& x = *operands[0];
@@ -100,7 +92,7 @@ Result<Literal> Eval(EvalContext& ctx, const Instruction& inst,
   const Shape& r = inst.shape;
   if (inst.opcode.opcode == Opcode::kGetDimensionSize) {
     HLOCACHE_ASSIGN_OR_RETURN(size_t d, Dimension(ctx, inst, xd.size()));
-    Literal out(ArrayOf(r.type, {}));
+    Literal out(ArrayShape(r.type, {}));
     out.SetInt(0, xd[d]);
     return out;
   }
@@ -108,10 +100,10 @@ Result<Literal> Eval(EvalContext& ctx, const Instruction& inst,
   if (inst.opcode.opcode == Opcode::kSetDimensionSize) {
     HLOCACHE_ASSIGN_OR_RETURN(size_t d, Dimension(ctx, inst, xd.size()));
     dims = xd;
-    dims[d] = dynamic::hc_clamp_dim(operands[1]->GetInt(0), xd[d]);
+    dims[d] = ClampedSize(operands[1]->GetInt(0), xd[d]);
     // The first dims[d] positions along d: row-major over the new dimensions, each element at
     // the same index of x.
-    Literal out(ArrayOf(r.type, dims));
+    Literal out(ArrayShape(r.type, dims));
     const auto xs = hlo::RowMajorStrides(xd);
     std::vector<int64_t> index(dims.size(), 0);
     for (size_t i = 0; i < out.size(); ++i) {
@@ -131,10 +123,10 @@ Result<Literal> Eval(EvalContext& ctx, const Instruction& inst,
   }
   // dynamic-reshape.
   for (size_t k = 0; k < r.dims.size(); ++k) {
-    dims.push_back(r.IsDynamicDim(k) ? dynamic::hc_clamp_dim(operands[k + 1]->GetInt(0), r.dims[k])
+    dims.push_back(r.IsDynamicDim(k) ? ClampedSize(operands[k + 1]->GetInt(0), r.dims[k])
                                      : r.dims[k]);
   }
-  Literal out(ArrayOf(r.type, dims));
+  Literal out(ArrayShape(r.type, dims));
   for (size_t i = 0; i < out.size() && i < x.size(); ++i) {
     if (out.is_float()) {
       out.SetFloat(i, x.GetFloat(i));

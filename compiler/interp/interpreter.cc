@@ -297,7 +297,6 @@ class Evaluator : public EvalContext {
 
   static bool IsMappableOp(Opcode op) { return IsCoreElementwiseOp(op); }
 
-
   // Computation `c` of scalars evaluated once over arrays of `n` elements: each instruction on
   // whole arrays, with the same per-element semantics as Call (every core elementwise op
   // computes element i from elements i alone).
@@ -466,26 +465,10 @@ class Evaluator : public EvalContext {
 
   // Refuses the ops that take no dynamic shapes, and unbounded dimensions.
   Status CheckDynamicShapes(const Instruction& inst) const {
-    const Opcode op = inst.opcode.opcode;
-    if (!TakesDynamicShapes(op)) {
-      return Unsupported(inst, "dynamic dimensions in '" + std::string(hlo::OpcodeName(op)) + "'");
-    }
-    if (!hlo::HasDynamicLeaf(inst.shape) && op != Opcode::kGetDimensionSize &&
-        op != Opcode::kTuple && op != Opcode::kGetTupleElement) {
-      return Unsupported(inst, "a static result of dynamic operands");
-    }
-    std::vector<const Shape*> shapes{&inst.shape};
-    for (int32_t o : inst.operands) shapes.push_back(&DeclaredShape(o));
-    for (const Shape* s : shapes) {
-      std::vector<const Shape*> leaves;
-      hlo::AppendLeafShapes(*s, leaves);
-      for (const Shape* leaf : leaves) {
-        if (leaf->IsDynamic() && !leaf->BoundElementCount()) {
-          return Unsupported(inst, "unbounded dynamic dimensions");
-        }
-      }
-    }
-    return Status::Ok();
+    std::vector<const Shape*> operands;
+    for (int32_t o : inst.operands) operands.push_back(&DeclaredShape(o));
+    const std::string why = WhyNotDynamic(inst, operands);
+    return why.empty() ? Status::Ok() : Unsupported(inst, why);
   }
 
   // A core op of static shapes (or sized to its run time ones): checked, then evaluated.
