@@ -13,25 +13,38 @@ namespace hlocache::compiler {
 
 namespace {
 
-// An array of a dynamic shape as generated code holds it (interp/dynamic_shapes.h): its elements
-// laid out by the bounds (zeros between), then its sizes as int32s.
-std::string Padded(const hlo::Shape& declared, const interp::Literal& value) {
-  const auto width = static_cast<size_t>(hlo::BufferElementBytes(declared.type));
-  const std::string compact = interp::ToBytes(value);
-  std::string out(static_cast<size_t>(*declared.BoundElementCount()) * width, '\0');
-  const std::vector<int64_t>& dims = value.shape().dims;
-  const auto strides = hlo::RowMajorStrides(declared.dims);
+// For each element of an array of sizes `dims`, in row-major order, its index in a buffer laid
+// out by `bounds` (generated code's layout of dynamic shapes, interp/dynamic_shapes.h).
+std::vector<size_t> PaddedIndices(const std::vector<int64_t>& dims,
+                                  const std::vector<int64_t>& bounds) {
+  int64_t count = 1;
+  for (int64_t d : dims) count *= d;
+  std::vector<size_t> out(static_cast<size_t>(count));
+  const auto strides = hlo::RowMajorStrides(bounds);
   std::vector<int64_t> index(dims.size(), 0);
-  for (size_t n = 0; n < value.size(); ++n) {
+  for (size_t n = 0; n < out.size(); ++n) {
     int64_t at = 0;
     for (size_t k = 0; k < dims.size(); ++k) at += index[k] * strides[k];
-    std::memcpy(&out[static_cast<size_t>(at) * width], &compact[n * width], width);
+    out[n] = static_cast<size_t>(at);
     for (size_t k = dims.size(); k-- > 0;) {
       if (++index[k] < dims[k]) break;
       index[k] = 0;
     }
   }
-  for (int64_t d : dims) {
+  return out;
+}
+
+// An array of a dynamic shape as generated code holds it: its elements laid out by the bounds
+// (zeros between), then its sizes as int32s.
+std::string Padded(const hlo::Shape& declared, const interp::Literal& value) {
+  const auto width = static_cast<size_t>(hlo::BufferElementBytes(declared.type));
+  const std::string compact = interp::ToBytes(value);
+  std::string out(static_cast<size_t>(*declared.BoundElementCount()) * width, '\0');
+  const std::vector<size_t> at = PaddedIndices(value.shape().dims, declared.dims);
+  for (size_t n = 0; n < at.size(); ++n) {
+    std::memcpy(&out[at[n] * width], &compact[n * width], width);
+  }
+  for (int64_t d : value.shape().dims) {
     const auto size = static_cast<int32_t>(d);
     out.append(reinterpret_cast<const char*>(&size), sizeof size);
   }
@@ -43,26 +56,13 @@ std::string Compacted(const hlo::Shape& declared, const std::string& padded) {
   const auto width = static_cast<size_t>(hlo::BufferElementBytes(declared.type));
   const size_t data = static_cast<size_t>(*declared.BoundElementCount()) * width;
   std::vector<int64_t> dims(declared.dims.size());
-  int64_t count = 1;
   for (size_t k = 0; k < dims.size(); ++k) {
     int32_t size;
     std::memcpy(&size, padded.data() + data + 4 * k, sizeof size);
-    dims[k] = std::clamp<int64_t>(size, 0, declared.dims[k]);
-    count *= dims[k];
+    dims[k] = interp::ClampedSize(size, declared.dims[k]);
   }
   std::string out;
-  out.reserve(static_cast<size_t>(count) * width);
-  const auto strides = hlo::RowMajorStrides(declared.dims);
-  std::vector<int64_t> index(dims.size(), 0);
-  for (int64_t n = 0; n < count; ++n) {
-    int64_t at = 0;
-    for (size_t k = 0; k < dims.size(); ++k) at += index[k] * strides[k];
-    out.append(padded, static_cast<size_t>(at) * width, width);
-    for (size_t k = dims.size(); k-- > 0;) {
-      if (++index[k] < dims[k]) break;
-      index[k] = 0;
-    }
-  }
+  for (size_t at : PaddedIndices(dims, declared.dims)) out.append(padded, at * width, width);
   return out;
 }
 
