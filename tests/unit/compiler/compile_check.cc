@@ -37,6 +37,9 @@ Literal Array(PrimitiveType type, std::vector<int64_t> dims, const std::vector<d
 // bit. Returns the generated source.
 namespace {
 
+// The key the test artifacts are built under (the artifact only carries it).
+constexpr const char* kPlaceholderKey = "v1-00000000000000000000000000000000";
+
 // The seed of the hosts the interpreter and the executable transfer with.
 constexpr uint64_t kHostSeed = 7;
 
@@ -110,6 +113,18 @@ void CheckArtifact(const std::string& artifact, const hlo::Module& module,
 
 }  // namespace
 
+std::unique_ptr<LoadedExecutable> BuildAndLoad(const hlo::Module& module) {
+  auto toolchain = Toolchain::Probe(ToolchainOptions());
+  EXPECT_THAT(toolchain, IsOk());
+  if (!toolchain) return nullptr;
+  auto artifact = BuildArtifact(module, *toolchain, {kPlaceholderKey, HostCpuTarget()});
+  EXPECT_THAT(artifact, IsOk());
+  if (!artifact) return nullptr;
+  auto loaded = LoadedExecutable::Load(*artifact);
+  EXPECT_THAT(loaded, IsOk());
+  return loaded ? std::move(*loaded) : nullptr;
+}
+
 std::string ExpectCompiledMatchesInterpreter(const std::string& text,
                                              const std::vector<Literal>& args) {
   auto module = hlo::ParseModule(text, "g.hlo");
@@ -138,8 +153,8 @@ std::string ExpectCompiledMatchesInterpreter(const std::string& text,
   finest.max_units = 4;
   for (const CpuLoweringOptions& lowering : {CpuLoweringOptions(), finest}) {
     SCOPED_TRACE(lowering.segment_bytes == 0 ? "cut finest" : "cut as built");
-    auto artifact = BuildArtifact(
-        *module, *toolchain, {"v1-00000000000000000000000000000000", HostCpuTarget(), lowering});
+    auto artifact =
+        BuildArtifact(*module, *toolchain, {kPlaceholderKey, HostCpuTarget(), lowering});
     EXPECT_THAT(artifact, IsOk()) << *source;
     if (!artifact) return "";
     CheckArtifact(*artifact, *module, args, *expected, host);

@@ -3,9 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "compiler/artifact/loader.h"
+#include "compiler/hlo/module.h"
 #include "compiler/hlo/shape.h"
 #include "compiler/interp/literal.h"
 
@@ -14,6 +17,10 @@ namespace hlocache::compiler {
 // An array literal of `type` and `dims` holding `values` (row-major; integers truncated).
 interp::Literal Array(hlo::PrimitiveType type, std::vector<int64_t> dims,
                       const std::vector<double>& values);
+
+// Builds `module` for this host's CPU target (with a placeholder key) and loads it; nullptr, with
+// a gtest failure, when a step fails.
+std::unique_ptr<LoadedExecutable> BuildAndLoad(const hlo::Module& module);
 
 // Evaluates `text` with the interpreter on `args`, lowers it (twice, checking the source is
 // deterministic), compiles it with the system C++ compiler, loads the artifact, runs it on the

@@ -8,10 +8,7 @@
 
 #include "compiler/artifact/execute.h"
 #include "compiler/artifact/loader.h"
-#include "compiler/build.h"
 #include "compiler/interp/dynamic_shapes.h"
-#include "compiler/target.h"
-#include "compiler/toolchain.h"
 #include "tests/unit/compiler/ops/op_check.h"
 
 namespace hlocache::compiler {
@@ -156,20 +153,15 @@ TEST(DynamicTest, SizesPastTheBoundsAreClampedInCompiledCode) {
       "HloModule m\n\nENTRY e {\n  x = f32[<=4] parameter(0)\n  ROOT r = f32[<=4] negate(x)\n}\n",
       "g.hlo");
   ASSERT_THAT(m, IsOk());
-  auto toolchain = Toolchain::Probe(ToolchainOptions());
-  ASSERT_THAT(toolchain, IsOk());
-  auto artifact =
-      BuildArtifact(*m, *toolchain, {"v1-00000000000000000000000000000000", HostCpuTarget()});
-  ASSERT_THAT(artifact, IsOk());
-  auto loaded = LoadedExecutable::Load(*artifact);
-  ASSERT_THAT(loaded, IsOk());
+  const std::unique_ptr<LoadedExecutable> loaded = BuildAndLoad(*m);
+  ASSERT_NE(loaded, nullptr);
   float in[5] = {1, 2, 3, 4, 0};
   const int32_t huge = 1 << 30;
   std::memcpy(&in[4], &huge, sizeof huge);
   float out[5] = {};
   const void* params[] = {in};
   void* results[] = {out};
-  auto entry = reinterpret_cast<int (*)(const void* const*, void* const*)>((*loaded)->entry());
+  auto entry = reinterpret_cast<int (*)(const void* const*, void* const*)>(loaded->entry());
   ASSERT_EQ(entry(params, results), 0);
   int32_t size;
   std::memcpy(&size, &out[4], sizeof size);

@@ -7,9 +7,6 @@
 
 #include "compiler/artifact/execute.h"
 #include "compiler/artifact/loader.h"
-#include "compiler/build.h"
-#include "compiler/target.h"
-#include "compiler/toolchain.h"
 #include "tests/unit/compiler/ops/op_check.h"
 
 namespace hlocache::compiler {
@@ -139,26 +136,21 @@ class RefusingHost : public interp::HostTransfers {
 TEST(HostTest, ARunWithoutAHostOrWithARefusingOneFailsWithTheReason) {
   auto m = hlo::ParseModule(kTransfers, "g.hlo");
   ASSERT_THAT(m, IsOk());
-  auto toolchain = Toolchain::Probe(ToolchainOptions());
-  ASSERT_THAT(toolchain, IsOk());
-  auto artifact =
-      BuildArtifact(*m, *toolchain, {"v1-00000000000000000000000000000000", HostCpuTarget()});
-  ASSERT_THAT(artifact, IsOk());
-  auto loaded = LoadedExecutable::Load(*artifact);
-  ASSERT_THAT(loaded, IsOk());
+  const std::unique_ptr<LoadedExecutable> loaded = BuildAndLoad(*m);
+  ASSERT_NE(loaded, nullptr);
   auto abi = EntryLeavesOf(*m);
   ASSERT_THAT(abi, IsOk());
   const std::vector<Literal> args = {Token()};
-  EXPECT_THAT(Execute(**loaded, *abi, args),
+  EXPECT_THAT(Execute(*loaded, *abi, args),
               StatusIs(StatusCode::kFailedPrecondition, ::testing::HasSubstr("without one")));
   RefusingHost refusing;
-  EXPECT_THAT(Execute(**loaded, *abi, args, &refusing),
+  EXPECT_THAT(Execute(*loaded, *abi, args, &refusing),
               StatusIs(StatusCode::kUnavailable, ::testing::HasSubstr("the feed is empty")));
   EXPECT_THAT(interp::Evaluate(*m, args, &refusing),
               StatusIs(StatusCode::kUnavailable, ::testing::HasSubstr("the feed is empty")));
   // The executable is left as it was: a run with a host still works.
   RecordingHost host(1);
-  EXPECT_THAT(Execute(**loaded, *abi, args, &host), IsOk());
+  EXPECT_THAT(Execute(*loaded, *abi, args, &host), IsOk());
   EXPECT_EQ(host.sent().size(), 2u);
 }
 
