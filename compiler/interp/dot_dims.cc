@@ -44,7 +44,9 @@ std::vector<int64_t> ScaleOffsets(const std::vector<int64_t>& dims,
 
 namespace {
 
-bool Has(const std::vector<int64_t>& v, int64_t d) { return std::find(v.begin(), v.end(), d) != v.end(); }
+bool Has(const std::vector<int64_t>& v, int64_t d) {
+  return std::find(v.begin(), v.end(), d) != v.end();
+}
 
 std::vector<int64_t> Joined(std::vector<int64_t> a, const std::vector<int64_t>& b) {
   a.insert(a.end(), b.begin(), b.end());
@@ -131,8 +133,8 @@ Result<RaggedDotDims> ReadRaggedDotDims(const ShapeContext& ctx, const hlo::Inst
   want.push_back(g.groups);
   g.broadcast_sizes = sizes.dims.size() == 1 && want.size() > 1;
   if (!g.broadcast_sizes && sizes.dims != want) {
-    return Error(ctx.Malformed(inst, "group_sizes is not " +
-                                         hlo::CanonicalShapeText(ArrayShape(sizes.type, want))));
+    return Error(ctx.Malformed(
+        inst, "group_sizes is not " + hlo::CanonicalShapeText(ArrayShape(sizes.type, want))));
   }
   if (!g.contracting && rhs.dims[static_cast<size_t>(g.group_dim)] != g.groups) {
     return Error(ctx.Malformed(inst, "rhs's group dimension is not the number of groups"));
@@ -171,7 +173,8 @@ RaggedDotTables RaggedDotTablesOf(const RaggedDotDims& g, const std::vector<int6
     if (it == g.outer.end()) return int64_t{0};
     return sizes_stride(g.lb.size() + static_cast<size_t>(it - g.outer.begin()));
   });
-  t.position = Offsets(kind, lhs, [&](int64_t d) { return d == g.ragged ? int64_t{1} : int64_t{0}; });
+  t.position =
+      Offsets(kind, lhs, [&](int64_t d) { return d == g.ragged ? int64_t{1} : int64_t{0}; });
   t.group_stride = g.contracting ? 0 : rs[static_cast<size_t>(g.group_dim)];
   return t;
 }

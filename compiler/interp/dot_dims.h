@@ -31,7 +31,7 @@ struct RaggedDotDims {
   bool contracting = false;             // Whether the ragged dimension is a contracting one.
   std::vector<int64_t> outer;           // lhs dimensions of ragged's kind before it, increasing.
   int64_t groups = 0;
-  bool broadcast_sizes = false;         // group_sizes is [groups] alone, for every position.
+  bool broadcast_sizes = false;  // group_sizes is [groups] alone, for every position.
   std::vector<int64_t> result_dims;
 };
 

@@ -129,7 +129,8 @@ Literal RaggedDot(const Instruction& inst, const RaggedDotDims& g, const Literal
       for (size_t m = 0; m < M; ++m) {
         const int64_t j = GroupOf(sizes, t.gb[b] + t.outer[m], g.groups, t.position[m]);
         for (size_t n = 0; n < N; ++n) {
-          store(j < 0 ? std::make_pair(0.0, uint64_t{0}) : sum(b, m, n, j, [](size_t) { return true; }));
+          store(j < 0 ? std::make_pair(0.0, uint64_t{0})
+                      : sum(b, m, n, j, [](size_t) { return true; }));
         }
       }
     }
@@ -185,8 +186,8 @@ Status Check(const ShapeContext& ctx, const Instruction& inst,
   HLOCACHE_ASSIGN_OR_RETURN(RaggedDotDims g, ReadRaggedDotDims(ctx, inst, lhs, rhs, *operands[2]));
   const std::vector<int64_t>& want = g.result_dims;
   if (inst.shape.dims != want) {
-    return ctx.Malformed(inst, "the result is not " +
-                                   hlo::CanonicalShapeText(ArrayShape(inst.shape.type, want)));
+    return ctx.Malformed(
+        inst, "the result is not " + hlo::CanonicalShapeText(ArrayShape(inst.shape.type, want)));
   }
   return Status::Ok();
 }
@@ -199,8 +200,8 @@ Result<Literal> Eval(EvalContext& ctx, const Instruction& inst,
     return EvaluateDot(ctx.module(), inst, lhs, rhs);
   }
   HLOCACHE_ASSIGN_OR_RETURN(RaggedDotDims g,
-                            ReadRaggedDotDims(ctx, inst, operands[0]->shape(),
-                                              operands[1]->shape(), operands[2]->shape()));
+                            ReadRaggedDotDims(ctx, inst, operands[0]->shape(), operands[1]->shape(),
+                                              operands[2]->shape()));
   return RaggedDot(inst, g, *operands[0], *operands[1], *operands[2]);
 }
 

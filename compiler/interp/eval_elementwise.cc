@@ -121,14 +121,16 @@ Status CheckStochasticConvert(const ShapeContext& ctx, const Instruction& inst,
   const Shape& out = inst.shape;
   if (!x.IsArray() || !r.IsArray() || !out.IsArray()) return ctx.Malformed(inst, "takes arrays");
   if (r.dims != x.dims || out.dims != x.dims) {
-    return ctx.Malformed(inst, "the random bits and the result are not of the operand's dimensions");
+    return ctx.Malformed(inst,
+                         "the random bits and the result are not of the operand's dimensions");
   }
   if (!hlo::IsFloat(x.type) || !hlo::IsUnsignedInt(r.type) ||
       hlo::PrimitiveTypeBits(r.type) != hlo::PrimitiveTypeBits(x.type)) {
     return ctx.Malformed(inst, "takes a float and unsigned random bits of its width");
   }
   if (hlo::PrimitiveTypeBits(x.type) < 16) {
-    return ctx.Unsupported(inst, "stochastic-convert of " + std::string(hlo::PrimitiveTypeName(x.type)));
+    return ctx.Unsupported(inst,
+                           "stochastic-convert of " + std::string(hlo::PrimitiveTypeName(x.type)));
   }
   if (!hlo::IsSignedInt(out.type) || hlo::PrimitiveTypeBits(out.type) < 8) {
     return ctx.Unsupported(inst, "stochastic-convert into " +

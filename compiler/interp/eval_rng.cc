@@ -94,10 +94,10 @@ Status Check(const ShapeContext& ctx, const Instruction& inst,
       if (operands.size() < 2 || operands.size() > 3 || !r.IsArray()) {
         return ctx.Malformed(inst, "takes two scalars and returns an array");
       }
-      if (operands.size() == 3 && (!operands[2]->IsArray() || operands[2]->rank() != 1 ||
-                                   hlo::IsFloat(operands[2]->type) ||
-                                   operands[2]->type == PrimitiveType::kPred ||
-                                   hlo::PrimitiveTypeBits(operands[2]->type) == 0)) {
+      if (operands.size() == 3 &&
+          (!operands[2]->IsArray() || operands[2]->rank() != 1 || hlo::IsFloat(operands[2]->type) ||
+           operands[2]->type == PrimitiveType::kPred ||
+           hlo::PrimitiveTypeBits(operands[2]->type) == 0)) {
         return ctx.Malformed(inst, "the third operand is not a rank-1 integer array of dimensions");
       }
       for (const Shape* s : operands.first(2)) {

@@ -84,7 +84,9 @@ uint8_t EncodeMiniFloat(double v, const MiniFloatFormat& f) {
                        : f.nan == Nan::kAllOnes ? magnitude_bits - 1u
                                                 : magnitude_bits;
   // Past the largest: infinity, NaN, or (no NaN) the largest.
-  const uint32_t overflow = f.has_inf ? sign | exponent_ones : f.nan == Nan::kNone ? sign | max : nan;
+  const uint32_t overflow = f.has_inf             ? sign | exponent_ones
+                            : f.nan == Nan::kNone ? sign | max
+                                                  : nan;
   if (std::isnan(v)) return static_cast<uint8_t>(nan);
   const double a = std::fabs(v);
   if (std::isinf(a)) return static_cast<uint8_t>(overflow);
