@@ -6,7 +6,8 @@ namespace hlocache::cache::blob {
 namespace {
 
 constexpr uint32_t kEntryMagic = 0x45434c48;  // "HLCE" little-endian.
-constexpr uint32_t kEntryFormat = 1;
+constexpr uint32_t kEntryFormat = 1;          // Inline, or chunks in 'd' records.
+constexpr uint32_t kEntryFormatBlobFile = 2;  // Chunks in a blob file.
 constexpr uint32_t kIndexFormat = 1;
 constexpr size_t kKeyBytes = 35;  // "v1-" + 32 hex digits.
 
@@ -91,7 +92,7 @@ void AppendEntryTrailer(const EntryLayout& layout, std::span<const uint64_t> chu
   PutFixed(record, layout.checksum.low);
   PutFixed(record, layout.chunk_bytes);
   PutFixed(record, layout.chunk_count);
-  PutFixed(record, kEntryFormat);
+  PutFixed(record, layout.in_blob_file ? kEntryFormatBlobFile : kEntryFormat);
   PutFixed(record, kEntryMagic);
 }
 
@@ -111,11 +112,14 @@ Result<EntryRecord> ParseEntryRecord(std::string_view record) {
   l.chunk_bytes = GetFixed<uint32_t>(t + 32);
   l.chunk_count = GetFixed<uint32_t>(t + 36);
   if (GetFixed<uint32_t>(t + 44) != kEntryMagic) return Error(Corrupt("bad entry magic"));
-  if (GetFixed<uint32_t>(t + 40) != kEntryFormat) {
-    return Error(Corrupt("unknown entry format " + std::to_string(GetFixed<uint32_t>(t + 40))));
+  const uint32_t format = GetFixed<uint32_t>(t + 40);
+  if (format != kEntryFormat && format != kEntryFormatBlobFile) {
+    return Error(Corrupt("unknown entry format " + std::to_string(format)));
   }
+  l.in_blob_file = format == kEntryFormatBlobFile;
   const size_t body = record.size() - kTrailerBytes;
   if (l.chunk_count == 0) return Error(Corrupt("entry with no chunks"));
+  if (l.in_blob_file && l.is_inline()) return Error(Corrupt("an inline entry names a blob file"));
   if (l.is_inline()) {
     if (body != l.size) return Error(Corrupt("inline entry size does not match its record"));
     out.bytes = record.substr(0, body);

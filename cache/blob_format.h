@@ -6,8 +6,10 @@
 //                (size, generation, XXH3-128, chunk layout). Read by every get.
 //   'i' K        index record: size, checksum and the catalog's fields, small; enough to rebuild
 //                the catalog row, and what Contains reads.
-//   'd' K G I    chunk I of a chunked artifact written by put generation G.
-//   'p' K G      a chunked put in progress: its chunks are garbage if the process dies first.
+//   'd' K G I    chunk I of a chunked artifact written by put generation G (entries of format
+//                1; stores written since keep chunks in blob files, cache/blob_file.h).
+//   'p' K G      a format-1 chunked put in progress: its chunks are garbage if the process dies
+//                first.
 //   's:clean'    written at a clean close; its absence at open means a full reconciliation.
 //
 // Thread safety: pure functions.
@@ -40,13 +42,16 @@ std::string PendingKey(std::string_view key, uint64_t generation);
 bool ParseGenerationKey(std::string_view record_key, std::string_view& key, uint64_t& generation);
 
 // The trailer of an entry record. Inline entries (chunk_count == 1) hold their bytes before it;
-// chunked ones hold one XXH3-64 per chunk.
+// chunked ones hold one XXH3-64 per chunk. The chunks of a chunked entry are in the blob file
+// large/KEY.GENERATION (entry format 2) or, in stores written before blob files, in 'd'
+// records (format 1).
 struct EntryLayout {
   uint64_t size = 0;
   uint64_t generation = 0;
   Hash128 checksum;
   uint32_t chunk_bytes = 0;
   uint32_t chunk_count = 1;
+  bool in_blob_file = false;
   bool is_inline() const { return chunk_count == 1; }
   uint64_t ChunkSize(uint32_t index) const;
 };

@@ -6,6 +6,7 @@
 #include <leveldb/write_batch.h>
 #include <sys/statvfs.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -15,13 +16,16 @@
 #include <cstring>
 #include <mutex>
 #include <random>
+#include <set>
 #include <thread>
 #include <unordered_map>
 
+#include "cache/blob_file.h"
 #include "cache/blob_format.h"
 #include "cache/catalog.h"
 #include "cache/dir_lock.h"
 #include "common/fast_hash.h"
+#include "common/trace.h"
 
 namespace hlocache::cache {
 namespace {
@@ -150,6 +154,8 @@ class ReaderImpl final : public ArtifactReader {
   Result<std::span<const char>> NextInto(std::string* dest);
 
  private:
+  Result<std::span<const char>> NextFromBlobFile(uint32_t index, std::string* dest);
+
   StoreImpl* store_;
   const leveldb::Snapshot* snapshot_;  // Null for inline entries: the record is all there is.
   std::string record_;                 // Owns what parsed_ points into.
@@ -162,8 +168,14 @@ class ReaderImpl final : public ArtifactReader {
   // the iterator moves): no copy of a multi-MiB chunk on the way out.
   std::unique_ptr<leveldb::Iterator> chunks_;
   std::string expected_chunk_key_;
+  // Chunked entries in a blob file (the newer layout): the file, opened by the store, and the
+  // chunk last read from it.
+  std::unique_ptr<BlobFileReader> file_;
+  std::string chunk_buffer_;
   XXH3_state_t* chunk_hash_ = nullptr;
   XXH3_state_t* whole_ = nullptr;
+
+  friend class StoreImpl;
 };
 
 class WriterImpl final : public ArtifactWriter {
@@ -181,6 +193,7 @@ class WriterImpl final : public ArtifactWriter {
   std::string key_;
   ArtifactInfo info_;
   uint64_t generation_;
+  std::unique_ptr<BlobFileWriter> file_;  // Created with the first full chunk.
   std::string buffer_;
   std::vector<uint64_t> chunk_hashes_;
   uint64_t size_ = 0;
@@ -192,7 +205,7 @@ class WriterImpl final : public ArtifactWriter {
 class StoreImpl final : public Store {
  public:
   StoreImpl(std::filesystem::path dir, StoreOptions options)
-      : dir_(std::move(dir)), options_(std::move(options)) {
+      : dir_(std::move(dir)), large_dir_(dir_ / "large"), options_(std::move(options)) {
     if (!options_.log) {
       options_.log = [](std::string_view line) {
         std::fprintf(stderr, "hlocache: store: %.*s\n", static_cast<int>(line.size()), line.data());
@@ -286,7 +299,21 @@ class StoreImpl final : public Store {
   }
   uint64_t NewGeneration() { return next_generation_.fetch_add(1); }
 
+  // Blob files of chunked entries, and the ones puts of this process are writing now (which
+  // no record names yet, and no orphan sweep may take).
+  std::filesystem::path BlobPath(std::string_view key, uint64_t generation) const {
+    return large_dir_ / BlobFileName(key, generation);
+  }
+  Result<std::unique_ptr<BlobFileWriter>> CreateBlobFile(std::string_view key, uint64_t generation);
+  void BlobFileDone(std::string_view key, uint64_t generation);
+
  private:
+  // Removes blob files that no entry record names (a put cut short by a crash, an erase whose
+  // unlink failed), except those being written. Returns how many.
+  Result<uint64_t> SweepOrphanBlobFiles();
+  // Opens the blob file of a chunked entry for `reader`; false (after quarantining the entry,
+  // unless it was replaced or erased meanwhile) when the file is missing or has the wrong size.
+  Result<bool> OpenBlobFile(ReaderImpl& reader);
   Status Reconcile(bool full);
   Status RemovePendingPuts(uint64_t& removed);
   // With the key's lock held: deletes the entry's records; its size, or nullopt if absent.
@@ -298,8 +325,11 @@ class StoreImpl final : public Store {
   void FlusherLoop();
 
   std::filesystem::path dir_;
+  std::filesystem::path large_dir_;  // DIR/large: blob files.
   StoreOptions options_;
   std::unique_ptr<DirLock> lock_;
+  std::mutex writing_mu_;
+  std::set<std::string> writing_;  // Blob file names of puts in progress; guarded by writing_mu_.
   std::unique_ptr<const leveldb::FilterPolicy> filter_policy_;
   std::unique_ptr<leveldb::Cache> block_cache_;
   std::unique_ptr<leveldb::DB> db_;
@@ -384,6 +414,13 @@ Status StoreImpl::Init() {
     const bool clean =
         db_->Get(leveldb::ReadOptions(), std::string(blob::kCleanShutdownKey), &marker).ok();
     HLOCACHE_RETURN_STATUS_IF_ERROR(Reconcile(/*full=*/!clean));
+    std::filesystem::create_directories(large_dir_, ec);
+    if (ec) return IoError("cannot create " + large_dir_.string() + ": " + ec.message());
+    HLOCACHE_ASSIGN_OR_RETURN(const uint64_t orphans, SweepOrphanBlobFiles());
+    if (orphans) {
+      options_.log("removed " + std::to_string(orphans) +
+                   " blob files of puts that never committed");
+    }
     if (clean) {
       leveldb::WriteOptions sync;
       sync.sync = true;
@@ -483,6 +520,59 @@ Status StoreImpl::Reconcile(bool full) {
                  " unfinished puts removed");
   }
   return Status::Ok();
+}
+
+Result<uint64_t> StoreImpl::SweepOrphanBlobFiles() {
+  std::error_code ec;
+  std::filesystem::directory_iterator it(large_dir_, ec);
+  if (ec) {
+    if (ec == std::errc::no_such_file_or_directory) return uint64_t{0};
+    return Error(IoError("cannot list " + large_dir_.string() + ": " + ec.message()));
+  }
+  uint64_t removed = 0;
+  for (const auto& file : it) {
+    const std::string name = file.path().filename().string();
+    std::string key;
+    uint64_t generation = 0;
+    if (!ParseBlobFileName(name, key, generation)) continue;  // Not ours: left alone.
+    {
+      std::lock_guard<std::mutex> lock(writing_mu_);
+      if (writing_.count(name)) continue;
+    }
+    std::lock_guard<std::mutex> key_lock(KeyLock(key));
+    std::string record;
+    leveldb::Status ls = db_->Get(leveldb::ReadOptions(), blob::EntryKey(key), &record);
+    if (!ls.ok() && !ls.IsNotFound()) return Error(FromLevelDb(ls, "cannot read " + key));
+    if (ls.ok()) {
+      auto parsed = blob::ParseEntryRecord(record);
+      if (parsed && parsed->layout.in_blob_file && parsed->layout.generation == generation) {
+        continue;  // Live.
+      }
+    }
+    {
+      // A put may have started on this name since the listing.
+      std::lock_guard<std::mutex> lock(writing_mu_);
+      if (writing_.count(name)) continue;
+    }
+    if (::unlink(file.path().c_str()) == 0) ++removed;
+  }
+  return removed;
+}
+
+Result<std::unique_ptr<BlobFileWriter>> StoreImpl::CreateBlobFile(std::string_view key,
+                                                                  uint64_t generation) {
+  {
+    std::lock_guard<std::mutex> lock(writing_mu_);
+    writing_.insert(BlobFileName(key, generation));
+  }
+  auto file = BlobFileWriter::Create(BlobPath(key, generation), options_.sync_puts);
+  if (!file) BlobFileDone(key, generation);
+  return file;
+}
+
+void StoreImpl::BlobFileDone(std::string_view key, uint64_t generation) {
+  std::lock_guard<std::mutex> lock(writing_mu_);
+  writing_.erase(BlobFileName(key, generation));
 }
 
 Status StoreImpl::LoadCounters() {
@@ -609,12 +699,49 @@ Result<std::unique_ptr<ReaderImpl>> StoreImpl::OpenReaderImpl(std::string_view k
     misses_.fetch_add(1, std::memory_order_relaxed);
     return std::unique_ptr<ReaderImpl>();
   }
-  if (parsed->layout.is_inline()) {
+  if (parsed->layout.is_inline() || parsed->layout.in_blob_file) {
+    // The record is all there is, or the open file is the snapshot: an erase unlinks the name,
+    // and the bytes stay readable through the descriptor.
     db_->ReleaseSnapshot(snapshot);
     snapshot = nullptr;
   }
-  return std::unique_ptr<ReaderImpl>(
+  const bool in_blob_file = parsed->layout.in_blob_file;
+  std::unique_ptr<ReaderImpl> reader(
       new ReaderImpl(this, std::string(key), snapshot, std::move(record)));
+  if (in_blob_file) {
+    HLOCACHE_ASSIGN_OR_RETURN(const bool opened, OpenBlobFile(*reader));
+    if (!opened) {
+      misses_.fetch_add(1, std::memory_order_relaxed);
+      return std::unique_ptr<ReaderImpl>();
+    }
+  }
+  return reader;
+}
+
+Result<bool> StoreImpl::OpenBlobFile(ReaderImpl& reader) {
+  const std::string& key = reader.info_.key;
+  const blob::EntryLayout& layout = reader.parsed_.layout;
+  auto file = BlobFileReader::Open(BlobPath(key, layout.generation));
+  std::string problem;
+  if (file && (*file)->size() == layout.size) {
+    reader.file_ = std::move(*file);
+    return true;
+  }
+  if (file) {
+    problem = "its blob file has " + std::to_string((*file)->size()) + " bytes, not " +
+              std::to_string(layout.size);
+  } else if (file.error().code() == StatusCode::kNotFound) {
+    // Erased or replaced since its record was read? Then this is an ordinary miss.
+    std::string record;
+    if (!db_->Get(leveldb::ReadOptions(), blob::EntryKey(key), &record).ok()) return false;
+    auto parsed = blob::ParseEntryRecord(record);
+    if (parsed && parsed->layout.generation != layout.generation) return false;
+    problem = "its blob file is missing";
+  } else {
+    return Error(file.error());
+  }
+  Quarantine(key, layout.generation, problem);
+  return false;
 }
 
 ReaderImpl::ReaderImpl(StoreImpl* store, std::string key, const leveldb::Snapshot* snapshot,
@@ -629,10 +756,12 @@ ReaderImpl::ReaderImpl(StoreImpl* store, std::string key, const leveldb::Snapsho
   whole_ = XXH3_createState();
   XXH3_128bits_reset(whole_);
   if (!parsed_.layout.is_inline()) {
-    leveldb::ReadOptions ro;
-    ro.snapshot = snapshot_;
-    ro.fill_cache = false;  // A streamed multi-MiB artifact would only evict hotter blocks.
-    chunks_.reset(store_->db()->NewIterator(ro));
+    if (!parsed_.layout.in_blob_file) {
+      leveldb::ReadOptions ro;
+      ro.snapshot = snapshot_;
+      ro.fill_cache = false;  // A streamed multi-MiB artifact would only evict hotter blocks.
+      chunks_.reset(store_->db()->NewIterator(ro));
+    }
     chunk_hash_ = XXH3_createState();
   }
 }
@@ -691,6 +820,7 @@ Result<std::span<const char>> ReaderImpl::NextInto(std::string* dest) {
     return std::span<const char>();
   }
   const uint32_t index = next_chunk_++;
+  if (layout.in_blob_file) return NextFromBlobFile(index, dest);
   expected_chunk_key_ = blob::ChunkKey(info_.key, layout.generation, index);
   // Chunk keys sort in index order, so after the first Seek each chunk is the next record.
   if (index == 0) {
@@ -731,6 +861,41 @@ Result<std::span<const char>> ReaderImpl::NextInto(std::string* dest) {
     return Error(DataLoss("artifact " + info_.key + ": " + problem + "; quarantined"));
   }
   return std::span<const char>(chunk.data(), chunk.size());
+}
+
+Result<std::span<const char>> ReaderImpl::NextFromBlobFile(uint32_t index, std::string* dest) {
+  const blob::EntryLayout& layout = parsed_.layout;
+  const uint64_t length = layout.ChunkSize(index);
+  const uint64_t offset = static_cast<uint64_t>(layout.chunk_bytes) * index;
+  char* into;
+  if (dest != nullptr) {
+    dest->resize(dest->size() + length);
+    into = dest->data() + dest->size() - length;
+  } else {
+    chunk_buffer_.resize(length);
+    into = chunk_buffer_.data();
+  }
+  if (Status s = file_->ReadAt(offset, length, into); !s.ok()) {
+    done_ = true;
+    if (s.code() != StatusCode::kDataLoss) return Error(s);
+    store_->Quarantine(info_.key, layout.generation, "its blob file is short");
+    return Error(DataLoss("artifact " + info_.key + ": its blob file is short; quarantined"));
+  }
+  const std::string_view chunk(into, length);
+  if (dest != nullptr) {
+    // Checked whole, at the end, before the caller may use any of it.
+    XXH3_128bits_update(whole_, chunk.data(), chunk.size());
+    return std::span<const char>(into, length);
+  }
+  XXH3_64bits_reset(chunk_hash_);
+  HashSlices(chunk, chunk_hash_, whole_, nullptr);
+  if (XXH3_64bits_digest(chunk_hash_) != parsed_.ChunkHash(index)) {
+    done_ = true;
+    const std::string problem = "chunk " + std::to_string(index) + " failed its checksum";
+    store_->Quarantine(info_.key, layout.generation, problem);
+    return Error(DataLoss("artifact " + info_.key + ": " + problem + "; quarantined"));
+  }
+  return std::span<const char>(into, length);
 }
 
 Result<bool> StoreImpl::Contains(std::string_view key) {
@@ -804,7 +969,15 @@ Result<PutOutcome> StoreImpl::CommitPut(const std::string& key, leveldb::WriteBa
   batch.Put(blob::IndexKey(key), blob::EncodeIndexRecord(index));
   leveldb::WriteOptions wo;
   wo.sync = options_.sync_puts;
+  const auto start = std::chrono::steady_clock::now();
   ls = db_->Write(wo, &batch);
+  if (TraceEnabled()) {
+    Trace("store", "store-commit %lld ms: %s (%llu bytes)%s",
+          static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     std::chrono::steady_clock::now() - start)
+                                     .count()),
+          key.c_str(), static_cast<unsigned long long>(index.size), ls.ok() ? "" : ", failed");
+  }
   if (!ls.ok()) {
     key_lock.unlock();
     abandon();
@@ -900,15 +1073,10 @@ WriterImpl::~WriterImpl() {
 
 void WriterImpl::Discard() {
   finished_ = true;
-  if (chunk_hashes_.empty()) return;  // Nothing reached LevelDB.
-  leveldb::WriteBatch batch;
-  for (uint32_t i = 0; i < chunk_hashes_.size(); ++i) {
-    batch.Delete(blob::ChunkKey(key_, generation_, i));
-  }
-  batch.Delete(blob::PendingKey(key_, generation_));
-  leveldb::Status ls = store_->db()->Write(leveldb::WriteOptions(), &batch);
-  // If this fails the 'p' record stays, and the next open removes the chunks.
-  if (!ls.ok()) store_->options().log("cannot discard unfinished put: " + ls.ToString());
+  if (!file_) return;  // Nothing reached the disk.
+  file_->Remove();
+  file_.reset();
+  store_->BlobFileDone(key_, generation_);
 }
 
 Status WriterImpl::Append(std::string_view bytes) {
@@ -932,16 +1100,24 @@ Status WriterImpl::Append(std::string_view bytes) {
   return Status::Ok();
 }
 
+// Appends the buffered chunk to the blob file, creating it with the first chunk.
 Status WriterImpl::FlushChunk() {
   HLOCACHE_RETURN_STATUS_IF_ERROR(store_->CheckSpace(buffer_.size()));
-  leveldb::WriteBatch batch;
-  // The 'p' record goes in with the first chunk: whatever reaches the log, the next open can
-  // find and remove it if this put never commits.
-  if (chunk_hashes_.empty()) batch.Put(blob::PendingKey(key_, generation_), "");
-  const uint32_t index = static_cast<uint32_t>(chunk_hashes_.size());
-  batch.Put(blob::ChunkKey(key_, generation_, index), buffer_);
-  leveldb::Status ls = store_->db()->Write(leveldb::WriteOptions(), &batch);
-  if (!ls.ok()) return FromLevelDb(ls, "cannot store " + key_);
+  if (!file_) {
+    auto created = store_->CreateBlobFile(key_, generation_);
+    if (!created) return created.error();
+    file_ = std::move(*created);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  Status s = file_->Append(buffer_);
+  if (TraceEnabled()) {
+    Trace("store", "store-write %lld ms: chunk %zu of %s (%zu bytes)%s",
+          static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     std::chrono::steady_clock::now() - start)
+                                     .count()),
+          chunk_hashes_.size(), key_.c_str(), buffer_.size(), s.ok() ? "" : ", failed");
+  }
+  HLOCACHE_RETURN_STATUS_IF_ERROR(s);
   chunk_hashes_.push_back(XXH3_64bits(buffer_.data(), buffer_.size()));
   buffer_.clear();
   return Status::Ok();
@@ -969,14 +1145,19 @@ Result<PutOutcome> WriterImpl::Commit() {
   layout.generation = generation_;
   layout.checksum = index.checksum;
   layout.chunk_bytes = store_->options().chunk_bytes;
-  leveldb::WriteBatch batch;
   std::string record;
   if (chunked) {
-    const uint32_t last = static_cast<uint32_t>(chunk_hashes_.size());
-    chunk_hashes_.push_back(XXH3_64bits(buffer_.data(), buffer_.size()));
-    batch.Put(blob::ChunkKey(key_, generation_, last), buffer_);
-    batch.Delete(blob::PendingKey(key_, generation_));
+    // The last chunk goes to the file too, and the file is made durable before the record
+    // that names it: a crash in between leaves a file no record names, which the next open
+    // removes.
+    Status s = FlushChunk();
+    if (s.ok() && store_->options().sync_puts) s = file_->Sync();
+    if (!s.ok()) {
+      Discard();
+      return Error(s);
+    }
     layout.chunk_count = static_cast<uint32_t>(chunk_hashes_.size());
+    layout.in_blob_file = true;
   } else {
     layout.chunk_count = 1;
     record = std::move(buffer_);
@@ -985,12 +1166,19 @@ Result<PutOutcome> WriterImpl::Commit() {
   blob::AppendEntryTrailer(
       layout, chunked ? std::span<const uint64_t>(chunk_hashes_) : std::span<const uint64_t>(),
       record);
+  leveldb::WriteBatch batch;
   batch.Put(blob::EntryKey(key_), record);
   finished_ = true;
-  return store_->CommitPut(key_, batch, index, [this] {
+  auto outcome = store_->CommitPut(key_, batch, index, [this] {
     finished_ = false;
     Discard();
   });
+  if (outcome && file_) {
+    // Named by the entry record now (or removed by Discard): no longer a put in progress.
+    file_.reset();
+    store_->BlobFileDone(key_, generation_);
+  }
+  return outcome;
 }
 
 Result<std::optional<uint64_t>> StoreImpl::EraseLocked(const std::string& key, bool sync) {
@@ -1006,16 +1194,20 @@ Result<std::optional<uint64_t>> StoreImpl::EraseLocked(const std::string& key, b
   batch.Delete(blob::EntryKey(key));
   batch.Delete(blob::IndexKey(key));
   uint64_t size = 0;
+  std::optional<uint64_t> blob_generation;
   if (has_entry) {
     if (auto parsed = blob::ParseEntryRecord(record)) {
       size = parsed->layout.size;
-      if (!parsed->layout.is_inline()) {
+      if (parsed->layout.in_blob_file) {
+        blob_generation = parsed->layout.generation;
+      } else if (!parsed->layout.is_inline()) {
         for (uint32_t i = 0; i < parsed->layout.chunk_count; ++i) {
           batch.Delete(blob::ChunkKey(key, parsed->layout.generation, i));
         }
       }
     }
-    // An unreadable record leaves its chunks (generation unknown) to VerifyAll's orphan sweep.
+    // An unreadable record leaves its chunks or blob file (generation unknown) to the orphan
+    // sweeps of VerifyAll and the next open.
   }
   if (has_index) {
     if (auto index = blob::ParseIndexRecord(index_value)) size = index->size;
@@ -1024,6 +1216,15 @@ Result<std::optional<uint64_t>> StoreImpl::EraseLocked(const std::string& key, b
   wo.sync = sync;
   ls = db_->Write(wo, &batch);
   if (!ls.ok()) return Error(FromLevelDb(ls, "cannot erase " + key));
+  if (blob_generation) {
+    // After the records: a crash in between leaves a file no record names, never a record
+    // without its file. Readers that have it open keep reading it.
+    const std::filesystem::path path = BlobPath(key, *blob_generation);
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+      options_.log("cannot remove " + path.string() +
+                   " (the next open will): " + std::strerror(errno));
+    }
+  }
   {
     std::lock_guard<std::mutex> lock(catalog_mu_);
     HLOCACHE_RETURN_IF_ERROR(catalog_->Delete(key));
@@ -1185,6 +1386,8 @@ Result<VerifyReport> StoreImpl::VerifyAll() {
     leveldb::Status ls = db_->Write(leveldb::WriteOptions(), &orphans);
     if (!ls.ok()) return Error(FromLevelDb(ls, "cannot remove orphan chunks"));
   }
+  HLOCACHE_ASSIGN_OR_RETURN(const uint64_t orphan_files, SweepOrphanBlobFiles());
+  report.orphan_chunks_removed += orphan_files;
   return report;
 }
 

@@ -1,9 +1,11 @@
 // cache::Store: the persistent artifact store on one directory.
 //
 // Layout of DIR:
-//   DIR/blobs/           LevelDB: the bytes. Artifacts up to `chunk_bytes` are one record;
-//                        larger ones are split into chunks so no reader or writer ever needs the
-//                        whole artifact in memory.
+//   DIR/blobs/           LevelDB: artifacts up to `chunk_bytes` as one record each; for larger
+//                        ones, a record with each chunk's checksum (cache/blob_format.h).
+//   DIR/large/           the bytes of artifacts larger than `chunk_bytes`, one file each
+//                        (cache/blob_file.h), written and read a chunk at a time, so no reader or
+//                        writer ever needs the whole artifact in memory.
 //   DIR/catalog.sqlite   SQLite (WAL): one row per entry (size, XXH3-128, target, compiler id,
 //                        created, last access, hits, compile time, graph name), counters and a
 //                        quarantine log. Schema migrations from schema/catalog/ run at open.
@@ -15,10 +17,14 @@
 //     reader of a chunked artifact checks each chunk's XXH3-64 before handing it out). A mismatch
 //     quarantines the entry: it is removed, counted, logged, and the caller sees a miss (Get) or an
 //     error (a reader mid-stream). Bad bytes are never returned.
-//   - A put is durable when it returns (LevelDB sync write, unless `sync_puts` is off) and
-//     atomic: after a crash at any instant (kill -9 included), reopening finds every key either
-//     absent or intact. Open reconciles LevelDB with the catalog: half-written chunked puts are
-//     removed, catalog rows without bytes dropped, committed bytes without a row re-catalogued.
+//   - A put is durable when it returns (its blob file synced, then a LevelDB sync write, unless
+//     `sync_puts` is off) and atomic: after a crash at any instant (kill -9 included), reopening
+//     finds every key either absent or intact. Open reconciles LevelDB with the catalog:
+//     half-written chunked puts are removed (blob files no record names), catalog rows without
+//     bytes dropped, committed bytes without a row re-catalogued.
+//   - A chunked put writes at the disk's pace, one chunk at a time: at most two chunks are
+//     unwritten in the page cache, so it never stops taking bytes for long, and its commit has
+//     little left to sync.
 //   - The read path touches LevelDB only. Access times and hit counts are buffered in memory and
 //     written to the catalog in batches (every `access_flush_interval`, before eviction, at close).
 //   - With `max_bytes` set, a put that takes the total past `high_water` x max_bytes evicts least-
@@ -121,8 +127,8 @@ struct StoreStats {
 struct VerifyReport {
   uint64_t checked = 0;
   uint64_t bytes = 0;
-  std::vector<std::string> corrupt;  // Keys quarantined by this run.
-  uint64_t orphan_chunks_removed = 0;
+  std::vector<std::string> corrupt;    // Keys quarantined by this run.
+  uint64_t orphan_chunks_removed = 0;  // Chunk records and blob files no entry names.
 };
 
 // A verified, streamed read of one artifact. It reads from a consistent snapshot: an erase or

@@ -52,6 +52,19 @@ inline std::unique_ptr<httplib::Client> MakeHttpClient(const std::string& url,
   return client;
 }
 
+// How long to wait for the answer to an upload of `bytes` once the last byte has left. A
+// server answers only when the artifact is durable, and what is still in the connection's
+// buffers when the last byte leaves (the kernel's send and receive buffers: up to tens of MiB)
+// must reach its disk first: a disk writing 4 MiB/s needs seconds for it. While the body is
+// being sent, the usual wait applies to each step of progress.
+inline std::chrono::milliseconds UploadReplyTimeout(uint64_t bytes,
+                                                    std::chrono::milliseconds request_timeout) {
+  constexpr uint64_t kMostInFlight = uint64_t{64} << 20;
+  constexpr uint64_t kSlowestDiskBytesPerSecond = uint64_t{4} << 20;
+  const uint64_t in_flight = bytes < kMostInFlight ? bytes : kMostInFlight;
+  return request_timeout + std::chrono::milliseconds(in_flight * 1000 / kSlowestDiskBytesPerSecond);
+}
+
 // "404 (error: no artifact ...)": a reply's status and the start of its body, on one line.
 inline std::string DescribeReply(const httplib::Response& r) {
   std::string body = r.body.substr(0, 200);

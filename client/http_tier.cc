@@ -27,6 +27,7 @@ class HttpTier final : public Tier {
              const cache::ArtifactInfo& info) override {
     (void)info;  // The server reads what it needs from the artifact's header.
     auto client = Client(options_.request_timeout);
+    client->set_read_timeout(UploadReplyTimeout(bytes.size(), options_.request_timeout));
     auto r = client->Put(("/v1/artifacts/" + std::string(key)).c_str(), bytes.data(), bytes.size(),
                          "application/octet-stream");
     if (!r) return Failure("PUT", r.error());

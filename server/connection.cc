@@ -6,9 +6,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <string>
+
+#include "common/trace.h"
 
 namespace hlocache::server {
 namespace {
@@ -39,6 +42,8 @@ std::string AddressText(const sockaddr_storage& addr, int& port) {
   return text;
 }
 
+std::atomic<uint64_t> g_connections{0};
+
 class ConnectionStream final : public httplib::Stream {
  public:
   ConnectionStream(int sock, milliseconds read_timeout, milliseconds write_timeout,
@@ -47,6 +52,10 @@ class ConnectionStream final : public httplib::Stream {
         read_timeout_(read_timeout),
         write_timeout_(write_timeout),
         header_timeout_(header_timeout) {
+    if (TraceEnabled()) {
+      std::snprintf(trace_area_, sizeof trace_area_, "conn %llu",
+                    static_cast<unsigned long long>(g_connections.fetch_add(1) + 1));
+    }
     // A client that stops reading makes send() give up after the write timeout.
     timeval tv{};
     tv.tv_sec = static_cast<time_t>(write_timeout.count() / 1000);
@@ -57,6 +66,7 @@ class ConnectionStream final : public httplib::Stream {
     if (::getpeername(sock_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
       remote_ip_ = AddressText(addr, remote_port_);
     }
+    TraceIo("accepted from %s:%d", remote_ip_.c_str(), remote_port_);
   }
 
   // Waits for the first byte of the next request: false when the connection closed, stayed
@@ -67,11 +77,18 @@ class ConnectionStream final : public httplib::Stream {
     const auto deadline = Clock::now() + idle;
     while (!stopping()) {
       const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
-      if (left.count() <= 0) return false;
+      if (left.count() <= 0) {
+        TraceIo("idle for %lld ms: closing", static_cast<long long>(idle.count()));
+        return false;
+      }
       const int ready = Poll(POLLIN, std::min(left, kStopCheck));
-      if (ready < 0) return false;
+      if (ready < 0) {
+        TraceIo("poll while idle: %s", std::strerror(errno));
+        return false;
+      }
       if (ready > 0) return true;
     }
+    TraceIo("the server is stopping: closing an idle connection");
     return false;
   }
 
@@ -83,10 +100,11 @@ class ConnectionStream final : public httplib::Stream {
     request_bytes_ = 0;
     failure_.clear();
     BodyAnnounced(0, false);
+    TraceIo("request begins");
   }
   void HeadersRead() {
     reading_headers_ = false;
-    body_started_ = Clock::now();
+    TraceIo("headers read");
   }
 
   // The request's headers announce a body: `length` bytes, or chunked. A handler that answers
@@ -96,8 +114,20 @@ class ConnectionStream final : public httplib::Stream {
     body_length_ = length;
     body_chunked_ = chunked;
     body_read_ = 0;
+    client_wait_ = milliseconds(0);
+    if (length > 0 || chunked) {
+      TraceIo("request announces a body of %llu bytes%s", static_cast<unsigned long long>(length),
+              chunked ? " (chunked)" : "");
+    }
   }
   bool BodyLeftUnread() const { return body_chunked_ || body_read_ < body_length_; }
+
+  void TraceRequestEnd(bool ok, bool closed) const {
+    TraceIo("request ends: %s%s; %llu bytes of body read, %lld ms waiting for them",
+            ok ? "answered" : "not answered", closed ? ", connection closing" : "",
+            static_cast<unsigned long long>(body_read_),
+            static_cast<long long>(client_wait_.count()));
+  }
 
   // Why the connection failed during the current request (a deadline passed, the client went
   // away mid-request, a send failed); empty when it did not. A client that closes an idle
@@ -111,6 +141,7 @@ class ConnectionStream final : public httplib::Stream {
   void Linger(milliseconds linger) {
     ::shutdown(sock_, SHUT_WR);
     const auto deadline = Clock::now() + linger;
+    TraceIo("lingering up to %lld ms for an unread body", static_cast<long long>(linger.count()));
     while (true) {
       const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
       if (left.count() <= 0 || Poll(POLLIN, left) <= 0) return;
@@ -206,46 +237,86 @@ class ConnectionStream final : public httplib::Stream {
     }
   }
 
-  // Waits for bytes within the read timeout, and within the headers' deadline while a
-  // request's headers are still arriving.
   // Waits for bytes within the read timeout; while a request's headers are arriving, within
   // their deadline; while its body is, at no less than kMinBodyBytesPerSecond on average after
   // a grace of the header timeout (a trickled body would otherwise hold a thread for good).
+  // Only the time spent here, waiting for the client, counts against the body's rate: while
+  // the server stores what it has read (a synced write, a compaction stall) the client is
+  // not being slow, it is being made to wait.
   bool WaitReadable() const {
-    milliseconds timeout = read_timeout_;
-    const auto deadline = reading_headers_
-                              ? headers_deadline_
-                              : body_started_ + header_timeout_ +
-                                    milliseconds(body_read_ * 1000 / kMinBodyBytesPerSecond);
-    const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) {
-      Fail(reading_headers_
-               ? "its line and headers took longer than " +
-                     std::to_string(header_timeout_.count()) + " ms"
-               : "its body arrived slower than " + std::to_string(kMinBodyBytesPerSecond) +
-                     " bytes/s (" + std::to_string(body_read_) + " bytes read)");
-      return false;
+    while (true) {
+      milliseconds timeout = read_timeout_;
+      bool deadline_first = false;
+      milliseconds left{};
+      if (reading_headers_) {
+        left = std::chrono::duration_cast<milliseconds>(headers_deadline_ - Clock::now());
+      } else {
+        const milliseconds allowance =
+            header_timeout_ + milliseconds(body_read_ * 1000 / kMinBodyBytesPerSecond);
+        left = allowance - client_wait_;
+      }
+      if (left.count() <= 0) {
+        Fail(reading_headers_
+                 ? "its line and headers took longer than " +
+                       std::to_string(header_timeout_.count()) + " ms"
+                 : "its body arrived slower than " + std::to_string(kMinBodyBytesPerSecond) +
+                       " bytes/s (" + std::to_string(body_read_) + " bytes read in " +
+                       std::to_string(client_wait_.count()) + " ms of waiting for them)");
+        return false;
+      }
+      if (left < timeout) {
+        timeout = left;
+        deadline_first = true;
+      }
+      const auto start = Clock::now();
+      const int ready = Poll(POLLIN, timeout);
+      const int poll_errno = errno;
+      const auto waited = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
+      if (!reading_headers_) client_wait_ += waited;
+      TraceIo("waited %lld ms for the client (%s): %s", static_cast<long long>(waited.count()),
+              reading_headers_ ? "headers" : "body",
+              ready > 0    ? "readable"
+              : ready == 0 ? "timed out"
+                           : std::strerror(poll_errno));
+      if (ready > 0) return true;
+      if (ready < 0) {
+        Fail(std::string("poll: ") + std::strerror(poll_errno));
+        return false;
+      }
+      if (!deadline_first) {
+        Fail("no byte arrived for " + std::to_string(read_timeout_.count()) + " ms");
+        return false;
+      }
+      // The deadline came first: the next round says which.
     }
-    timeout = std::min(timeout, left);
-    const int ready = Poll(POLLIN, timeout);
-    if (ready == 0 && timeout == read_timeout_) {
-      Fail("no byte arrived for " + std::to_string(read_timeout_.count()) + " ms");
-    } else if (ready == 0) {
-      return WaitReadable();  // The deadline came first: says which.
-    } else if (ready < 0) {
-      Fail(std::string("poll: ") + std::strerror(errno));
-    }
-    return ready > 0;
   }
 
   void Fail(std::string why) const {
+    TraceIo("request fails: %s", why.c_str());
     if (failure_.empty()) failure_ = std::move(why);
+  }
+
+  template <typename... Args>
+  void TraceIo(const char* format, Args... args) const {
+    if (trace_area_[0] != '\0') Trace(trace_area_, format, args...);
   }
 
   ssize_t Recv(char* ptr, size_t size, int flags) {
     while (true) {
       const ssize_t n = ::recv(sock_, ptr, size, flags);
-      if (n >= 0 || errno != EINTR) return n;
+      if (n >= 0 || errno != EINTR) {
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && (flags & MSG_DONTWAIT)) {
+          return n;  // Nothing waiting: a wait follows, and is traced there.
+        }
+        const int saved = errno;
+        if (n < 0) {
+          TraceIo("recv: -1 (%s)", std::strerror(saved));
+        } else {
+          TraceIo("recv: %zd bytes", n);
+        }
+        errno = saved;
+        return n;
+      }
     }
   }
 
@@ -254,6 +325,15 @@ class ConnectionStream final : public httplib::Stream {
     while (sent < size) {
       const ssize_t n = ::send(sock_, data + sent, size - sent, MSG_NOSIGNAL);
       if (n < 0 && errno == EINTR) continue;
+      if (trace_area_[0] != '\0') {
+        const int saved = errno;
+        if (n < 0) {
+          TraceIo("send: -1 (%s)", std::strerror(saved));
+        } else {
+          TraceIo("send: %zd of %zu bytes", n, size - sent);
+        }
+        errno = saved;
+      }
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
         Fail("the client read nothing for " + std::to_string(write_timeout_.count()) + " ms");
         return false;
@@ -269,13 +349,16 @@ class ConnectionStream final : public httplib::Stream {
 
   const int sock_;
   const milliseconds read_timeout_, write_timeout_, header_timeout_;
-  Clock::time_point headers_deadline_, body_started_;
+  Clock::time_point headers_deadline_;
   bool reading_headers_ = false;
   uint64_t body_length_ = 0, body_read_ = 0, request_bytes_ = 0;
   mutable std::string failure_;
   std::string remote_ip_;
   int remote_port_ = 0;
   bool body_chunked_ = false;
+  // Time spent waiting for this request's body to arrive: what the body-rate bound counts.
+  mutable milliseconds client_wait_{0};
+  char trace_area_[32] = {};  // Empty unless tracing.
   char in_[kReadBufferBytes];
   size_t in_pos_ = 0, in_len_ = 0;
   std::string out_;
@@ -315,6 +398,7 @@ bool PlainServer::process_and_close_socket(socket_t sock) {
             stream.BodyAnnounced(length, chunked);
           });
       if (!stream.Flush()) ok = false;
+      stream.TraceRequestEnd(ok, closed);
       if (!stream.failure().empty() && cut_short_) {
         std::string ip;
         int port = 0;

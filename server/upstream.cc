@@ -261,15 +261,16 @@ class UpstreamImpl final : public Upstream {
     auto opened = store_.OpenReader(key);
     if (!opened || !*opened) return UploadResult::kDone;  // Gone (evicted) or unreadable.
     std::shared_ptr<cache::ArtifactReader> reader(std::move(*opened));
-    auto r = Client(options_.io_timeout)
-                 ->Put(
-                     ArtifactPath(key), static_cast<size_t>(reader->info().size),
-                     [reader](size_t, size_t, httplib::DataSink& sink) {
-                       auto chunk = reader->Next();
-                       if (!chunk || chunk->empty()) return false;
-                       return sink.write(chunk->data(), chunk->size());
-                     },
-                     "application/octet-stream");
+    auto client = Client(options_.io_timeout);
+    client->set_read_timeout(client::UploadReplyTimeout(reader->info().size, options_.io_timeout));
+    auto r = client->Put(
+        ArtifactPath(key), static_cast<size_t>(reader->info().size),
+        [reader](size_t, size_t, httplib::DataSink& sink) {
+          auto chunk = reader->Next();
+          if (!chunk || chunk->empty()) return false;
+          return sink.write(chunk->data(), chunk->size());
+        },
+        "application/octet-stream");
     if (!r) {
       (void)TransportFailure("PUT", r.error());  // Counted; the key stays queued.
       return UploadResult::kRetry;

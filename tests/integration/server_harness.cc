@@ -18,6 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "client/http_client.h"
+#include "client/tier.h"
 #include "compiler/artifact/container.h"
 
 namespace hlocache::testing {
@@ -113,6 +115,19 @@ std::unique_ptr<httplib::Client> ServerProcess::Client(const std::string& token)
   client->set_read_timeout(std::chrono::seconds(120));
   client->set_write_timeout(std::chrono::seconds(60));
   if (!token.empty()) client->set_bearer_token_auth(token.c_str());
+  return client;
+}
+
+std::unique_ptr<httplib::Client> ServerProcess::TierClient(uint64_t upload_bytes) const {
+  const client::HttpTierOptions defaults;
+  auto client = std::make_unique<httplib::Client>("127.0.0.1", port_);
+  client->set_tcp_nodelay(true);
+  client->set_keep_alive(true);
+  client->set_connection_timeout(defaults.connect_timeout);
+  client->set_read_timeout(
+      upload_bytes == 0 ? defaults.request_timeout
+                        : client::UploadReplyTimeout(upload_bytes, defaults.request_timeout));
+  client->set_write_timeout(defaults.request_timeout);
   return client;
 }
 

@@ -29,6 +29,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -427,17 +428,39 @@ TEST(StoreCrashTest, SigkillAtRandomInstants) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Corruption planted in LevelDB.
+// Corruption planted where the store keeps bytes: LevelDB records (small artifacts) and blob
+// files (chunked ones).
 
-// One LevelDB record holding artifact content: its LevelDB key, where the first marker sits in
-// the record's value, and the artifact offset that marker names.
+// One place holding artifact content: a LevelDB record (db_key) or a blob file (file), where a
+// marker sits in it, and the artifact offset that marker names.
 struct BlobHit {
   std::string db_key;
+  fs::path file;
   size_t value_pos = 0;
   size_t artifact_offset = 0;
 };
 
-// Every record of DIR/blobs that holds artifact content, by artifact key, ordered by offset.
+// The markers of our artifacts in `value`, from `from` on: (position, key, artifact offset).
+void FindMarkers(std::string_view value, bool all,
+                 const std::function<void(size_t, const std::string&, size_t)>& found) {
+  size_t from = 0;
+  while (true) {
+    const size_t pos = value.find(crash_artifact::kMarkerPrefix, from);
+    if (pos == std::string_view::npos || pos + crash_artifact::kMarkerLength > value.size()) return;
+    from = pos + 1;
+    const std::string_view marker = value.substr(pos, crash_artifact::kMarkerLength);
+    const std::string key(marker.substr(crash_artifact::kMarkerPrefix.size(), 35));
+    const size_t offset = std::strtoull(
+        std::string(marker.substr(crash_artifact::kMarkerPrefix.size() + 37, 8)).c_str(), nullptr,
+        16);
+    if (crash_artifact::Marker(key, offset) != marker) continue;  // Not one of ours.
+    found(pos, key, offset);
+    if (!all) return;
+  }
+}
+
+// Every record of DIR/blobs and every blob file of DIR/large that holds artifact content, by
+// artifact key, ordered by offset.
 std::map<std::string, std::vector<BlobHit>> ScanBlobs(const fs::path& dir) {
   std::map<std::string, std::vector<BlobHit>> hits;
   leveldb::DB* raw = nullptr;
@@ -450,19 +473,19 @@ std::map<std::string, std::vector<BlobHit>> ScanBlobs(const fs::path& dir) {
   std::unique_ptr<leveldb::Iterator> it(db->NewIterator(leveldb::ReadOptions()));
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     const std::string_view value(it->value().data(), it->value().size());
-    const size_t pos = value.find(crash_artifact::kMarkerPrefix);
-    if (pos == std::string_view::npos || pos + crash_artifact::kMarkerLength > value.size()) {
-      continue;
-    }
-    const std::string_view marker = value.substr(pos, crash_artifact::kMarkerLength);
-    const std::string key(marker.substr(crash_artifact::kMarkerPrefix.size(), 35));
-    const size_t offset = std::strtoull(
-        std::string(marker.substr(crash_artifact::kMarkerPrefix.size() + 37, 8)).c_str(), nullptr,
-        16);
-    if (crash_artifact::Marker(key, offset) != marker) continue;  // Not one of ours.
-    hits[key].push_back(BlobHit{it->key().ToString(), pos, offset});
+    FindMarkers(value, /*all=*/false, [&](size_t pos, const std::string& key, size_t offset) {
+      hits[key].push_back(BlobHit{it->key().ToString(), {}, pos, offset});
+    });
   }
   EXPECT_TRUE(it->status().ok()) << it->status().ToString();
+  std::error_code ec;
+  for (const auto& file : fs::directory_iterator(dir / "large", ec)) {
+    std::ifstream in(file.path(), std::ios::binary);
+    const std::string value((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    FindMarkers(value, /*all=*/true, [&](size_t pos, const std::string& key, size_t offset) {
+      hits[key].push_back(BlobHit{{}, file.path(), pos, offset});
+    });
+  }
   for (auto& [key, list] : hits) {
     std::stable_sort(list.begin(), list.end(), [](const BlobHit& a, const BlobHit& b) {
       return a.artifact_offset < b.artifact_offset;
@@ -471,9 +494,9 @@ std::map<std::string, std::vector<BlobHit>> ScanBlobs(const fs::path& dir) {
   return hits;
 }
 
-// Flips the first content byte after the marker of each record that holds the chunk starting at
-// artifact offset `chunk_offset` (all copies, should the store keep more than one). Returns the
-// artifact offset of the flipped byte.
+// Flips the first content byte after the marker of each record or file that holds the chunk
+// starting at artifact offset `chunk_offset` (all copies, should the store keep more than one).
+// Returns the artifact offset of the flipped byte.
 size_t FlipByteInChunk(const fs::path& dir, const std::vector<BlobHit>& hits, size_t chunk_offset) {
   leveldb::DB* raw = nullptr;
   leveldb::Options options;
@@ -485,10 +508,21 @@ size_t FlipByteInChunk(const fs::path& dir, const std::vector<BlobHit>& hits, si
   size_t flipped = 0;
   for (const BlobHit& hit : hits) {
     if (hit.artifact_offset != chunk_offset) continue;
+    const size_t pos = hit.value_pos + crash_artifact::kMarkerLength;
+    if (!hit.file.empty()) {
+      std::fstream f(hit.file, std::ios::in | std::ios::out | std::ios::binary);
+      char c = 0;
+      f.seekg(static_cast<std::streamoff>(pos));
+      EXPECT_TRUE(f.get(c)) << "no byte at " << pos << " of " << hit.file;
+      f.seekp(static_cast<std::streamoff>(pos));
+      f.put(static_cast<char>(c ^ 0x5a));
+      EXPECT_TRUE(f.good()) << "cannot write " << hit.file;
+      ++flipped;
+      continue;
+    }
     std::string value;
     const leveldb::Status got = db->Get(leveldb::ReadOptions(), hit.db_key, &value);
     EXPECT_TRUE(got.ok()) << got.ToString();
-    const size_t pos = hit.value_pos + crash_artifact::kMarkerLength;
     EXPECT_LT(pos, value.size());
     if (!got.ok() || pos >= value.size()) continue;
     value[pos] = static_cast<char>(value[pos] ^ 0x5a);
@@ -498,7 +532,7 @@ size_t FlipByteInChunk(const fs::path& dir, const std::vector<BlobHit>& hits, si
     EXPECT_TRUE(put.ok()) << put.ToString();
     ++flipped;
   }
-  EXPECT_GT(flipped, 0u) << "no record holds the chunk at offset " << chunk_offset;
+  EXPECT_GT(flipped, 0u) << "no record or blob file holds the chunk at offset " << chunk_offset;
   return chunk_offset + crash_artifact::kMarkerLength;
 }
 
@@ -592,6 +626,7 @@ TEST_F(StoreCorruptionTest, ReadsNeverReturnFlippedBytes) {
   for (const Artifact& a : artifacts_) {
     ASSERT_TRUE(hits.contains(a.key))
         << "no LevelDB record of " << dir_ / "blobs"
+        << " and no blob file in " << dir_ / "large"
         << " holds the content of " << a.key
         << " (its markers are missing: are values compressed or encoded?)";
     if (a.bytes.size() > crash_artifact::kChunkBytes) {
@@ -721,12 +756,13 @@ TEST_F(StoreCorruptionTest, VerifyAllFindsPlantedCorruption) {
     EXPECT_EQ(again->checked, artifacts_.size() - 2);
   }
 
-  // Quarantine removes the entry: its bytes are gone from LevelDB, the others' are all there.
+  // Quarantine removes the entry: its bytes are gone from LevelDB and its blob file, the
+  // others' are all there.
   auto after = ScanBlobs(dir_);
   EXPECT_FALSE(after.contains(small_bad.key))
-      << "records of quarantined " << small_bad.key << " are still in LevelDB";
+      << "records of quarantined " << small_bad.key << " are still in the store";
   EXPECT_FALSE(after.contains(large_bad.key))
-      << "records of quarantined " << large_bad.key << " are still in LevelDB";
+      << "bytes of quarantined " << large_bad.key << " are still in the store";
   for (size_t i = 0; i < artifacts_.size(); ++i) {
     if (i != 2 && i != 7) {
       EXPECT_TRUE(after.contains(artifacts_[i].key)) << artifacts_[i].key;

@@ -351,15 +351,24 @@ TEST_F(StoreTest, CompactKeepsEveryEntryAndReclaimsErasedSpace) {
   for (int i = 0; i < kEntries; ++i) {
     ASSERT_TRUE(store->Put(KeyOf(i), Bytes(size_of(i), i), Info()).has_value());
   }
+  const uint64_t before = DirectoryBytes(dir_ / "blobs") + DirectoryBytes(dir_ / "large");
   for (int i = 0; i < kEntries; ++i) {
     if (i % 4 != 0) {
       ASSERT_TRUE(*store->Erase(KeyOf(i)));
     }
   }
-  const uint64_t before = DirectoryBytes(dir_ / "blobs");
+  // A chunked entry's blob file goes with its erase; the rest is LevelDB's to reclaim.
+  int live_chunked = 0;
+  for (int i = 0; i < kEntries; i += 4) live_chunked += size_of(i) > (64u << 10);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_ / "large"), fs::directory_iterator()),
+            live_chunked)
+      << "one blob file per live chunked entry";
   ASSERT_THAT(store->Compact(), IsOk());
-  const uint64_t after = DirectoryBytes(dir_ / "blobs");
-  EXPECT_LT(after, before / 2) << "before " << before << ", after " << after;
+  const uint64_t after = DirectoryBytes(dir_ / "blobs") + DirectoryBytes(dir_ / "large");
+  uint64_t live = 0;
+  for (int i = 0; i < kEntries; i += 4) live += size_of(i);
+  // What is left is what is live, give or take LevelDB's own files.
+  EXPECT_LT(after, live + live / 10 + (256 << 10)) << "before " << before << ", after " << after;
   for (int i = 0; i < kEntries; ++i) {
     auto got = store->Get(KeyOf(i));
     ASSERT_TRUE(got.has_value()) << got.error().ToString();
@@ -529,6 +538,120 @@ TEST_F(StoreTest, ReconcileRebuildsLostCatalogRowsAndDropsRowsWithoutBytes) {
   EXPECT_EQ((*store->Info(KeyOf(3)))->artifact.graph_name, "3");
   EXPECT_FALSE(store->Info(KeyOf(9))->has_value());
   EXPECT_THAT(log_, ::testing::Contains(HasSubstr("2 entries re-catalogued, 1 catalog rows")));
+}
+
+// ---- Blob files: the bytes of chunked artifacts, one file each in DIR/large ----
+
+std::vector<fs::path> BlobFiles(const fs::path& dir) {
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir / "large")) files.push_back(e.path());
+  return files;
+}
+
+TEST_F(StoreTest, AChunkedArtifactIsOneBlobFileThatItsEraseRemoves) {
+  auto store = OpenStore();
+  const std::string bytes = Bytes((64 << 10) * 5 + 7, 1);
+  ASSERT_THAT(store->Put(KeyOf(1), bytes, Info()), IsOk());
+  ASSERT_THAT(store->Put(KeyOf(2), Bytes(100, 2), Info()), IsOk());  // Inline: no file.
+  const auto files = BlobFiles(dir_);
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_THAT(files[0].filename().string(), ::testing::StartsWith(KeyOf(1) + "."));
+  EXPECT_EQ(fs::file_size(files[0]), bytes.size());
+  // A reader opened before the erase reads the whole artifact after it.
+  auto reader = store->OpenReader(KeyOf(1));
+  ASSERT_TRUE(reader.has_value() && *reader != nullptr);
+  ASSERT_THAT(store->Erase(KeyOf(1)), IsOk());
+  EXPECT_TRUE(BlobFiles(dir_).empty()) << "the erase left the blob file behind";
+  EXPECT_EQ(ReadAll(**reader), bytes);
+  auto got = store->Get(KeyOf(1));
+  ASSERT_THAT(got, IsOk());
+  EXPECT_FALSE(got->has_value());
+}
+
+TEST_F(StoreTest, BlobFilesNoRecordNamesAreRemovedAtOpenAndOthersLeftAlone) {
+  {
+    auto store = OpenStore();
+    ASSERT_THAT(store->Put(KeyOf(1), Bytes(200 << 10, 1), Info()), IsOk());
+  }
+  // What a put cut short by a crash leaves: a file under a name the store makes, no record.
+  const fs::path orphan = dir_ / "large" / (KeyOf(9) + ".00000000000000ab");
+  const fs::path stale = dir_ / "large" / (KeyOf(1) + ".00000000000000ab");  // Old generation.
+  const fs::path foreign = dir_ / "large" / "README";
+  for (const fs::path& p : {orphan, stale, foreign}) std::ofstream(p) << "partial";
+  auto store = OpenStore();
+  EXPECT_FALSE(fs::exists(orphan));
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_TRUE(fs::exists(foreign)) << "a file the store did not name was removed";
+  EXPECT_EQ(BlobFiles(dir_).size(), 2u);  // KeyOf(1)'s live file and README.
+  auto got = store->Get(KeyOf(1));
+  ASSERT_THAT(got, IsOk());
+  ASSERT_TRUE(got->has_value());
+  EXPECT_EQ(**got, Bytes(200 << 10, 1));
+}
+
+TEST_F(StoreTest, AMissingOrShortBlobFileIsAQuarantinedMissNeverBadBytes) {
+  {
+    auto store = OpenStore();
+    ASSERT_THAT(store->Put(KeyOf(1), Bytes(300 << 10, 1), Info()), IsOk());
+    ASSERT_THAT(store->Put(KeyOf(2), Bytes(300 << 10, 2), Info()), IsOk());
+  }
+  for (const fs::path& file : BlobFiles(dir_)) {
+    if (file.filename().string().starts_with(KeyOf(1))) {
+      fs::remove(file);
+    } else {
+      fs::resize_file(file, (300 << 10) - 1);
+    }
+  }
+  auto store = OpenStore();
+  auto missing = store->Get(KeyOf(1));
+  ASSERT_THAT(missing, IsOk());
+  EXPECT_FALSE(missing->has_value());
+  auto short_reader = store->OpenReader(KeyOf(2));
+  ASSERT_THAT(short_reader, IsOk());
+  EXPECT_EQ(*short_reader, nullptr);
+  auto stats = store->Stats();
+  ASSERT_THAT(stats, IsOk());
+  EXPECT_EQ(stats->quarantined, 2u);
+  EXPECT_EQ(stats->entries, 0u);
+  EXPECT_FALSE(*store->Contains(KeyOf(1)));
+  EXPECT_FALSE(*store->Contains(KeyOf(2)));
+}
+
+TEST_F(StoreTest, VerifyAllSweepsOrphanBlobFilesButNotAPutInProgress) {
+  auto store = OpenStore();
+  auto writer = store->StartPut(KeyOf(1), Info());
+  ASSERT_THAT(writer, IsOk());
+  ASSERT_THAT((*writer)->Append(Bytes(200 << 10, 1)), IsOk());  // Three chunks on disk.
+  ASSERT_EQ(BlobFiles(dir_).size(), 1u);
+  const fs::path orphan = dir_ / "large" / (KeyOf(9) + ".00000000000000ab");
+  std::ofstream(orphan) << "partial";
+  auto report = store->VerifyAll();
+  ASSERT_THAT(report, IsOk());
+  EXPECT_EQ(report->orphan_chunks_removed, 1u);
+  EXPECT_FALSE(fs::exists(orphan));
+  ASSERT_EQ(BlobFiles(dir_).size(), 1u) << "VerifyAll removed the file of a put in progress";
+  auto outcome = (*writer)->Commit();
+  ASSERT_THAT(outcome, IsOk());
+  auto got = store->Get(KeyOf(1));
+  ASSERT_THAT(got, IsOk());
+  ASSERT_TRUE(got->has_value());
+  EXPECT_EQ(**got, Bytes(200 << 10, 1));
+}
+
+TEST_F(StoreTest, AnAbandonedOrDuplicatePutLeavesNoBlobFile) {
+  auto store = OpenStore();
+  {
+    auto writer = store->StartPut(KeyOf(1), Info());
+    ASSERT_THAT(writer, IsOk());
+    ASSERT_THAT((*writer)->Append(Bytes(200 << 10, 1)), IsOk());
+    EXPECT_EQ(BlobFiles(dir_).size(), 1u);
+  }  // Destroyed without a commit.
+  EXPECT_TRUE(BlobFiles(dir_).empty());
+  ASSERT_THAT(store->Put(KeyOf(1), Bytes(200 << 10, 1), Info()), IsOk());
+  auto again = store->Put(KeyOf(1), Bytes(200 << 10, 1), Info());
+  ASSERT_THAT(again, IsOk());
+  EXPECT_EQ(*again, PutOutcome::kAlreadyPresent);
+  EXPECT_EQ(BlobFiles(dir_).size(), 1u) << "the second put's file was kept";
 }
 
 }  // namespace
