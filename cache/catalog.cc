@@ -218,7 +218,47 @@ Result<std::optional<EntryInfo>> Catalog::Find(std::string_view key) {
   return std::optional<EntryInfo>(ReadEntry(stmt));
 }
 
+namespace {
+
+// The least string greater than every string that starts with `prefix`; empty when there is
+// none (a prefix of 0xff bytes only).
+std::string PrefixEnd(std::string prefix) {
+  while (!prefix.empty()) {
+    if (static_cast<unsigned char>(prefix.back()) != 0xff) {
+      prefix.back() = static_cast<char>(static_cast<unsigned char>(prefix.back()) + 1);
+      return prefix;
+    }
+    prefix.pop_back();
+  }
+  return prefix;
+}
+
+}  // namespace
+
+Result<std::vector<EntryInfo>> Catalog::ListByName(const ListFilter& f) {
+  // A range of the (target, compiler_id, graph_name) index; SQLite compares text as bytes.
+  static const std::string kSql =
+      std::string("SELECT ") + kEntryColumns +
+      " FROM entries WHERE target = ?1 AND compiler_id = ?2 AND graph_name >= ?3"
+      " AND (?4 = '' OR graph_name < ?4) AND graph_name > ?5 ORDER BY graph_name LIMIT ?6";
+  HLOCACHE_ASSIGN_OR_RETURN(sqlite3_stmt * stmt, Prepare(kSql.c_str()));
+  Bound b(stmt);
+  b.Text(1, f.target);
+  b.Text(2, f.compiler_id);
+  b.Text(3, f.graph_name_prefix);
+  const std::string end = PrefixEnd(f.graph_name_prefix);
+  b.Text(4, end);
+  b.Text(5, f.graph_name_after);
+  b.Int(6, f.limit == 0 ? -1 : static_cast<int64_t>(f.limit));
+  std::vector<EntryInfo> out;
+  int rc;
+  while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) out.push_back(ReadEntry(stmt));
+  if (rc != SQLITE_DONE) return Error(Fail(rc, "cannot list entries by name"));
+  return out;
+}
+
 Result<std::vector<EntryInfo>> Catalog::List(const ListFilter& f) {
+  if (f.by_name) return ListByName(f);
   // Filters bind as parameters; an empty one matches everything.
   static const std::string kSql =
       std::string("SELECT ") + kEntryColumns +

@@ -70,6 +70,7 @@ class Catalog {
  private:
   Catalog(sqlite3* db, std::filesystem::path path) : db_(db), path_(std::move(path)) {}
   Status Migrate(bool read_only);
+  Result<std::vector<EntryInfo>> ListByName(const ListFilter& filter);
   Status Exec(const char* sql);
   Result<sqlite3_stmt*> Prepare(const char* sql);
   Status Fail(int rc, std::string_view what) const;

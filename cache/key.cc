@@ -9,6 +9,7 @@ namespace hlocache::cache {
 namespace {
 
 constexpr std::string_view kDomainTag = "hlocache-key-v1";
+constexpr std::string_view kFileDomainTag = "hlocache-file-v1";
 
 void AppendLengthPrefixed(std::string& buf, std::string_view part) {
   const uint64_t n = part.size();
@@ -82,6 +83,88 @@ Key ComposeKey(const KeyInput& input) {
   key.compiler_id = HashBytes(input.compiler_id);
   key.options = HashBytes(options_bytes);
   return key;
+}
+
+std::string ComposeFileKey(std::string_view file_namespace, std::string_view path) {
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_128bits_reset(state);
+  UpdateLengthPrefixed(state, kFileDomainTag);
+  UpdateLengthPrefixed(state, file_namespace);
+  UpdateLengthPrefixed(state, path);
+  const Hash128 whole = FromXxh(XXH3_128bits_digest(state));
+  XXH3_freeState(state);
+  return std::string(kKeyPrefix) + whole.Hex();
+}
+
+Status ValidateFileNamespace(std::string_view file_namespace) {
+  const bool chars_ok = std::all_of(file_namespace.begin(), file_namespace.end(),
+                                    [](char c) { return IsNameChar(c) && c != '+' && c != '/'; });
+  if (file_namespace.empty() || file_namespace.size() > 64 || !chars_ok || file_namespace == "." ||
+      file_namespace == "..") {
+    return InvalidArgument("namespace '" + std::string(file_namespace.substr(0, 64)) +
+                           "' must be 1 to 64 characters of [A-Za-z0-9._-]");
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+// Well-formed UTF-8 (no overlong forms, no surrogates, nothing past U+10FFFF).
+bool IsUtf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t n = 0;
+    uint32_t cp = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xe0) == 0xc0) {
+      n = 1;
+      cp = c & 0x1f;
+    } else if ((c & 0xf0) == 0xe0) {
+      n = 2;
+      cp = c & 0x0f;
+    } else if ((c & 0xf8) == 0xf0) {
+      n = 3;
+      cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (i + n >= s.size()) return false;  // Cut short.
+    for (size_t k = 1; k <= n; ++k) {
+      const auto d = static_cast<unsigned char>(s[i + k]);
+      if ((d & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (d & 0x3f);
+    }
+    static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+    i += n + 1;
+  }
+  return true;
+}
+
+}  // namespace
+
+Status ValidateFilePath(std::string_view path) {
+  auto bad = [&](const std::string& why) {
+    return InvalidArgument("file name '" + std::string(path.substr(0, 200)) + "' " + why);
+  };
+  if (path.empty() || path.size() > 4096) return bad("must be 1 to 4096 bytes");
+  if (path.find('\0') != std::string_view::npos) return bad("holds a NUL byte");
+  if (!IsUtf8(path)) return bad("is not UTF-8");
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t slash = path.find('/', start);
+    if (slash == std::string_view::npos) slash = path.size();
+    const std::string_view part = path.substr(start, slash - start);
+    if (part.empty() || part == "." || part == "..") {
+      return bad("has an empty, '.' or '..' component");
+    }
+    if (part.size() > 255) return bad("has a component over 255 bytes");
+    start = slash + 1;
+  }
+  return Status::Ok();
 }
 
 bool IsWellFormedKey(std::string_view key) {

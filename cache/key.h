@@ -50,6 +50,18 @@ inline constexpr size_t kKeyLength = 3 + 32;
 
 Key ComposeKey(const KeyInput& input);
 
+// The key of a file artifact (schema/file-artifacts.md): bytes another program built, kept
+// under a name. key = "v1-" + hex(XXH3-128("hlocache-file-v1", namespace, path)), each part
+// length-prefixed; the domain tag keeps it apart from every module's key. The caller validates
+// both parts first (ValidateFileNamespace, ValidateFilePath).
+std::string ComposeFileKey(std::string_view file_namespace, std::string_view path);
+
+// A namespace is 1 to 64 characters of [A-Za-z0-9._-], not "." or "..".
+Status ValidateFileNamespace(std::string_view file_namespace);
+// A path is relative and '/'-separated: 1 to 4096 bytes of UTF-8 without NUL, no empty, "." or
+// ".." component, each component at most 255 bytes (NAME_MAX).
+Status ValidateFilePath(std::string_view path);
+
 // True for "v1-" followed by exactly 32 lowercase hex digits: the only strings ever used as
 // store keys or URL path segments.
 bool IsWellFormedKey(std::string_view key);

@@ -103,13 +103,18 @@ struct EntryInfo {
 
 enum class PutOutcome { kStored, kAlreadyPresent };
 
-// Catalog filters; empty strings and zeros match everything.
+// Catalog filters; empty strings and zeros match everything. Entries come least recently used
+// first, or with `by_name` in graph-name order (how file artifacts are listed: their rows hold
+// the namespace as compiler id and the path as graph name).
 struct ListFilter {
   std::string target;
   std::string compiler_id;
   std::string graph_name_contains;
   int64_t accessed_before_ms = 0;  // Only entries last accessed before this time.
   size_t limit = 0;
+  bool by_name = false;
+  std::string graph_name_prefix;  // With by_name: only names that start with this...
+  std::string graph_name_after;   // ...and sort after this (the last one of the page before).
 };
 
 struct StoreStats {

@@ -47,5 +47,6 @@ int HttpStatusOf(const Status& status);
 void RegisterArtifactRoutes(httplib::Server& http, ServerContext& ctx);
 void RegisterCompileRoutes(httplib::Server& http, ServerContext& ctx);
 void RegisterInfoRoutes(httplib::Server& http, ServerContext& ctx);
+void RegisterFileRoutes(httplib::Server& http, ServerContext& ctx);
 
 }  // namespace hlocache::server

@@ -50,6 +50,8 @@ std::string_view RouteName(Route route) {
       return "metrics";
     case Route::kHealth:
       return "healthz";
+    case Route::kFiles:
+      return "files";
     case Route::kOther:
       return "other";
   }
@@ -69,6 +71,7 @@ Route RouteOf(std::string_view method, std::string_view path) {
   if (path == "/v1/stats") return Route::kStats;
   if (path == "/metrics") return Route::kMetrics;
   if (path == "/healthz") return Route::kHealth;
+  if (path.starts_with("/v1/files/")) return Route::kFiles;
   return Route::kOther;
 }
 

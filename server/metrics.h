@@ -29,9 +29,10 @@ enum class Route {
   kStats,
   kMetrics,
   kHealth,
+  kFiles,
   kOther,
 };
-inline constexpr size_t kRouteCount = 10;
+inline constexpr size_t kRouteCount = 11;
 
 std::string_view RouteName(Route route);
 // The route a request is counted under, from its method and path alone.

@@ -181,6 +181,7 @@ void ServerImpl::Configure() {
   RegisterArtifactRoutes(http, ctx_);
   RegisterCompileRoutes(http, ctx_);
   RegisterInfoRoutes(http, ctx_);
+  RegisterFileRoutes(http, ctx_);
   // Known paths with a method they do not take: 405 rather than "no such route".
   auto not_allowed = [](const char* allow) {
     return [allow](const httplib::Request& req, httplib::Response& res) {

@@ -65,6 +65,23 @@ class UpstreamImpl final : public Upstream {
     return std::optional<uint64_t>(ContentLength(*r).value_or(0));
   }
 
+  Result<std::vector<FileEntry>> ListFiles(std::string_view file_namespace, std::string_view prefix,
+                                           size_t limit) override {
+    if (!Admit()) return Error(BackingOff());
+    httplib::Params params{{"prefix", std::string(prefix)}};
+    if (limit != 0) params.emplace("limit", std::to_string(limit));
+    auto r = Client(options_.io_timeout)
+                 ->Get("/v1/files/" + std::string(file_namespace), params, httplib::Headers());
+    if (!r) return Error(TransportFailure("GET /v1/files", r.error()));
+    MarkUp();
+    if (r->status != 200) return Error(Refused("GET /v1/files", *r));
+    auto parsed = ParseFileListing(r->body);
+    if (!parsed) {
+      return Error(Unavailable("upstream " + options_.url + ": " + parsed.error().message()));
+    }
+    return parsed;
+  }
+
   Result<UpstreamCompile> Compile(std::string_view key, std::string_view hlo_text,
                                   std::string_view target) override {
     bool shared = false;

@@ -26,6 +26,7 @@
 
 #include "cache/store.h"
 #include "common/status.h"
+#include "server/file_listing.h"
 
 namespace hlocache::server {
 
@@ -81,6 +82,11 @@ class Upstream {
 
   // Whether the origin holds `key`, and its size. Errors as Fetch.
   virtual Result<std::optional<uint64_t>> Head(std::string_view key) = 0;
+
+  // The origin's file artifacts of `file_namespace` under `prefix` (GET /v1/files), in path
+  // order; at most `limit` (0: every). Errors as Fetch.
+  virtual Result<std::vector<FileEntry>> ListFiles(std::string_view file_namespace,
+                                                   std::string_view prefix, size_t limit) = 0;
 
   // Asks the origin to compile (or find) the module whose key here is `key`, then stores the
   // artifact. Errors: kInvalidArgument (400) and kFailedPrecondition (422) when the origin

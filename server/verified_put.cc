@@ -2,6 +2,7 @@
 
 #include "cache/key.h"
 #include "compiler/artifact/container.h"
+#include "compiler/artifact/file_payload.h"
 #include "compiler/artifact/graph_section.h"
 
 namespace hlocache::server {
@@ -62,6 +63,7 @@ bool VerifiedPut::CheckHeader() {
   if (header->key != key_) {
     return Fail(InvalidArgument("the artifact was built for key " + header->key + ", not " + key_));
   }
+  if (header->payload_kind == compiler::kPayloadFile) return CheckFileHeader(*header);
   if (strict_) {
     if (Status s = cache::ValidateTarget(header->target); !s.ok()) return Fail(std::move(s));
     if (Status s = cache::ValidateCompilerId(header->compiler_id); !s.ok()) {
@@ -92,6 +94,30 @@ bool VerifiedPut::CheckHeader() {
   info_.target = header->target;
   info_.compiler_id = header->compiler_id;
   info_.compile_seconds = header->compile_seconds;
+  return true;
+}
+
+// A file artifact is always checked in full (it is cheap: no graph to key again): its header is
+// a file's, and its namespace and path compose to the key it is stored under, so that a name
+// cannot be made to list another name's bytes. Its catalog row holds the namespace and path.
+bool VerifiedPut::CheckFileHeader(const compiler::ArtifactHeader& header) {
+  if (Status s = compiler::CheckFileArtifactHeader(header, key_); !s.ok()) {
+    return Fail(InvalidArgument("bad file artifact: " + s.message()));
+  }
+  if (Status s = cache::ValidateFileNamespace(header.file_namespace); !s.ok()) {
+    return Fail(InvalidArgument("bad file artifact: " + s.message()));
+  }
+  if (Status s = cache::ValidateFilePath(header.file_path); !s.ok()) {
+    return Fail(InvalidArgument("bad file artifact: " + s.message()));
+  }
+  if (cache::ComposeFileKey(header.file_namespace, header.file_path) != key_) {
+    return Fail(InvalidArgument("the file artifact's namespace and path key to " +
+                                cache::ComposeFileKey(header.file_namespace, header.file_path) +
+                                ", not " + key_));
+  }
+  info_.target = std::string(compiler::kFileTarget);
+  info_.compiler_id = header.file_namespace;
+  info_.graph_name = header.file_path;
   return true;
 }
 

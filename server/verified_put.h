@@ -1,5 +1,6 @@
 // Stores an artifact only once it has been checked: the container parses, its checksum
-// matches its payload, and its header names the key it is stored under. Used for uploads
+// matches its payload, and its header names the key it is stored under (and, for a file
+// artifact, its namespace and path compose to that key). Used for uploads
 // (PUT /v1/artifacts/{key}) and for what a server fetches from its upstream.
 //
 // Bytes are fed as they arrive. Artifacts up to kBufferedBytes are held in memory and stored
@@ -43,6 +44,7 @@ class VerifiedPut {
  private:
   bool Fail(Status status);
   bool CheckHeader();
+  bool CheckFileHeader(const compiler::ArtifactHeader& header);
 
   cache::Store& store_;
   const std::string key_;

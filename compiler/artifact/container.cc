@@ -47,9 +47,15 @@ std::string HeaderJson(const ArtifactHeader& h) {
   j["parameter_shapes"] = h.parameter_shapes;
   j["result_shape"] = h.result_shape;
   j["compile_seconds"] = h.compile_seconds;
+  if (!h.file_namespace.empty() || !h.file_path.empty()) {
+    j["namespace"] = h.file_namespace;
+    j["path"] = h.file_path;
+  }
   // Last, so that PeekCompileSeconds finds its field before the long one.
   if (!h.graph_zstd.empty()) j["graph_zstd"] = h.graph_zstd;
-  return j.dump();
+  // Names are checked to be UTF-8 before they get here; should one not be, it is replaced
+  // rather than thrown on (it then no longer matches its key, and the artifact is refused).
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 Status Corrupt(std::string_view what) { return DataLoss("corrupt artifact: " + std::string(what)); }
@@ -109,6 +115,14 @@ Result<ArtifactHeader> ParseArtifactHeader(std::string_view json) {
   if (auto graph = j.find("graph_zstd"); graph != j.end()) {
     if (!graph->is_string()) return Error(Corrupt("header field 'graph_zstd' is not a string"));
     h.graph_zstd = graph->get<std::string>();
+  }
+  for (auto [name, field] : {std::pair{"namespace", &h.file_namespace}, {"path", &h.file_path}}) {
+    if (auto it = j.find(name); it != j.end()) {
+      if (!it->is_string()) {
+        return Error(Corrupt(std::string("header field '") + name + "' is not a string"));
+      }
+      *field = it->get<std::string>();
+    }
   }
   return h;
 }

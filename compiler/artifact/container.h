@@ -20,6 +20,7 @@ namespace hlocache::compiler {
 inline constexpr uint32_t kArtifactFormatVersion = 1;
 inline constexpr std::string_view kPayloadSharedObject = "shared-object";
 inline constexpr std::string_view kPayloadCubinPlan = "cubin+plan";
+// kPayloadFile ("file") is in compiler/artifact/file_payload.h.
 
 struct ArtifactHeader {
   std::string key;
@@ -33,6 +34,10 @@ struct ArtifactHeader {
   // The canonical module, encoded (compiler/artifact/graph_section.h); empty when the artifact
   // does not carry it (older writers, or a graph too large for the header).
   std::string graph_zstd;
+  // File artifacts (payload kind `file`) only: the namespace and path the file is kept under;
+  // empty otherwise.
+  std::string file_namespace;
+  std::string file_path;
 };
 
 struct DecodedArtifact {

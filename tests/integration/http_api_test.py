@@ -17,7 +17,8 @@ import time
 import yaml
 
 # Routes the server registers (server/*_routes.cc), as the spec writes them.
-SERVED = {"/v1/artifacts/{key}", "/v1/compile", "/v1/keys", "/v1/stats", "/metrics", "/healthz"}
+SERVED = {"/v1/artifacts/{key}", "/v1/files/{namespace}", "/v1/compile", "/v1/keys", "/v1/stats",
+          "/metrics", "/healthz"}
 KEY = "v1-" + "0123456789abcdef" * 2
 
 
@@ -59,8 +60,8 @@ def main():
                 if method not in ("get", "head", "put", "post", "delete"):
                     continue
                 conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-                conn.request(method.upper(), path.replace("{key}", KEY), body=b"",
-                             headers={"Content-Length": "0"})
+                target = path.replace("{key}", KEY).replace("{namespace}", "files")
+                conn.request(method.upper(), target, body=b"", headers={"Content-Length": "0"})
                 reply = conn.getresponse()
                 body = reply.read().decode(errors="replace")
                 conn.close()

@@ -19,10 +19,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cache/key.h"
 #include "common/trace.h"
 #include "compiler/artifact/container.h"
 #include "compiler/artifact/cuda_payload.h"
+#include "compiler/artifact/file_payload.h"
 #include "compiler/cuda/nvrtc.h"
+#include "server/file_listing.h"
 #include "tests/integration/server_harness.h"
 #include "tests/integration/test_directory.h"
 
@@ -90,6 +93,57 @@ TEST_F(ServerTest, RoundTripsFromOneByteTo256MiB) {
     ASSERT_TRUE(again) << "payload " << payload << ": " << httplib::to_string(again.error());
     EXPECT_EQ(again->status, 200);
   }
+  EXPECT_EQ(server->Stop(), 0) << server->output();
+}
+
+TEST_F(ServerTest, FileArtifactsAreListedByNamespaceAndPrefixWithTheirSizes) {
+  auto server = Start();
+  auto client = server->Client();
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {"jax/a-cache", std::string(100, 'a')},
+      {"jax/b-cache", std::string(5 << 20, 'b')},  // Chunked in the store.
+      {"jax/sub/c-cache", "c"},
+      {"torch/x.bin", "x"}};
+  for (const auto& [path, data] : files) {
+    const std::string key = cache::ComposeFileKey("files", path);
+    auto put = client->Put(("/v1/artifacts/" + key).c_str(),
+                           compiler::EncodeFileArtifact(key, "files", path, data),
+                           "application/octet-stream");
+    ASSERT_TRUE(put);
+    EXPECT_EQ(put->status, 201) << path << ": " << put->body;
+  }
+  // Another namespace's file of the same path is another file.
+  const std::string other = cache::ComposeFileKey("other", "jax/a-cache");
+  ASSERT_EQ(client
+                ->Put(("/v1/artifacts/" + other).c_str(),
+                      compiler::EncodeFileArtifact(other, "other", "jax/a-cache", "o"),
+                      "application/octet-stream")
+                ->status,
+            201);
+  auto listed = client->Get("/v1/files/files?prefix=jax/");
+  ASSERT_TRUE(listed);
+  ASSERT_EQ(listed->status, 200) << listed->body;
+  EXPECT_EQ(listed->get_header_value("Content-Type"), "application/x-ndjson");
+  auto entries = server::ParseFileListing(listed->body);
+  ASSERT_TRUE(entries.has_value()) << listed->body;
+  ASSERT_EQ(entries->size(), 3u) << listed->body;
+  EXPECT_EQ((*entries)[0].path, "jax/a-cache");
+  EXPECT_EQ((*entries)[0].size, 100u);
+  EXPECT_EQ((*entries)[1].size, uint64_t{5} << 20);
+  EXPECT_EQ((*entries)[1].key, cache::ComposeFileKey("files", "jax/b-cache"));
+  EXPECT_EQ((*entries)[2].path, "jax/sub/c-cache");
+  auto one = client->Get("/v1/files/files?prefix=jax/&limit=1");
+  ASSERT_TRUE(one);
+  EXPECT_EQ(std::count(one->body.begin(), one->body.end(), '\n'), 1);
+  auto others = client->Get("/v1/files/other");
+  ASSERT_TRUE(others);
+  EXPECT_THAT(others->body, HasSubstr("\"size\":1,"));
+  EXPECT_THAT(others->body, ::testing::Not(HasSubstr("torch")));
+  auto bad = client->Get("/v1/files/..");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_THAT(bad->body, HasSubstr("namespace"));
+  EXPECT_EQ(client->Get("/v1/files/files?limit=x")->status, 400);
   EXPECT_EQ(server->Stop(), 0) << server->output();
 }
 

@@ -4,9 +4,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-
 #include "cache/key.h"
 #include "compiler/artifact/container.h"
+#include "compiler/artifact/file_payload.h"
 #include "compiler/artifact/graph_section.h"
 #include "tests/integration/server_harness.h"
 #include "tests/integration/test_directory.h"
@@ -138,6 +138,30 @@ TEST_F(VerifiedPutTest, StrictChecksTheTargetAgainstThePayloadKindAndTheKeyAgain
                HasSubstr("payload kind 'shared-object' does not run on target cuda-sm_90")));
   EXPECT_FALSE(Stored(header.key));
   EXPECT_THAT(Feed(header.key, mislabeled, 100, mislabeled.size(), /*strict=*/false), IsOk());
+}
+
+TEST_F(VerifiedPutTest, AFileArtifactIsStoredOnlyUnderTheKeyOfItsNameAndCataloguedByName) {
+  const std::string key = cache::ComposeFileKey("jax", "dir/k-cache");
+  const std::string file = compiler::EncodeFileArtifact(key, "jax", "dir/k-cache", "payload");
+  auto stored = Feed(key, file, 3, file.size());
+  ASSERT_THAT(stored, IsOk());
+  auto info = store_->Info(key);
+  ASSERT_TRUE(info.has_value() && info->has_value());
+  EXPECT_EQ((*info)->artifact.target, "file");
+  EXPECT_EQ((*info)->artifact.compiler_id, "jax") << "the namespace";
+  EXPECT_EQ((*info)->artifact.graph_name, "dir/k-cache") << "the path";
+  // A file artifact whose header names another path, under this key: refused, strict or not.
+  const std::string other_key = cache::ComposeFileKey("jax", "dir/other");
+  const std::string forged = compiler::EncodeFileArtifact(other_key, "jax", "dir/k-cache", "x");
+  EXPECT_THAT(Feed(other_key, forged, 1 << 20, forged.size()),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("key to")));
+  EXPECT_FALSE(Stored(other_key));
+  // A name that is not a valid path cannot be stored at all.
+  const std::string bad_key = cache::ComposeFileKey("jax", "../escape");
+  const std::string bad = compiler::EncodeFileArtifact(bad_key, "jax", "../escape", "x");
+  EXPECT_THAT(Feed(bad_key, bad, 1 << 20, bad.size(), /*strict=*/true),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("'..'")));
+  EXPECT_FALSE(Stored(bad_key));
 }
 
 }  // namespace
