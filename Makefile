@@ -11,7 +11,8 @@ LISTEN ?= 127.0.0.1:7070
 
 APT_PACKAGES := cmake ninja-build g++ clang libclang-rt-14-dev pkg-config ccache \
   libleveldb-dev libsnappy-dev libsqlite3-dev libxxhash-dev libcpp-httplib-dev libcli11-dev \
-  nlohmann-json3-dev libzstd-dev libgtest-dev libgmock-dev libssl-dev openssl python3 python3-yaml iproute2
+  nlohmann-json3-dev libzstd-dev libgtest-dev libgmock-dev libssl-dev openssl python3 python3-yaml iproute2 \
+  fuse3 libfuse3-dev
 
 .PHONY: all deps build test unit sanitize serve bench format clean
 
@@ -70,6 +71,7 @@ bench: build
 	./$(BUILD)/bench/compile_bench
 	./$(BUILD)/bench/server_bench
 	./$(BUILD)/bench/fleet_bench
+	./$(BUILD)/bench/mount_bench
 
 format:
 	clang-format -i $$(git ls-files '*.cc' '*.h')

@@ -32,21 +32,6 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-std::vector<std::string> SplitSpec(const std::string& spec) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (start <= spec.size()) {
-    size_t comma = spec.find(',', start);
-    if (comma == std::string::npos) comma = spec.size();
-    std::string part = spec.substr(start, comma - start);
-    while (!part.empty() && part.front() == ' ') part.erase(part.begin());
-    while (!part.empty() && part.back() == ' ') part.pop_back();
-    if (!part.empty()) parts.push_back(part);
-    start = comma + 1;
-  }
-  return parts;
-}
-
 // Loaded executables, least recently used first out, bounded by their artifacts' bytes.
 class MemoryLru {
  public:
@@ -193,7 +178,7 @@ Status CacheImpl::Init() {
   http.connect_timeout = options_.connect_timeout;
   http.request_timeout = options_.request_timeout;
   http.compile_timeout = options_.compile_timeout;
-  for (const std::string& part : SplitSpec(spec_)) {
+  for (const std::string& part : SplitCacheSpec(spec_)) {
     Result<std::unique_ptr<Tier>> tier = part.starts_with("http://") || part.starts_with("https://")
                                              ? MakeHttpTier(part, http)
                                              : MakeDirectoryTier(part, options_.read_only, http);
@@ -517,6 +502,21 @@ void CloseGlobalCache() {
 }
 
 }  // namespace
+
+std::vector<std::string> SplitCacheSpec(const std::string& spec) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (start <= spec.size()) {
+    size_t comma = spec.find(',', start);
+    if (comma == std::string::npos) comma = spec.size();
+    std::string part = spec.substr(start, comma - start);
+    while (!part.empty() && part.front() == ' ') part.erase(part.begin());
+    while (!part.empty() && part.back() == ' ') part.pop_back();
+    if (!part.empty()) parts.push_back(part);
+    start = comma + 1;
+  }
+  return parts;
+}
 
 std::string_view SourceName(Source source) {
   switch (source) {

@@ -27,6 +27,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 #include "compiler/artifact/loader.h"
@@ -104,6 +105,9 @@ class Cache {
   virtual CacheStats stats() const = 0;
   virtual const std::string& spec() const = 0;
 };
+
+// The tiers of a spec, in order: "a, b,c" -> {"a", "b", "c"}.
+std::vector<std::string> SplitCacheSpec(const std::string& spec);
 
 // The process-wide cache. A second call with the same spec is a no-op; with another spec,
 // kFailedPrecondition. An empty spec means $HLOCACHE.

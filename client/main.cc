@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "client/commands.h"
+#include "client/mount/mount_command.h"
 #include "common/file.h"
 #include "server/serve_command.h"
 
@@ -71,7 +72,10 @@ int Main(int argc, char** argv) {
   health->add_option("url", health_url, "the server")->capture_default_str();
   health->add_option("--ca-cert", health_ca_cert, "PEM file of the CA that signs an https server");
   CLI::App* stats = app.add_subcommand("stats", "entries, bytes and counters of a local store");
-  stats->add_option("--dir", store_dir, "store directory")->required();
+  std::string stats_mount;
+  auto* stats_dir = stats->add_option("--dir", store_dir, "store directory");
+  stats->add_option("--mount", stats_mount, "a running `hlocache mount`'s mount point")
+      ->excludes(stats_dir);
   CLI::App* verify = app.add_subcommand(
       "verify", "verify every entry of a local store; quarantine corrupt ones (exit 1 if any)");
   verify->add_option("--dir", store_dir, "store directory")->required();
@@ -145,6 +149,29 @@ int Main(int argc, char** argv) {
   worker->add_option("--cxx", worker_settings.cxx);
   worker->add_option("--memory-limit", worker_settings.memory_limit_bytes);
 
+  hlocache::mount::MountSettings mount_settings;
+  CLI::App* mount = app.add_subcommand(
+      "mount", "a directory that is the fleet's cache, for frameworks' own cache directories");
+  mount->add_option("mountpoint", mount_settings.mountpoint, "where to mount")->required();
+  mount->add_option("--cache", mount_settings.spec,
+                    "tiers: a local store directory and a server URL (default: $HLOCACHE)");
+  mount->add_flag("--readonly", mount_settings.read_only,
+                  "serve reads only; every change is EROFS");
+  mount
+      ->add_option("--namespace", mount_settings.file_namespace,
+                   "keeps these names apart from other mounts' on the same tiers")
+      ->capture_default_str();
+  mount->add_option("--state", mount_settings.state_dir,
+                    "host-local names and files being written (default: beside the store)");
+  mount->add_option("--local", mount_settings.local_patterns,
+                    "also keep names matching this pattern on this host (fnmatch, per "
+                    "component; defaults: *.lock *.lockfile *-atime *.tmp tmp.pid_*)");
+  mount->add_option("--max-size", mount_settings.max_size,
+                    "local store cap (bytes, or with K, M, G, T); least recently used go first");
+  mount->add_flag("--debug", mount_settings.debug, "log every FUSE request on stderr");
+  mount->add_flag("--dry-run", mount_settings.dry_run,
+                  "check the options, print what would be mounted, and exit");
+
   hlocache::server::ServeSettings serve_settings;
   hlocache::server::ServerOptions& so = serve_settings.options;
   std::string tokens_file, tls_cert, tls_key, worker_binary;
@@ -207,7 +234,16 @@ int Main(int argc, char** argv) {
   if (*canon) return RunCanon(file_a, settings, std::cout, std::cerr);
   if (*why) return RunWhy(file_a, file_b, settings, std::cout, std::cerr);
   if (*health) return RunHealth(health_url, health_ca_cert, std::cout, std::cerr);
-  if (*stats) return RunStats(store_dir, std::cout, std::cerr);
+  if (*stats) {
+    if (!stats_mount.empty())
+      return hlocache::mount::RunMountStats(stats_mount, std::cout, std::cerr);
+    if (store_dir.empty()) {
+      std::cerr << "hlocache stats: give --dir DIR or --mount MOUNTPOINT\n";
+      return 2;
+    }
+    return RunStats(store_dir, std::cout, std::cerr);
+  }
+  if (*mount) return hlocache::mount::RunMount(mount_settings, std::cout, std::cerr);
   if (*verify) return RunVerify(store_dir, std::cout, std::cerr);
   if (*gc) return RunGc(store_dir, max_size, std::cout, std::cerr);
   if (compile_settings.cache.empty()) {

@@ -5,6 +5,7 @@
 
 #include "cache/key.h"
 #include "compiler/artifact/container.h"
+#include "compiler/artifact/file_payload.h"
 #include "server/context.h"
 #include "server/upstream.h"
 #include "server/verified_put.h"
@@ -18,6 +19,15 @@ constexpr const char* kOctetStream = "application/octet-stream";
 // store's buffer.
 constexpr size_t kCopiedReplyBytes = 64 << 10;
 
+// A miss on a file artifact, counted for the namespace the client names (a mount names its own;
+// nothing else tells which namespace a key that is not there belongs to).
+void CountFileMiss(ServerContext& ctx, const httplib::Request& req) {
+  const std::string file_namespace = req.get_header_value("X-Hlocache-Namespace");
+  if (!file_namespace.empty() && cache::ValidateFileNamespace(file_namespace).ok()) {
+    ctx.metrics.CountFile(file_namespace, FileOutcome::kMiss);
+  }
+}
+
 // The key from the path, or an error answered with 400.
 std::optional<std::string> KeyOf(const httplib::Request& req, httplib::Response& res) {
   std::string key = req.matches.size() > 1 ? req.matches[1].str() : std::string();
@@ -28,7 +38,8 @@ std::optional<std::string> KeyOf(const httplib::Request& req, httplib::Response&
   return key;
 }
 
-void HandleHead(ServerContext& ctx, const std::string& key, httplib::Response& res) {
+void HandleHead(ServerContext& ctx, const std::string& key, const httplib::Request& req,
+                httplib::Response& res) {
   auto info = ctx.store->Info(key);
   if (!info) return SendError(res, HttpStatusOf(info.error()), info.error().message());
   if (!*info && ctx.upstream) {
@@ -41,7 +52,10 @@ void HandleHead(ServerContext& ctx, const std::string& key, httplib::Response& r
       return;
     }
   }
-  if (!*info) return SendError(res, 404, "no artifact " + key);
+  if (!*info) {
+    CountFileMiss(ctx, req);
+    return SendError(res, 404, "no artifact " + key);
+  }
   res.set_header("X-Hlocache-Checksum", (*info)->checksum.Hex());
   // HEAD never calls the provider; it only carries the length.
   res.set_content_provider((*info)->size, kOctetStream,
@@ -51,7 +65,7 @@ void HandleHead(ServerContext& ctx, const std::string& key, httplib::Response& r
 void HandleGet(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   auto key = KeyOf(req, res);
   if (!key) return;
-  if (req.method == "HEAD") return HandleHead(ctx, *key, res);
+  if (req.method == "HEAD") return HandleHead(ctx, *key, req, res);
   auto opened = ctx.store->OpenReader(*key);
   if (!opened) {
     ctx.metrics.store_errors.fetch_add(1, std::memory_order_relaxed);
@@ -78,7 +92,13 @@ void HandleGet(ServerContext& ctx, const httplib::Request& req, httplib::Respons
       reader ? reader->Next() : Result<std::span<const char>>(std::span<const char>());
   if (!reader || !first) {
     ctx.metrics.misses.fetch_add(1, std::memory_order_relaxed);
+    CountFileMiss(ctx, req);
     return SendError(res, 404, "no artifact " + *key);
+  }
+  if (const std::string file_namespace =
+          compiler::PeekFileNamespace(std::string_view(first->data(), first->size()));
+      !file_namespace.empty()) {
+    ctx.metrics.CountFile(file_namespace, FileOutcome::kHit);
   }
   // A fetched artifact was a miss here (the upstream's counters say where it came from).
   (from_upstream ? ctx.metrics.misses : ctx.metrics.hits).fetch_add(1, std::memory_order_relaxed);
@@ -155,6 +175,9 @@ void HandlePut(ServerContext& ctx, const httplib::Request& req, httplib::Respons
   const bool stored = *outcome == cache::PutOutcome::kStored;
   if (stored) {
     ctx.metrics.uploads.fetch_add(1, std::memory_order_relaxed);
+    if (upload.info().target == compiler::kFileTarget) {
+      ctx.metrics.CountFile(upload.info().compiler_id, FileOutcome::kWrite);
+    }
     if (ctx.upstream) ctx.upstream->QueueUpload(*key);
   }
   res.status = stored ? 201 : 200;

@@ -75,6 +75,17 @@ Route RouteOf(std::string_view method, std::string_view path) {
   return Route::kOther;
 }
 
+void Metrics::CountFile(std::string_view file_namespace, FileOutcome outcome) {
+  std::lock_guard<std::mutex> lock(files_mu_);
+  auto it = files_.find(file_namespace);
+  if (it == files_.end()) {
+    it = files_.size() < kMostNamespaces
+             ? files_.emplace(std::string(file_namespace), std::array<uint64_t, 3>{}).first
+             : files_.try_emplace("other").first;
+  }
+  ++it->second[static_cast<size_t>(outcome)];
+}
+
 void Metrics::CountRequest(Route route, int http_status) {
   if (http_status < kFirstStatus || http_status >= kFirstStatus + kStatusCount) return;
   requests_[static_cast<size_t>(route)][static_cast<size_t>(http_status - kFirstStatus)].fetch_add(
@@ -135,6 +146,22 @@ std::string Metrics::RenderPrometheus(const cache::StoreStats* store,
   gauge("hlocache_compiles_running", "Compiles running now.", static_cast<double>(pool.running));
   gauge("hlocache_compiles_waiting", "Compiles waiting for a worker.",
         static_cast<double>(pool.waiting));
+  {
+    std::lock_guard<std::mutex> lock(files_mu_);
+    if (!files_.empty()) {
+      out +=
+          "# HELP hlocache_file_requests_total File artifacts served (hit), not found (miss) "
+          "and stored (write), by namespace.\n"
+          "# TYPE hlocache_file_requests_total counter\n";
+      for (const auto& [name, counts] : files_) {
+        static constexpr const char* kOutcomes[] = {"hit", "miss", "write"};
+        for (size_t i = 0; i < 3; ++i) {
+          out += "hlocache_file_requests_total{namespace=\"" + name + "\",outcome=\"" +
+                 kOutcomes[i] + "\"} " + std::to_string(counts[i]) + "\n";
+        }
+      }
+    }
+  }
   if (store != nullptr) {
     gauge("hlocache_store_entries", "Artifacts in the store.", static_cast<double>(store->entries));
     gauge("hlocache_store_bytes", "Bytes of the artifacts in the store.",
@@ -199,6 +226,12 @@ std::string Metrics::RenderStatsJson(const cache::StoreStats* store,
     j["evictions"] = store->evictions;
     j["quarantined"] = store->quarantined;
     j["store_lifetime"] = {{"hits", store->hits}, {"misses", store->misses}, {"puts", store->puts}};
+  }
+  {
+    std::lock_guard<std::mutex> lock(files_mu_);
+    for (const auto& [name, counts] : files_) {
+      j["files"][name] = {{"hits", counts[0]}, {"misses", counts[1]}, {"writes", counts[2]}};
+    }
   }
   if (upstream != nullptr) {
     j["upstream"] = {{"up", upstream->up},

@@ -10,6 +10,8 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -38,9 +40,16 @@ std::string_view RouteName(Route route);
 // The route a request is counted under, from its method and path alone.
 Route RouteOf(std::string_view method, std::string_view path);
 
+// What happened to a file artifact (schema/file-artifacts.md) asked for or sent.
+enum class FileOutcome { kHit, kMiss, kWrite };
+
 class Metrics {
  public:
   void CountRequest(Route route, int http_status);
+  // Counts a file artifact served (kHit), asked for and not found (kMiss: only when the client
+  // named its namespace, X-Hlocache-Namespace), or stored by an upload (kWrite). Namespaces
+  // beyond the first 256 are counted as "other".
+  void CountFile(std::string_view file_namespace, FileOutcome outcome);
 
   std::atomic<uint64_t> hits{0};            // Artifacts served from the store (GET and compile).
   std::atomic<uint64_t> misses{0};          // GETs and compiles that found nothing stored.
@@ -63,6 +72,9 @@ class Metrics {
                               const UpstreamStats* upstream) const;
 
  private:
+  static constexpr size_t kMostNamespaces = 256;
+  mutable std::mutex files_mu_;  // Guards files_ (not the hot path: file requests only).
+  std::map<std::string, std::array<uint64_t, 3>, std::less<>> files_;
   static constexpr int kFirstStatus = 100;
   static constexpr int kStatusCount = 500;  // 100..599
   std::array<std::array<std::atomic<uint64_t>, kStatusCount>, kRouteCount> requests_{};

@@ -115,7 +115,12 @@ class UpstreamImpl final : public Upstream {
 
  private:
   std::unique_ptr<httplib::Client> Client(std::chrono::milliseconds io_timeout) const {
-    return client::MakeHttpClient(options_.url, http_settings_, io_timeout);
+    auto client = client::MakeHttpClient(options_.url, http_settings_, io_timeout);
+    if (!options_.headers.empty()) {
+      client->set_default_headers(
+          httplib::Headers(options_.headers.begin(), options_.headers.end()));
+    }
+    return client;
   }
 
   // Whether a request may try the origin now; counts the ones that may not.

@@ -23,6 +23,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "cache/store.h"
 #include "common/status.h"
@@ -44,6 +46,8 @@ struct UpstreamOptions {
   // again at the next start (a server stopped while its origin is away still catches up).
   // Empty: not kept.
   std::filesystem::path pending_file;
+  // Sent with every request (a mount names its namespace: X-Hlocache-Namespace).
+  std::vector<std::pair<std::string, std::string>> headers;
 };
 
 struct UpstreamCompile {

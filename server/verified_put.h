@@ -40,6 +40,9 @@ class VerifiedPut {
   Result<cache::PutOutcome> Finish();
 
   uint64_t bytes_received() const { return checker_.bytes_seen(); }
+  // What the header said, once it has been checked (for a file artifact: target "file", the
+  // namespace as compiler id, the path as graph name).
+  const cache::ArtifactInfo& info() const { return info_; }
 
  private:
   bool Fail(Status status);

@@ -55,6 +55,10 @@ class FileArtifactEncoder {
   void* state_;  // XXH3_state_t, kept out of this header.
 };
 
+// The namespace of a file artifact, from its first bytes (the container's prefix and header);
+// empty for any other artifact. Cheap for those: a search of the header, no parse.
+std::string PeekFileNamespace(std::string_view prefix);
+
 // Whether `header` is that of a file artifact stored under `key` (a file artifact's payload kind,
 // target and compiler id, a namespace and a path). Does not check that the key matches the
 // namespace and path: the caller composes the key (cache::ComposeFileKey) and compares.

@@ -246,6 +246,19 @@ def main():
             expect(r.returncode == 0, f"{name}: `{shlex.join(argv)}` is a valid serve command "
                    f"({(r.stdout + r.stderr).strip()})")
 
+        # Every mount command: its options parsed and checked.
+        for name, s in services.items():
+            argv = argv_of(s)
+            if argv[1:2] != ["mount"]:
+                continue
+            r = subprocess.run([programs[argv[0]], *argv[1:], "--dry-run"], capture_output=True,
+                               text=True, env=environment(s))
+            expect(r.returncode == 0, f"{name}: `{shlex.join(argv)}` is a valid mount command "
+                   f"({(r.stdout + r.stderr).strip()})")
+            expect("/dev/fuse" in (s.get("devices") or []) and
+                   "SYS_ADMIN" in (s.get("cap_add") or []),
+                   f"{name} has /dev/fuse and the capability to mount")
+
         # Stand-ins for the serving services: the origin, and caches reading through to it.
         origin_url = stand_ins.start("origin", [])
         for name, argv in serving:
@@ -255,6 +268,8 @@ def main():
         def localize(argv, service):
             mounts = {}
             for volume in service.get("volumes") or []:
+                if not isinstance(volume, str):
+                    continue  # A long-form bind: no local stand-in needed.
                 parts = volume.split(":")
                 if parts[0].startswith("."):
                     mounts[parts[1]] = os.path.normpath(os.path.join(docker, parts[0]))

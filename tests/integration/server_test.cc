@@ -144,6 +144,19 @@ TEST_F(ServerTest, FileArtifactsAreListedByNamespaceAndPrefixWithTheirSizes) {
   EXPECT_EQ(bad->status, 400);
   EXPECT_THAT(bad->body, HasSubstr("namespace"));
   EXPECT_EQ(client->Get("/v1/files/files?limit=x")->status, 400);
+  // Counted by namespace: the uploads, a hit, and a miss of a client that names its namespace.
+  const std::string a_key = cache::ComposeFileKey("files", "jax/a-cache");
+  ASSERT_EQ(client->Get(("/v1/artifacts/" + a_key).c_str())->status, 200);
+  const std::string absent = cache::ComposeFileKey("files", "jax/absent");
+  ASSERT_EQ(client->Head(("/v1/artifacts/" + absent).c_str(), {{"X-Hlocache-Namespace", "files"}})
+                ->status,
+            404);
+  auto stats = nlohmann::json::parse(client->Get("/v1/stats")->body);
+  EXPECT_EQ(stats["files"]["files"], nlohmann::json({{"hits", 1}, {"misses", 1}, {"writes", 4}}));
+  EXPECT_EQ(stats["files"]["other"]["writes"], 1);
+  auto metrics = client->Get("/metrics");
+  EXPECT_THAT(metrics->body,
+              HasSubstr("hlocache_file_requests_total{namespace=\"files\",outcome=\"hit\"} 1"));
   EXPECT_EQ(server->Stop(), 0) << server->output();
 }
 
