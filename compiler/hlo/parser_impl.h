@@ -1,0 +1,177 @@
+// Internal to the HLO parser (compiler/hlo/parser*.cc): the recursive-descent parser over the
+// lexer's tokens. The module, computation and instruction grammar is in parser.cc; literals,
+// shapes and layouts in parser_shapes.cc. The contract is compiler/hlo/parser.h's.
+#pragma once
+
+#include "compiler/hlo/parser.h"
+
+#include "compiler/hlo/shape_inference.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+
+#include "common/huge_pages.h"
+#include "compiler/hlo/attributes.h"
+#include "compiler/hlo/lexer.h"
+#include "compiler/hlo/name_table.h"
+#include "compiler/hlo/shape_inference.h"
+
+namespace hlocache::hlo::parser_internal {
+
+inline constexpr int kMaxNesting = 200;  // Brackets in a value, tuple shapes, nested operands.
+
+class Parser {
+ public:
+  explicit Parser(Module& m)
+      : m_(m), toks_(m.tokens), names_(m.source()), comp_index_(m.source()) {}
+
+  Status Run() {
+    if (!ParseModuleBody()) return std::move(error_);
+    return Status::Ok();
+  }
+
+ private:
+  // ---- token helpers ----
+  const Token& Peek(uint32_t ahead = 0) const {
+    uint32_t i = pos_ + ahead;
+    return i < toks_.size() ? toks_[i] : toks_.back();
+  }
+  TokenKind Kind(uint32_t ahead = 0) const { return Peek(ahead).kind; }
+  std::string_view Text(uint32_t ahead = 0) const { return m_.TokenText(Peek(ahead)); }
+  bool AtIdent(std::string_view word) const {
+    return Kind() == TokenKind::kIdent && Text() == word;
+  }
+  void Advance() {
+    if (pos_ + 1 < toks_.size()) ++pos_;
+  }
+
+  bool Fail(uint32_t offset, std::string_view message) {
+    if (error_.ok()) error_ = ErrorAt(m_.filename(), m_.source(), offset, message);
+    return false;
+  }
+  bool FailHere(std::string_view message) {
+    std::string msg(message);
+    if (Kind() == TokenKind::kEnd) {
+      msg += ", got end of file";
+    } else {
+      std::string_view got = Text();
+      if (got.size() > 40) got = got.substr(0, 40);
+      msg += ", got '";
+      msg += got;
+      msg += "'";
+    }
+    return Fail(Peek().offset, msg);
+  }
+  bool Expect(TokenKind kind, std::string_view what) {
+    if (Kind() != kind) return FailHere(std::string("expected ") + std::string(what));
+    Advance();
+    return true;
+  }
+
+  static std::string_view StripPercent(std::string_view name) {
+    return (!name.empty() && name[0] == '%') ? name.substr(1) : name;
+  }
+
+  bool ParseInt(int64_t& out) {
+    if (Kind() != TokenKind::kInt) return FailHere("expected an integer");
+    std::string_view t = Text();
+    auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), out);
+    if (ec != std::errc() || p != t.data() + t.size()) {
+      return FailHere("integer out of range");
+    }
+    Advance();
+    return true;
+  }
+
+  // Skips one balanced group starting at an opening bracket. Leaves pos_ after the closer.
+  bool SkipGroup() {
+    std::vector<TokenKind> closers;
+    do {
+      switch (Kind()) {
+        case TokenKind::kLBrace:
+          closers.push_back(TokenKind::kRBrace);
+          break;
+        case TokenKind::kLBracket:
+          closers.push_back(TokenKind::kRBracket);
+          break;
+        case TokenKind::kLParen:
+          closers.push_back(TokenKind::kRParen);
+          break;
+        case TokenKind::kRBrace:
+        case TokenKind::kRBracket:
+        case TokenKind::kRParen:
+          if (closers.empty() || closers.back() != Kind()) return FailHere("unbalanced brackets");
+          closers.pop_back();
+          break;
+        case TokenKind::kEnd:
+          return FailHere("unbalanced brackets: unexpected end of file inside a value");
+        default:
+          break;
+      }
+      if (closers.size() > kMaxNesting) return FailHere("value nested too deeply");
+      Advance();
+    } while (!closers.empty());
+    return true;
+  }
+
+  static bool IsOpen(TokenKind k) {
+    return k == TokenKind::kLBrace || k == TokenKind::kLBracket || k == TokenKind::kLParen;
+  }
+
+  bool ParseModuleBody();
+  bool ParseModuleAttribute();
+  // entry_computation_layout={(shape, ...)->shape}
+  bool ParseEntryLayout(const Attribute& attr);
+  // FileNames / FunctionNames / FileLocations / StackFrames: debug tables, skipped.
+  bool SkipStackFrameTables();
+  bool ParseComputation();
+  // Instructions in the body that starts at pos_: names followed by '=' at bracket depth 0 that
+  // do not follow a comma (those are attributes). Reserving this many avoids moving every
+  // instruction as the vector grows.
+  size_t CountInstructionsAhead() const;
+  bool CollectParameters(Computation& comp);
+  bool ParseInstruction(Computation& comp, bool& saw_root);
+  bool AtShapeStart() const;
+  // shape? opcode '(' operands ')'. Attributes are parsed by the caller.
+  bool ParseInstructionRhs(Computation& comp, Instruction& inst, int depth);
+  bool ParseOperand(Computation& comp, int32_t& operand, int depth);
+  bool ParseLiteral(Instruction& inst, uint32_t open_offset);
+  bool IsScalarToken(uint32_t i) const;
+  // Checks that an array literal's nesting and element counts match the shape. Scalars may be
+  // written bare or as (re, im) for complex types; nan payloads `nan(0x..)` are accepted.
+  bool ValidateLiteral(const Shape& shape, TokenRange range);
+  bool ParseInstructionAttribute(Instruction& inst);
+  // An attribute value is one unit (a token or a bracketed group), continued only by the forms
+  // XLA prints: more brackets (`f32[2]{0}`, `[2,4]<=[8]T(1,0)`), `<=` and `->` (dim_labels) with
+  // the unit after them, and a word after a group (`literal=s32[] 1`). Anything else after a
+  // value is an error, not part of it.
+  bool SkipAttributeValue(const Attribute& attr);
+  // Value `name` or `{name, name, ...}`: resolves each name to a computation or an instruction.
+  bool ResolveNames(const Attribute& attr, bool computations, std::vector<int32_t>& out);
+  bool ParseShape(Shape& shape, int depth);
+  // Attributes `, name=value` from pos_ to the end of the instruction (the next `name =` that
+  // does not follow a comma, or the '}' closing the computation). A reservation hint only.
+  size_t CountAttributesAhead() const;
+  // Elements of the list that starts at pos_ and ends at the ')' closing it: commas at its own
+  // depth, plus one. A reservation hint only.
+  size_t CountListAhead() const;
+  // Dimensions between pos_ and the next ']' (commas + 1), capped at the most a shape may have.
+  size_t CountDimsAhead() const;
+  bool ParseLayout(Shape& shape);
+
+  Module& m_;
+  const std::vector<Token>& toks_;
+  uint32_t pos_ = 0;
+  Status error_;
+  NameTable names_;       // Current computation's scope.
+  NameTable comp_index_;  // Computations defined so far.
+};
+
+}  // namespace hlocache::hlo::parser_internal
