@@ -23,7 +23,7 @@ std::string DefaultCompilerId();
 bool IsCudaTarget(std::string_view target);
 
 // Names NVRTC's version, the CUDA code generator's version and the flags every GPU executable is
-// compiled with: "nvrtc-13.0/hlocache-cuda-1/fmad-off". "nvrtc-missing/..." where NVRTC cannot
+// compiled with: "nvrtc-13.0/hlocache-cuda-2/fmad-off". "nvrtc-missing/..." where NVRTC cannot
 // be loaded: such a host finds GPU executables built elsewhere only with an explicit compiler
 // id (--compiler-id, or HLOCACHE_CUDA_COMPILER_ID for the client library).
 std::string CudaCompilerId();
@@ -34,7 +34,7 @@ std::string CompilerIdFor(std::string_view target, std::string_view cpu_id);
 
 // The CUDA code generator's version and NVRTC flags, parts of CudaCompilerId(). The version is
 // bumped whenever generated kernels or the launch plan change.
-inline constexpr const char* kCudaCodegenVersion = "hlocache-cuda-1";
+inline constexpr const char* kCudaCodegenVersion = "hlocache-cuda-2";
 inline constexpr const char* kCudaFlags = "fmad-off";
 
 // The code generator's version, part of every compiler id. Bumped whenever generated code or

@@ -237,7 +237,7 @@ class Lowering : public CpuEmitter {
     live_.assign(comp.instructions.size(), false);
     live_[static_cast<size_t>(comp.root)] = true;
     for (size_t i = comp.instructions.size(); i-- > 0;) {
-      if (!live_[i] && !HasEffects(comp.instructions[i])) continue;
+      if (!live_[i] && !hlo::HasEffects(comp.instructions[i].opcode.opcode)) continue;
       live_[i] = true;
       for (int32_t o : comp.instructions[i].operands) live_[static_cast<size_t>(o)] = true;
     }
@@ -324,18 +324,6 @@ class Lowering : public CpuEmitter {
   Status CheckDynamicShapes(const Instruction& inst) const {
     const std::string why = interp::WhyNotDynamic(inst, OperandShapes(inst));
     return why.empty() ? Status::Ok() : Unsupported(inst, why);
-  }
-
-  // Whether an instruction must run even when the root does not depend on its value: those
-  // that talk to the world outside the executable.
-  static bool HasEffects(const Instruction& inst) {
-    switch (inst.opcode.opcode) {
-      case Opcode::kCustomCall:
-      case Opcode::kRngGetAndUpdateState:
-        return true;
-      default:
-        return hlo::IsHostTransfer(inst.opcode.opcode);
-    }
   }
 
   // The code of the function being written.

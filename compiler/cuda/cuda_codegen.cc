@@ -250,9 +250,12 @@ class CudaLowering {
         }
       }
     }
+    // What the root does not use is not lowered, except the ops with effects outside the
+    // executable: those must run, or the module is refused (as the CPU target does).
     f.live[static_cast<size_t>(comp.root)] = true;
     for (size_t i = n; i-- > 0;) {
-      if (!f.live[i]) continue;
+      if (!f.live[i] && !hlo::HasEffects(comp.instructions[i].opcode.opcode)) continue;
+      f.live[i] = true;
       for (int32_t o : comp.instructions[i].operands) f.live[static_cast<size_t>(o)] = true;
     }
     for (size_t i = 0; i < n; ++i) {

@@ -57,4 +57,8 @@ bool IsHostTransfer(Opcode op) {
   }
 }
 
+bool HasEffects(Opcode op) {
+  return op == Opcode::kCustomCall || op == Opcode::kRngGetAndUpdateState || IsHostTransfer(op);
+}
+
 }  // namespace hlocache::hlo

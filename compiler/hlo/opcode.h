@@ -171,6 +171,11 @@ std::string_view OpcodeName(Opcode op);
 // infeed, outfeed, send, send-done, recv, recv-done: the ops that may talk to the host.
 bool IsHostTransfer(Opcode op);
 
+// The ops that act on the world outside the executable (host transfers, custom calls, the
+// stateful rng): a code generator runs them, or refuses them, even when the root does not use
+// their values.
+bool HasEffects(Opcode op);
+
 // Exact text name to opcode; nullopt for unknown names.
 std::optional<Opcode> OpcodeFromName(std::string_view name);
 

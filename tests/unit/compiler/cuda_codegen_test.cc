@@ -370,6 +370,27 @@ TEST(CudaCodegenTest, UnsupportedOpsAreNamedWithTheirLine) {
   EXPECT_EQ(CudaTargetArch("cpu-x86-64-v3"), "");
 }
 
+// A custom call acts outside the executable: the root not using its value does not make it
+// safe to leave out, so a module that holds one is refused, as the CPU target refuses it.
+TEST(CudaCodegenTest, OpsWithEffectsAreNotDroppedWhenTheRootIgnoresThem) {
+  auto module = hlo::ParseModule(
+      "HloModule m\nENTRY e {\n  a = f32[2] parameter(0)\n"
+      "  c = f32[2] custom-call(a), custom_call_target=\"Pin\"\n"
+      "  ROOT n = f32[2] negate(a)\n}\n",
+      "fx.hlo");
+  ASSERT_THAT(module, IsOk());
+  EXPECT_THAT(LowerToCuda(*module, "sm_90"),
+              StatusIs(StatusCode::kFailedPrecondition,
+                       HasSubstr("fx.hlo:4: the CUDA code generator does not support "
+                                 "'custom-call'")));
+  auto pure = hlo::ParseModule(
+      "HloModule m\nENTRY e {\n  a = f32[2] parameter(0)\n  unused = f32[2] exponential(a)\n"
+      "  ROOT n = f32[2] negate(a)\n}\n",
+      "pure.hlo");
+  ASSERT_THAT(pure, IsOk());
+  EXPECT_THAT(LowerToCuda(*pure, "sm_90"), IsOk());
+}
+
 TEST(CudaCodegenTest, PayloadsThatDoNotHoldTogetherAreRefused) {
   CudaPlan plan;
   plan.arch = "sm_90";
