@@ -138,11 +138,15 @@ Result<ArtifactHeader> PeekArtifactHeader(std::string_view prefix) {
   return ParseArtifactHeader(prefix.substr(16, header_bytes));
 }
 
-double PeekCompileSeconds(std::string_view prefix) {
-  if (prefix.size() < 16 || prefix.substr(0, kMagic.size()) != kMagic) return 0;
+std::string_view PeekHeaderText(std::string_view prefix) {
+  if (prefix.size() < 16 || prefix.substr(0, kMagic.size()) != kMagic) return {};
   const uint64_t header_bytes = GetLittleEndian(prefix, 12, 4);
-  if (16 + header_bytes > prefix.size()) return 0;
-  std::string_view header = prefix.substr(16, header_bytes);
+  if (16 + header_bytes > prefix.size()) return {};
+  return prefix.substr(16, header_bytes);
+}
+
+double PeekCompileSeconds(std::string_view prefix) {
+  std::string_view header = PeekHeaderText(prefix);
   constexpr std::string_view kField = "\"compile_seconds\"";
   const size_t at = header.find(kField);
   if (at == std::string_view::npos) return 0;

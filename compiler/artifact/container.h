@@ -61,6 +61,11 @@ Result<ArtifactHeader> ParseArtifactHeader(std::string_view json);
 // the checksum check: for routing and bookkeeping before the rest has arrived, never for loading.
 Result<ArtifactHeader> PeekArtifactHeader(std::string_view prefix);
 
+// The header's JSON text, unparsed, from an artifact's first bytes (at least 16 plus the
+// header's length); empty when they hold no container or not all of its header. For a cheap
+// look at one field on the hot read path (PeekCompileSeconds, PeekFileNamespace).
+std::string_view PeekHeaderText(std::string_view prefix);
+
 // The header's compile_seconds from an artifact's first bytes; 0 when they hold no readable
 // value. Cheap (no JSON parse): for statistics on the hot read path.
 double PeekCompileSeconds(std::string_view prefix);

@@ -69,13 +69,9 @@ std::string FileArtifactEncoder::Trailer() {
 }
 
 std::string PeekFileNamespace(std::string_view prefix) {
-  if (prefix.size() < kBytesBeforeHeader) return {};
-  uint64_t header_bytes = 0;
-  for (int i = 3; i >= 0; --i) {
-    header_bytes = (header_bytes << 8) | static_cast<unsigned char>(prefix[12 + i]);
+  if (PeekHeaderText(prefix).find("\"payload_kind\":\"file\"") == std::string_view::npos) {
+    return {};
   }
-  const std::string_view header = prefix.substr(kBytesBeforeHeader, header_bytes);
-  if (header.find("\"payload_kind\":\"file\"") == std::string_view::npos) return {};
   auto parsed = PeekArtifactHeader(prefix);
   return parsed && parsed->payload_kind == kPayloadFile ? parsed->file_namespace : std::string();
 }
