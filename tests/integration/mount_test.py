@@ -436,6 +436,7 @@ class Scenarios:
         a.wait_uploaded()
         b = self.mount("r", server.url)
         gets_before = server.stats()["hits"]
+        file_hits_before = server.stats()["files"]["files"]["hits"]
         readers = [subprocess.Popen([sys.executable, "-c",
                                      "import hashlib,sys\n"
                                      "h = hashlib.sha256()\n"
@@ -448,6 +449,8 @@ class Scenarios:
         expect(b.stats()["fetches"] == 1, f"one fetch from the server: {b.stats()}")
         expect(server.stats()["hits"] - gets_before == 1,
                "the server served the 256 MiB file once")
+        expect(server.stats()["files"]["files"]["hits"] - file_hits_before == 1,
+               "the server counted that hit for the mount's namespace")
         a.stop()
         b.stop()
 
