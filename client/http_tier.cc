@@ -1,6 +1,7 @@
 // The HTTP tier: a server's artifact routes and its compile route.
 #include "client/http_client.h"
 #include "client/tier.h"
+#include "common/http_get.h"
 #include "compiler/target.h"
 
 namespace hlocache::client {
@@ -9,18 +10,34 @@ namespace {
 class HttpTier final : public Tier {
  public:
   HttpTier(std::string url, HttpTierOptions options)
-      : url_(std::move(url)), options_(std::move(options)) {}
+      : url_(std::move(url)), options_(std::move(options)), getters_(url_, GetOptions(options_)) {}
 
   const std::string& name() const override { return url_; }
   bool remote() const override { return true; }
 
   Result<std::optional<std::string>> Get(std::string_view key) override {
-    auto client = Client(options_.request_timeout);
-    auto r = client->Get(("/v1/artifacts/" + std::string(key)).c_str());
-    if (!r) return Error(Failure("GET", r.error()));
-    if (r->status == 404) return std::optional<std::string>();
-    if (r->status != 200) return Error(Unavailable(url_ + ": GET answered " + DescribeReply(*r)));
-    return std::optional<std::string>(std::move(r->body));
+    std::string body;
+    std::unique_ptr<HttpGetter> getter = getters_.Take();
+    auto status = getter->Get(
+        "/v1/artifacts/" + std::string(key),
+        [&](int, std::optional<uint64_t> length) {
+          if (length) body.reserve(*length);  // An artifact is held whole anyway.
+          return true;
+        },
+        [&](std::string_view bytes) {
+          body.append(bytes);
+          return true;
+        });
+    if (!status) return Error(Unavailable("GET failed: " + status.error().message()));
+    getters_.GiveBack(std::move(getter));
+    if (*status == 404) return std::optional<std::string>();
+    if (*status != 200) {
+      httplib::Response reply;
+      reply.status = *status;
+      reply.body = std::move(body);
+      return Error(Unavailable(url_ + ": GET answered " + DescribeReply(reply)));
+    }
+    return std::optional<std::string>(std::move(body));
   }
 
   Status Put(std::string_view key, std::string_view bytes,
@@ -71,8 +88,18 @@ class HttpTier final : public Tier {
     return Unavailable(url_ + ": " + what + " failed: " + httplib::to_string(error));
   }
 
+  static HttpGetOptions GetOptions(const HttpTierOptions& options) {
+    HttpGetOptions o;
+    o.connect_timeout = options.connect_timeout;
+    o.stall_timeout = options.request_timeout;
+    o.bearer_token = options.token;
+    o.ca_cert = options.ca_cert;
+    return o;
+  }
+
   const std::string url_;
   const HttpTierOptions options_;
+  HttpGetterPool getters_;  // Artifact reads, on connections kept between them.
 };
 
 }  // namespace

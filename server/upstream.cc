@@ -10,6 +10,7 @@
 
 #include "cache/key.h"
 #include "client/http_client.h"
+#include "common/http_get.h"
 #include "common/single_flight.h"
 #include "server/verified_put.h"
 
@@ -20,14 +21,14 @@ using Clock = std::chrono::steady_clock;
 
 std::string ArtifactPath(std::string_view key) { return "/v1/artifacts/" + std::string(key); }
 
-// The Content-Length of a reply, or nullopt when it has none or it is not a number.
-std::optional<uint64_t> ContentLength(const httplib::Response& r) {
-  if (!r.has_header("Content-Length")) return std::nullopt;
-  const std::string text = r.get_header_value("Content-Length");
-  char* end = nullptr;
-  const unsigned long long n = std::strtoull(text.c_str(), &end, 10);
-  if (text.empty() || end != text.c_str() + text.size()) return std::nullopt;
-  return n;
+HttpGetOptions GetOptions(const UpstreamOptions& options) {
+  HttpGetOptions o;
+  o.connect_timeout = options.connect_timeout;
+  o.stall_timeout = options.io_timeout;
+  o.bearer_token = options.token;
+  o.ca_cert = options.ca_cert;
+  o.headers = options.headers;
+  return o;
 }
 
 class UpstreamImpl final : public Upstream {
@@ -35,7 +36,8 @@ class UpstreamImpl final : public Upstream {
   UpstreamImpl(UpstreamOptions options, cache::Store& store)
       : options_(std::move(options)),
         store_(store),
-        http_settings_{options_.token, options_.ca_cert, options_.connect_timeout} {
+        http_settings_{options_.token, options_.ca_cert, options_.connect_timeout},
+        getters_(options_.url, GetOptions(options_)) {
     LoadPending();
     uploader_ = std::thread([this] { RunUploader(); });
   }
@@ -57,12 +59,14 @@ class UpstreamImpl final : public Upstream {
 
   Result<std::optional<uint64_t>> Head(std::string_view key) override {
     if (!Admit()) return Error(BackingOff());
-    auto r = Client(options_.io_timeout)->Head(ArtifactPath(key));
-    if (!r) return Error(TransportFailure("HEAD", r.error()));
+    std::unique_ptr<HttpGetter> getter = getters_.Take();
+    auto r = getter->Head(ArtifactPath(key));
+    if (!r) return Error(BackOff("upstream HEAD failed: " + r.error().message()));
+    getters_.GiveBack(std::move(getter));
     MarkUp();
     if (r->status == 404) return std::optional<uint64_t>();
-    if (r->status != 200) return Error(Refused("HEAD", *r));
-    return std::optional<uint64_t>(ContentLength(*r).value_or(0));
+    if (r->status != 200) return Error(Refused("HEAD", r->status, ""));
+    return std::optional<uint64_t>(r->content_length.value_or(0));
   }
 
   Result<std::vector<FileEntry>> ListFiles(std::string_view file_namespace, std::string_view prefix,
@@ -70,12 +74,15 @@ class UpstreamImpl final : public Upstream {
     if (!Admit()) return Error(BackingOff());
     httplib::Params params{{"prefix", std::string(prefix)}};
     if (limit != 0) params.emplace("limit", std::to_string(limit));
-    auto r = Client(options_.io_timeout)
-                 ->Get("/v1/files/" + std::string(file_namespace), params, httplib::Headers());
-    if (!r) return Error(TransportFailure("GET /v1/files", r.error()));
+    const std::string path =
+        httplib::append_query_params("/v1/files/" + std::string(file_namespace), params);
+    std::unique_ptr<HttpGetter> getter = getters_.Take();
+    auto r = getter->GetWhole(path);
+    if (!r) return Error(BackOff("upstream GET /v1/files failed: " + r.error().message()));
+    getters_.GiveBack(std::move(getter));
     MarkUp();
-    if (r->status != 200) return Error(Refused("GET /v1/files", *r));
-    auto parsed = ParseFileListing(r->body);
+    if (r->first != 200) return Error(Refused("GET /v1/files", r->first, r->second));
+    auto parsed = ParseFileListing(r->second);
     if (!parsed) {
       return Error(Unavailable("upstream " + options_.url + ": " + parsed.error().message()));
     }
@@ -181,6 +188,12 @@ class UpstreamImpl final : public Upstream {
     return Unavailable("upstream " + options_.url + ": " + what + " answered " +
                        client::DescribeReply(r));
   }
+  Status Refused(const std::string& what, int status, std::string body) {
+    httplib::Response reply;
+    reply.status = status;
+    reply.body = std::move(body);
+    return Refused(what, reply);
+  }
 
   Status BackingOff() const {
     return Unavailable("upstream " + options_.url + " is unreachable; retrying later");
@@ -196,37 +209,29 @@ class UpstreamImpl final : public Upstream {
     // The body goes through the same checks as an upload, into the store as it arrives.
     int status = 0;
     std::unique_ptr<VerifiedPut> put;
-    auto r = Client(options_.io_timeout)
-                 ->Get(
-                     ArtifactPath(key), httplib::Headers(),
-                     [&](const httplib::Response& response) {
-                       status = response.status;
-                       if (status != 200) return false;
-                       auto length = ContentLength(response);
-                       if (!length) return false;
-                       put = std::make_unique<VerifiedPut>(store_, std::string(key), *length,
-                                                           options_.strict_checks);
-                       return true;
-                     },
-                     [&](const char* data, size_t size) {
-                       return put->Receive(std::string_view(data, size));
-                     });
-    if (status == 0) return Error(TransportFailure("GET", r.error()));
+    std::unique_ptr<HttpGetter> getter = getters_.Take();
+    auto r = getter->Get(
+        ArtifactPath(key),
+        [&](int answered, std::optional<uint64_t> length) {
+          status = answered;
+          if (status != 200 || !length) return false;
+          put = std::make_unique<VerifiedPut>(store_, std::string(key), *length,
+                                              options_.strict_checks);
+          return true;
+        },
+        [&](std::string_view bytes) { return put->Receive(bytes); });
+    if (status == 0) return Error(BackOff("upstream GET failed: " + r.error().message()));
     MarkUp();
     if (status == 404) {
+      getters_.GiveBack(std::move(getter));
       Count(&UpstreamStats::fetch_misses);
       return false;
     }
-    if (status != 200) {
-      // A body the handler declined is not read: describe the status alone.
-      httplib::Response reply;
-      reply.status = status;
-      return Error(Refused("GET", reply));
-    }
+    // A body the handler declined is not read: the status alone describes it.
+    if (status != 200) return Error(Refused("GET", status, ""));
     if (!put) return Error(Unavailable("upstream " + options_.url + ": GET without a length"));
-    if (!r && r.error() != httplib::Error::Canceled) {
-      return Error(TransportFailure("GET", r.error()));  // The connection broke mid-body.
-    }
+    if (!r) return Error(BackOff("upstream GET failed: " + r.error().message()));  // Mid-body.
+    getters_.GiveBack(std::move(getter));
     auto stored = put->Finish();
     if (!stored) {
       return Error(Status(stored.error().code(), "artifact from upstream " + options_.url + ": " +
@@ -383,6 +388,7 @@ class UpstreamImpl final : public Upstream {
   const UpstreamOptions options_;
   cache::Store& store_;
   const client::HttpClientSettings http_settings_;
+  HttpGetterPool getters_;  // HEADs, listings and fetches: connections kept between them.
   SingleFlight<Result<bool>> fetches_;
   SingleFlight<Result<UpstreamCompile>> compiles_;
 

@@ -8,7 +8,11 @@
 namespace hlocache::server {
 
 VerifiedPut::VerifiedPut(cache::Store& store, std::string key, uint64_t length, bool strict)
-    : store_(store), key_(std::move(key)), length_(length), strict_(strict) {}
+    : store_(store), key_(std::move(key)), length_(length), strict_(strict) {
+  // What is held whole arrives into one allocation (no copying as the buffer grows); a larger
+  // artifact's buffer holds only its header before it streams to the store.
+  if (length_ <= kBufferedBytes) buffer_.reserve(length_);
+}
 
 bool VerifiedPut::Fail(Status status) {
   failure_ = std::move(status);
