@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -14,6 +17,9 @@
 
 #ifndef HLOCACHE_CORPUS_DIR
 #define HLOCACHE_CORPUS_DIR "../shared/corpus"
+#endif
+#ifndef HLOCACHE_CORPUS_KEYS
+#error "HLOCACHE_CORPUS_KEYS names tests/data/corpus_keys.tsv"
 #endif
 
 namespace hlocache {
@@ -67,6 +73,51 @@ TEST(CorpusTest, EveryModuleParsesAndKeys) {
     ASSERT_THAT(again, IsOk());
     EXPECT_EQ(again->key.text, keys[files[i]]) << files[i];
   }
+}
+
+// Keys must never change by accident: a changed key makes every cache in the fleet miss. The
+// recorded file holds, for every corpus module, the XXH3-128 of its canonical text and its key
+// for a fixed target and compiler id (so the record does not depend on this machine's
+// compiler). A deliberate change of the canonical form records anew:
+//   HLOCACHE_RECORD_CORPUS_KEYS=1 build/tests/corpus_test --gtest_filter='*Recorded*'
+TEST(CorpusTest, CanonicalTextsAndKeysAreTheRecordedOnes) {
+  const fs::path corpus(HLOCACHE_CORPUS_DIR);
+  std::vector<std::string> files = Files("hlo");
+  std::vector<std::string> torch = Files("torch_xla");
+  files.insert(files.end(), torch.begin(), torch.end());
+  ASSERT_GE(files.size(), 400u) << "corpus not found at " << HLOCACHE_CORPUS_DIR;
+  std::ostringstream now;
+  for (const std::string& f : files) {
+    client::KeySettings settings;
+    settings.target = "cpu-x86-64-v3";
+    settings.compiler_id = "recorded/compiler-1";
+    settings.allow_elided_constants = true;
+    auto keyed = client::KeyFile(f, settings);
+    ASSERT_THAT(keyed, IsOk()) << f;
+    now << fs::relative(f, corpus).generic_string() << "\t" << keyed->key.graph.Hex() << "\t"
+        << keyed->key.text << "\n";
+  }
+  if (std::getenv("HLOCACHE_RECORD_CORPUS_KEYS") != nullptr) {
+    std::ofstream(HLOCACHE_CORPUS_KEYS) << now.str();
+    GTEST_SKIP() << "recorded " << files.size() << " modules in " << HLOCACHE_CORPUS_KEYS;
+  }
+  std::map<std::string, std::string> recorded;
+  std::ifstream in(HLOCACHE_CORPUS_KEYS);
+  ASSERT_TRUE(in) << "cannot read " << HLOCACHE_CORPUS_KEYS;
+  for (std::string line; std::getline(in, line);) {
+    recorded[line.substr(0, line.find('\t'))] = line;
+  }
+  // Modules added to the corpus after the record have nothing to compare with; every recorded
+  // module that is here must match.
+  size_t compared = 0;
+  std::istringstream lines(now.str());
+  for (std::string line; std::getline(lines, line);) {
+    auto it = recorded.find(line.substr(0, line.find('\t')));
+    if (it == recorded.end()) continue;
+    ++compared;
+    EXPECT_EQ(line, it->second) << "canonical text hash or key changed";
+  }
+  EXPECT_GE(compared, 400u) << "too few recorded modules found in the corpus";
 }
 
 TEST(CorpusTest, InvalidModulesAreRejectedWithALocation) {
