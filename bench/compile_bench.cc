@@ -22,18 +22,18 @@
 #include <string>
 #include <vector>
 
-#include "client/keying.h"
 #include "compiler/artifact/cuda_payload.h"
 #include "compiler/artifact/execute.h"
 #include "compiler/artifact/loader.h"
 #include "compiler/codegen/cpu_codegen.h"
 #include "compiler/cuda/nvrtc.h"
 #include "compiler/hlo/parser.h"
-#include "compiler/interp/arguments.h"
 #include "compiler/interp/interpreter.h"
+#include "compiler/semantics/arguments.h"
 #include "compiler/target.h"
 #include "compiler/toolchain.h"
 #include "compiler/worker_pool.h"
+#include "keying/keying.h"
 
 #ifndef HLOCACHE_CORPUS_DIR
 #define HLOCACHE_CORPUS_DIR "../shared/corpus"
@@ -137,9 +137,9 @@ void KernelTable(hlocache::compiler::WorkerPool& pool, const std::string& compil
       std::printf("| %s | (%s) |\n", k.name.c_str(), module.error().message().c_str());
       continue;
     }
-    client::KeySettings settings;
+    keying::KeySettings settings;
     settings.compiler_id = compiler_id;
-    auto keyed = client::KeyModule(*module, settings);
+    auto keyed = keying::KeyModule(*module, settings);
     if (!keyed) continue;
     auto compiled = pool.Compile({keyed->key.text, std::string(module->source()), "", k.name});
     if (!compiled) {
@@ -203,10 +203,10 @@ struct Built {
 Built CompileFor(hlocache::compiler::WorkerPool& pool, const hlocache::hlo::Module& module,
                  const fs::path& path, const std::string& target, const std::string& cpu_id) {
   using namespace hlocache;
-  client::KeySettings settings;
+  keying::KeySettings settings;
   settings.target = target;
   settings.compiler_id = compiler::CompilerIdFor(target, cpu_id);
-  auto keyed = client::KeyModule(module, settings);
+  auto keyed = keying::KeyModule(module, settings);
   if (!keyed) return {0, "", keyed.error().message()};
   const auto t0 = Clock::now();
   auto compiled =
@@ -293,9 +293,9 @@ int main(int argc, char** argv) {
       std::printf("| %s | (%s) |\n", rel.c_str(), module.error().message().c_str());
       continue;
     }
-    client::KeySettings settings;
+    keying::KeySettings settings;
     settings.compiler_id = toolchain->CompilerId();
-    auto keyed = client::KeyModule(*module, settings);
+    auto keyed = keying::KeyModule(*module, settings);
     if (!keyed) continue;
     const auto t0 = Clock::now();
     auto compiled =
@@ -342,9 +342,9 @@ int main(int argc, char** argv) {
     }
     size_t instructions = 0;
     for (const auto& c : module->computations) instructions += c.instructions.size();
-    client::KeySettings settings;
+    keying::KeySettings settings;
     settings.compiler_id = toolchain->CompilerId();
-    auto keyed = client::KeyModule(*module, settings);
+    auto keyed = keying::KeyModule(*module, settings);
     if (!keyed) continue;
     const auto t0 = Clock::now();
     auto compiled =

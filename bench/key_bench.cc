@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "client/keying.h"
 #include "common/fast_hash.h"
 #include "compiler/hlo/parser.h"
+#include "keying/keying.h"
 
 #ifndef HLOCACHE_CORPUS_DIR
 #define HLOCACHE_CORPUS_DIR "../shared/corpus"
@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
     std::stringstream ss;
     ss << in.rdbuf();
     const std::string text = ss.str();
-    hlocache::client::KeySettings settings;
+    hlocache::keying::KeySettings settings;
     settings.target = "cpu-x86-64-v3";
     settings.allow_elided_constants = true;
     bool ok = true;
@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
     double key = BestMBps(text.size(), min_seconds, copy_input, [&] {
       auto m = hlocache::hlo::ParseModule(std::move(input), path.string());
       ok &= m.has_value();
-      if (m) ok &= hlocache::client::KeyModule(*m, settings).has_value();
+      if (m) ok &= hlocache::keying::KeyModule(*m, settings).has_value();
     });
     volatile uint64_t sink = 0;
     double raw = BestMBps(

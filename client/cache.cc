@@ -14,7 +14,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "client/keying.h"
 #include "client/tier.h"
 #include "compiler/artifact/container.h"
 #include "compiler/build.h"
@@ -22,6 +21,7 @@
 #include "compiler/target.h"
 #include "compiler/toolchain.h"
 #include "compiler/worker_pool.h"
+#include "keying/keying.h"
 
 namespace hlocache::client {
 namespace {
@@ -271,10 +271,10 @@ Result<Executable> CacheImpl::GetOrCompile(std::string_view hlo_text, std::strin
 Result<Executable> CacheImpl::GetOrCompile(const hlo::Module& module, std::string_view target) {
   const auto start = Clock::now();
   Count([](CacheStats& s) { ++s.requests; });
-  KeySettings settings;
+  keying::KeySettings settings;
   settings.target = std::string(target);
   settings.compiler_id = compiler::CompilerIdFor(target, compiler_id_);
-  HLOCACHE_ASSIGN_OR_RETURN(KeyedModule keyed, KeyModule(module, settings));
+  HLOCACHE_ASSIGN_OR_RETURN(keying::KeyedModule keyed, keying::KeyModule(module, settings));
   const std::string& key = keyed.key.text;
 
   if (auto [exe, artifact] = memory_.Get(key); exe) {

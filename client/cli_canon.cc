@@ -4,9 +4,9 @@
 
 namespace hlocache::client {
 
-int RunCanon(const std::string& file, const KeySettings& settings, std::ostream& out,
+int RunCanon(const std::string& file, const keying::KeySettings& settings, std::ostream& out,
              std::ostream& err) {
-  auto keyed = KeyFile(file, settings);
+  auto keyed = keying::KeyFile(file, settings);
   if (!keyed) {
     err << keyed.error().message() << "\n";
     return 1;

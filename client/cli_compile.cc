@@ -17,8 +17,8 @@
 #include "compiler/codegen/cpu_codegen.h"
 #include "compiler/cuda/cuda_runtime.h"
 #include "compiler/hlo/parser.h"
-#include "compiler/interp/arguments.h"
 #include "compiler/interp/interpreter.h"
+#include "compiler/semantics/arguments.h"
 #include "compiler/target.h"
 #include "compiler/toolchain.h"
 #include "compiler/worker_pool.h"
@@ -85,10 +85,10 @@ Result<Compiled> CompileThroughWorker(const std::string& file, const std::string
   toolchain_options.cxx = settings.cxx;
   HLOCACHE_ASSIGN_OR_RETURN(compiler::Toolchain toolchain,
                             compiler::Toolchain::Probe(toolchain_options));
-  KeySettings key_settings;
+  keying::KeySettings key_settings;
   key_settings.target = settings.target;
   key_settings.compiler_id = compiler::CompilerIdFor(settings.target, toolchain.CompilerId());
-  auto keyed = KeyModule(module, key_settings);
+  auto keyed = keying::KeyModule(module, key_settings);
   if (!keyed) {
     if (keyed.error().message().find("elided") != std::string::npos) {
       return Error(FailedPrecondition(keyed.error().message() +

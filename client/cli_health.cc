@@ -3,7 +3,7 @@
 #include <ostream>
 
 #include "client/commands.h"
-#include "client/http_client.h"
+#include "common/http_client.h"
 
 namespace hlocache::client {
 

@@ -4,15 +4,15 @@
 
 namespace hlocache::client {
 
-int RunKey(const std::vector<std::string>& files, const KeySettings& settings, std::ostream& out,
-           std::ostream& err) {
-  if (Status s = ValidateKeySettings(settings); !s.ok()) {
+int RunKey(const std::vector<std::string>& files, const keying::KeySettings& settings,
+           std::ostream& out, std::ostream& err) {
+  if (Status s = keying::ValidateKeySettings(settings); !s.ok()) {
     err << "hlocache key: " << s.message() << "\n";
     return 1;
   }
   int status = 0;
   for (const std::string& file : files) {
-    auto keyed = KeyFile(file, settings);
+    auto keyed = keying::KeyFile(file, settings);
     if (!keyed) {
       err << keyed.error().message() << "\n";
       status = 1;

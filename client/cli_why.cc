@@ -34,7 +34,8 @@ std::string SourceLine(const std::string& path, uint32_t line) {
 }
 
 void ShowLine(std::ostream& out, std::string_view label, const std::string& path,
-              const KeyedModule& m, size_t index, const std::vector<std::string_view>& lines) {
+              const keying::KeyedModule& m, size_t index,
+              const std::vector<std::string_view>& lines) {
   out << "  " << label << " canonical: ";
   if (index < lines.size()) {
     out << lines[index] << "\n";
@@ -51,16 +52,16 @@ void ShowLine(std::ostream& out, std::string_view label, const std::string& path
 
 }  // namespace
 
-int RunWhy(const std::string& a, const std::string& b, const KeySettings& key_settings,
+int RunWhy(const std::string& a, const std::string& b, const keying::KeySettings& key_settings,
            std::ostream& out, std::ostream& err) {
-  KeySettings settings = key_settings;
+  keying::KeySettings settings = key_settings;
   settings.record_source_lines = true;
-  auto ka = KeyFile(a, settings);
+  auto ka = keying::KeyFile(a, settings);
   if (!ka) {
     err << ka.error().message() << "\n";
     return 1;
   }
-  auto kb = KeyFile(b, settings);
+  auto kb = keying::KeyFile(b, settings);
   if (!kb) {
     err << kb.error().message() << "\n";
     return 1;

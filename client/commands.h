@@ -11,21 +11,21 @@
 #include <string_view>
 #include <vector>
 
-#include "client/keying.h"
+#include "keying/keying.h"
 
 namespace hlocache::client {
 
 // `hlocache key FILE...`: prints "KEY  FILE" per file, like sha256sum.
-int RunKey(const std::vector<std::string>& files, const KeySettings& settings, std::ostream& out,
-           std::ostream& err);
+int RunKey(const std::vector<std::string>& files, const keying::KeySettings& settings,
+           std::ostream& out, std::ostream& err);
 
 // `hlocache canon FILE`: prints the canonical text.
-int RunCanon(const std::string& file, const KeySettings& settings, std::ostream& out,
+int RunCanon(const std::string& file, const keying::KeySettings& settings, std::ostream& out,
              std::ostream& err);
 
 // `hlocache why A B`: 0 when the keys are equal; 1 when not, naming the differing parts and the
 // first differing canonical lines with their source lines.
-int RunWhy(const std::string& a, const std::string& b, const KeySettings& settings,
+int RunWhy(const std::string& a, const std::string& b, const keying::KeySettings& settings,
            std::ostream& out, std::ostream& err);
 
 // `hlocache stats --dir DIR`: entries, bytes and lifetime counters of a local store (opened
@@ -106,8 +106,5 @@ int RunExport(const std::string& dir, const std::string& bundle, std::ostream& o
 // and stores the good ones in the cache's writable tiers; exit 1 if any was bad or not stored.
 int RunImport(const std::string& bundle, const std::string& spec, std::ostream& out,
               std::ostream& err);
-
-// "1073741824", "512M", "10G", "2GiB": bytes.
-Result<uint64_t> ParseByteSize(std::string_view text);
 
 }  // namespace hlocache::client

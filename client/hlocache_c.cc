@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "client/cache.h"
-#include "client/keying.h"
 #include "compiler/codegen/cpu_codegen.h"
 #include "compiler/hlo/parser.h"
+#include "keying/keying.h"
 
 struct hlocache_executable {
   hlocache::client::Executable executable;
@@ -71,9 +71,9 @@ int hlocache_key(const char* hlo_text, size_t hlo_size, const char* target, char
   try {
     auto module = hlocache::hlo::ParseModule(std::string(hlo_text, hlo_size), "module");
     if (!module) return Fail(error, error_size, module.error());
-    hlocache::client::KeySettings settings;
+    hlocache::keying::KeySettings settings;
     if (target) settings.target = target;
-    auto keyed = hlocache::client::KeyModule(*module, settings);
+    auto keyed = hlocache::keying::KeyModule(*module, settings);
     if (!keyed) return Fail(error, error_size, keyed.error());
     std::memcpy(key_out, keyed->key.text.c_str(), keyed->key.text.size() + 1);
     return 0;

@@ -1,6 +1,6 @@
 // The HTTP tier: a server's artifact routes and its compile route.
-#include "client/http_client.h"
 #include "client/tier.h"
+#include "common/http_client.h"
 #include "common/http_get.h"
 #include "compiler/target.h"
 

@@ -1,11 +1,11 @@
 // POST /v1/compile and POST /v1/keys: HLO text in, an artifact or a key out.
 #include <nlohmann/json.hpp>
 
-#include "client/keying.h"
 #include "compiler/artifact/container.h"
 #include "compiler/cuda/nvrtc.h"
 #include "compiler/hlo/parser.h"
 #include "compiler/target.h"
+#include "keying/keying.h"
 #include "server/context.h"
 
 namespace hlocache::server {
@@ -14,7 +14,7 @@ namespace {
 constexpr const char* kRequestName = "request";
 
 // Parses and keys the request's module for `compiler_id`, or answers the error.
-std::optional<client::KeyedModule> KeyRequest(const httplib::Request& req, const std::string& body,
+std::optional<keying::KeyedModule> KeyRequest(const httplib::Request& req, const std::string& body,
                                               httplib::Response& res, const std::string& target,
                                               const std::string& compiler_id,
                                               std::optional<hlo::Module>* module_out) {
@@ -28,10 +28,10 @@ std::optional<client::KeyedModule> KeyRequest(const httplib::Request& req, const
     SendError(res, 400, module.error().message());
     return std::nullopt;
   }
-  client::KeySettings settings;
+  keying::KeySettings settings;
   settings.target = target;
   settings.compiler_id = compiler_id;
-  auto keyed = client::KeyModule(*module, settings);
+  auto keyed = keying::KeyModule(*module, settings);
   if (!keyed) {
     SendError(res, keyed.error().code() == StatusCode::kFailedPrecondition ? 422 : 400,
               keyed.error().message());

@@ -6,7 +6,7 @@
 #include <charconv>
 #include <ostream>
 
-#include "client/commands.h"
+#include "common/byte_size.h"
 
 namespace hlocache::server {
 namespace {
@@ -49,7 +49,7 @@ int RunServe(ServeSettings settings, std::ostream& out, std::ostream& err) {
   for (auto [text, target] : {std::pair{&settings.max_size, &options.max_size},
                               std::pair{&settings.max_body, &options.max_body}}) {
     if (text->empty()) continue;
-    auto bytes = client::ParseByteSize(*text);
+    auto bytes = ParseByteSize(*text);
     if (!bytes) {
       err << "hlocache serve: " << bytes.error().message() << "\n";
       return 1;

@@ -10,8 +10,8 @@
 #include <thread>
 
 #include "cache/dir_lock.h"
-#include "client/http_client.h"
 #include "common/file.h"
+#include "common/http_client.h"
 #include "compiler/target.h"
 #include "compiler/toolchain.h"
 #include "server/access_log.h"
@@ -315,7 +315,7 @@ Status CheckServerOptions(const ServerOptions& o) {
           "--readonly and --upstream do not go together: a server reading through keeps what it "
           "fetches");
     }
-    if (auto url = client::ParseServerUrl(o.upstream_url); !url) {
+    if (auto url = ParseServerUrl(o.upstream_url); !url) {
       return InvalidArgument("--upstream: " + url.error().message());
     }
   }

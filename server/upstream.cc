@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "cache/key.h"
-#include "client/http_client.h"
+#include "common/http_client.h"
 #include "common/http_get.h"
 #include "common/single_flight.h"
 #include "server/verified_put.h"
@@ -122,7 +122,7 @@ class UpstreamImpl final : public Upstream {
 
  private:
   std::unique_ptr<httplib::Client> Client(std::chrono::milliseconds io_timeout) const {
-    auto client = client::MakeHttpClient(options_.url, http_settings_, io_timeout);
+    auto client = MakeHttpClient(options_.url, http_settings_, io_timeout);
     if (!options_.headers.empty()) {
       client->set_default_headers(
           httplib::Headers(options_.headers.begin(), options_.headers.end()));
@@ -185,8 +185,7 @@ class UpstreamImpl final : public Upstream {
   // --upstream-token would give): counted, so that a misconfigured host shows in its metrics.
   Status Refused(const std::string& what, const httplib::Response& r) {
     Count(&UpstreamStats::failures);
-    return Unavailable("upstream " + options_.url + ": " + what + " answered " +
-                       client::DescribeReply(r));
+    return Unavailable("upstream " + options_.url + ": " + what + " answered " + DescribeReply(r));
   }
   Status Refused(const std::string& what, int status, std::string body) {
     httplib::Response reply;
@@ -250,10 +249,10 @@ class UpstreamImpl final : public Upstream {
     if (!r) return Error(TransportFailure("POST /v1/compile", r.error()));
     MarkUp();
     if (r->status == 400) {
-      return Error(InvalidArgument("upstream: " + client::DescribeReply(*r)));
+      return Error(InvalidArgument("upstream: " + DescribeReply(*r)));
     }
     if (r->status == 422) {
-      return Error(FailedPrecondition("upstream: " + client::DescribeReply(*r)));
+      return Error(FailedPrecondition("upstream: " + DescribeReply(*r)));
     }
     if (r->status != 200) return Error(Refused("POST /v1/compile", *r));
     const std::string origin_key = r->get_header_value("X-Hlocache-Key");
@@ -289,7 +288,7 @@ class UpstreamImpl final : public Upstream {
     if (!opened || !*opened) return UploadResult::kDone;  // Gone (evicted) or unreadable.
     std::shared_ptr<cache::ArtifactReader> reader(std::move(*opened));
     auto client = Client(options_.io_timeout);
-    client->set_read_timeout(client::UploadReplyTimeout(reader->info().size, options_.io_timeout));
+    client->set_read_timeout(UploadReplyTimeout(reader->info().size, options_.io_timeout));
     auto r = client->Put(
         ArtifactPath(key), static_cast<size_t>(reader->info().size),
         [reader](size_t, size_t, httplib::DataSink& sink) {
@@ -309,13 +308,12 @@ class UpstreamImpl final : public Upstream {
     }
     if (r->status >= 500) {
       // The origin may be full or busy: try again after a backoff.
-      (void)BackOff("upstream " + options_.url + ": PUT " + key + " answered " +
-                    client::DescribeReply(*r));
+      (void)BackOff("upstream " + options_.url + ": PUT " + key + " answered " + DescribeReply(*r));
       return UploadResult::kRetry;
     }
     Count(&UpstreamStats::upload_refused);
     std::fprintf(stderr, "hlocache: upstream %s refused %s: %s\n", options_.url.c_str(),
-                 key.c_str(), client::DescribeReply(*r).c_str());
+                 key.c_str(), DescribeReply(*r).c_str());
     return UploadResult::kDone;
   }
 
@@ -387,7 +385,7 @@ class UpstreamImpl final : public Upstream {
 
   const UpstreamOptions options_;
   cache::Store& store_;
-  const client::HttpClientSettings http_settings_;
+  const HttpClientSettings http_settings_;
   HttpGetterPool getters_;  // HEADs, listings and fetches: connections kept between them.
   SingleFlight<Result<bool>> fetches_;
   SingleFlight<Result<UpstreamCompile>> compiles_;
@@ -410,7 +408,7 @@ class UpstreamImpl final : public Upstream {
 }  // namespace
 
 Result<std::unique_ptr<Upstream>> Upstream::Make(UpstreamOptions options, cache::Store& store) {
-  auto url = client::ParseServerUrl(options.url);
+  auto url = ParseServerUrl(options.url);
   if (!url) return Error(InvalidArgument("--upstream: " + url.error().message()));
   options.url = std::move(*url);
   return std::unique_ptr<Upstream>(new UpstreamImpl(std::move(options), store));

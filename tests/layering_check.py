@@ -12,7 +12,7 @@ import os
 import re
 import sys
 
-CHECKED = ("common", "cache", "compiler", "server", "client")
+CHECKED = ("common", "cache", "compiler", "keying", "server", "client", "cli")
 
 
 def folder_of(path):

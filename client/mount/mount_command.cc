@@ -24,6 +24,7 @@
 #include "client/cache.h"
 #include "client/commands.h"
 #include "client/mount/file_system.h"
+#include "common/byte_size.h"
 
 namespace hlocache::mount {
 namespace {
@@ -345,7 +346,7 @@ int RunMount(const MountSettings& settings, std::ostream& out, std::ostream& err
   }
   uint64_t max_bytes = 0;
   if (!settings.max_size.empty()) {
-    auto size = client::ParseByteSize(settings.max_size);
+    auto size = ParseByteSize(settings.max_size);
     if (!size) {
       err << "hlocache mount: --max-size: " << size.error().message() << "\n";
       return 1;

@@ -5,9 +5,9 @@
 #include <new>
 
 #include "compiler/artifact/host_abi.h"
-#include "compiler/interp/dynamic_shapes.h"
+#include "compiler/semantics/dynamic_shapes.h"
 
-#include "compiler/interp/arguments.h"
+#include "compiler/semantics/arguments.h"
 
 namespace hlocache::compiler {
 

@@ -11,8 +11,8 @@
 #include "common/status.h"
 #include "compiler/artifact/loader.h"
 #include "compiler/codegen/cpu_codegen.h"
-#include "compiler/interp/host_transfers.h"
-#include "compiler/interp/literal.h"
+#include "compiler/semantics/host_transfers.h"
+#include "compiler/semantics/literal.h"
 
 namespace hlocache::compiler {
 

@@ -10,12 +10,12 @@
 #include "compiler/codegen/cpu_prelude.h"
 #include "compiler/codegen/cpu_source.h"
 #include "compiler/codegen/cpu_units.h"
-#include "compiler/codegen/dynamic_dims.h"
-#include "compiler/codegen/linalg.h"
-#include "compiler/codegen/prng.h"
-#include "compiler/interp/dynamic_shapes.h"
-#include "compiler/interp/half.h"
 #include "compiler/interp/interpreter.h"
+#include "compiler/semantics/dynamic_dims.h"
+#include "compiler/semantics/dynamic_shapes.h"
+#include "compiler/semantics/half.h"
+#include "compiler/semantics/linalg.h"
+#include "compiler/semantics/prng.h"
 
 namespace hlocache::compiler {
 namespace {

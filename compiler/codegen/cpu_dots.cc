@@ -3,12 +3,12 @@
 // scaled-dot: each scaled operand is dequantized into a buffer of its common type (a loop over
 // its elements, the scale read through a table of offsets), then the two go to hc_dot as dot's
 // operands would. ragged-dot: one call of the prelude's hc_ragged_dot with the offset tables of
-// compiler/interp/dot_dims.h as constants.
+// compiler/semantics/dot_dims.h as constants.
 #include <string>
 
 #include "compiler/codegen/cpu_families.h"
 #include "compiler/codegen/cpu_source.h"
-#include "compiler/interp/dot_dims.h"
+#include "compiler/semantics/dot_dims.h"
 
 namespace hlocache::compiler {
 namespace {
@@ -42,7 +42,8 @@ Leaf Dequantize(CpuEmitter& e, const Instruction& inst, size_t k, size_t scale,
   const std::string t = CType(shape.type);
   e.Emit("  {\n" + IntArray("sizes", sizes) + IntArray("strides", strides) +
          "    const auto at = hc_offsets(" + std::to_string(sizes.size()) +
-         ", sizes, strides);\n    if (!at) return 1;  // Out of memory.\n    for (int64_t i = 0; i < " +
+         ", sizes, strides);\n    if (!at) return 1;  // Out of memory.\n    for (int64_t i = 0; i "
+         "< " +
          Int(ElementCount(operand)) + "; ++i) " + name + "[i] = hc_store<" + t +
          ">(hc_load(hc_cvt<" + t + ", " + CType(operand.type) + ">(" + e.Buffer(inst, k) +
          "[i])) * hc_load(hc_cvt<" + t + ", " + CType(scale_shape.type) + ">(" +
@@ -67,17 +68,14 @@ Status LowerRaggedDot(CpuEmitter& e, int32_t index, const Instruction& inst) {
       interp::ReadRaggedDotDims(interp::ShapeContext(e.module()), inst, lhs, rhs, sizes));
   const interp::RaggedDotTables t = interp::RaggedDotTablesOf(g, lhs.dims, rhs.dims, sizes.dims);
   const std::string out = e.Materialize(index, inst);
-  auto count = [](const std::vector<int64_t>& v) {
-    return Int(static_cast<int64_t>(v.size()));
-  };
+  auto count = [](const std::vector<int64_t>& v) { return Int(static_cast<int64_t>(v.size())); };
   e.Emit("  {\n" + IntArray("lb", t.lb) + IntArray("lf", t.lf) + IntArray("lc", t.lc) +
-         IntArray("rb", t.rb) + IntArray("rf", t.rf) + IntArray("rc", t.rc) +
-         IntArray("gb", t.gb) + IntArray("outer", t.outer) + IntArray("position", t.position) +
-         "    if (!hc_ragged_dot(" + e.Buffer(inst, 0) + ", " + e.Buffer(inst, 1) + ", " +
-         e.Buffer(inst, 2) + ", " + out + ", " + (g.contracting ? "true" : "false") + ", " +
-         count(t.lb) + ", " + count(t.lf) + ", " + count(t.rf) + ", " + count(t.lc) + ", " +
-         Int(g.groups) + ", " + Int(t.group_stride) +
-         ", lb, lf, lc, rb, rf, rc, gb, outer, position)) return 1;\n  }\n" +
+         IntArray("rb", t.rb) + IntArray("rf", t.rf) + IntArray("rc", t.rc) + IntArray("gb", t.gb) +
+         IntArray("outer", t.outer) + IntArray("position", t.position) + "    if (!hc_ragged_dot(" +
+         e.Buffer(inst, 0) + ", " + e.Buffer(inst, 1) + ", " + e.Buffer(inst, 2) + ", " + out +
+         ", " + (g.contracting ? "true" : "false") + ", " + count(t.lb) + ", " + count(t.lf) +
+         ", " + count(t.rf) + ", " + count(t.lc) + ", " + Int(g.groups) + ", " +
+         Int(t.group_stride) + ", lb, lf, lc, rb, rf, rc, gb, outer, position)) return 1;\n  }\n" +
          WrapSubBytes(out, inst.shape));
   return Status::Ok();
 }

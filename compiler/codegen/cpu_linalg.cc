@@ -1,10 +1,10 @@
-// cholesky and triangular-solve (see compiler/codegen/linalg.h for their meaning): one call of
+// cholesky and triangular-solve (see compiler/semantics/linalg.h for their meaning): one call of
 // the prelude's batch loop, which runs the interpreter's arithmetic on each batch in double.
 #include <string>
 
 #include "compiler/codegen/cpu_families.h"
 #include "compiler/codegen/cpu_source.h"
-#include "compiler/interp/linalg_options.h"
+#include "compiler/semantics/linalg_options.h"
 
 namespace hlocache::compiler {
 namespace {

@@ -5,7 +5,7 @@
 // Floating-point math loads every element as a double, computes in double and rounds once to
 // the element type (hc_store), as the interpreter does. f16 and bf16 are stored as their bits
 // and rounded to nearest-even straight from double, by the same algorithm as
-// compiler/interp/half.cc.
+// compiler/semantics/half.cc.
 #pragma once
 
 namespace hlocache::compiler {
@@ -65,7 +65,7 @@ struct hc_f16 { uint16_t bits; };
 struct hc_bf16 { uint16_t bits; };
 
 // 8-, 6- and 4-bit floats: their bits, and the format as template arguments
-// (compiler/interp/minifloat.h): exponent and mantissa bits, bias, whether it has infinities, and
+// (compiler/semantics/minifloat.h): exponent and mantissa bits, bias, whether it has infinities, and
 // where its NaN is (0: all-ones exponent, 1: all-ones magnitude, 2: 0x80, 3: none, saturating,
 // 4: f8e8m0fnu's exponent alone, 0xff).
 template <int E, int M, int Bias, bool Inf, int Nan> struct hc_f8 { uint8_t bits; };
@@ -182,7 +182,7 @@ template <int E, int M, int Bias, bool Inf, int Nan>
 hc_f8<E, M, Bias, Inf, Nan> hc_encode_f8(double v) {
   using F8 = hc_f8<E, M, Bias, Inf, Nan>;
   if constexpr (Nan == 4) {
-    // f8e8m0fnu: ml_dtypes' conversion of double's bits (compiler/interp/minifloat.cc).
+    // f8e8m0fnu: ml_dtypes' conversion of double's bits (compiler/semantics/minifloat.cc).
     if (!(v > 0) || std::isinf(v)) return F8{0xff};
     uint64_t u;
     std::memcpy(&u, &v, sizeof u);
@@ -624,7 +624,7 @@ bool hc_dot(const L* lhs, const R* rhs, T* out, int64_t B, int64_t M, int64_t N,
   }
   return true;
 }
-// ragged-dot (compiler/interp/eval_dots.cc defines it; compiler/interp/dot_dims.h its tables):
+// ragged-dot (compiler/interp/eval_dots.cc defines it; compiler/semantics/dot_dims.h its tables):
 // dot's sums, each over the contracting positions of its group. The group of ragged position p
 // in a row of group sizes, or -1 past the last.
 template <class G> int64_t hc_group_of(const G* row, int64_t groups, int64_t p) {
@@ -1062,7 +1062,7 @@ using namespace hlocache_rt;
 
 )";
 
-// cholesky and triangular-solve over batches (compiler/codegen/linalg.h), to follow the linear
+// cholesky and triangular-solve over batches (compiler/semantics/linalg.h), to follow the linear
 // algebra's source in the hlocache_rt namespace: each batch in double, each result rounded once.
 // They return false when out of memory.
 inline constexpr const char* kCpuLinalgPrelude = R"(
@@ -1097,7 +1097,7 @@ bool hc_triangular_solve_batches(const T* a, const T* b, T* out, int64_t batches
 // Helpers for arrays of dynamic shapes, pasted after the shared code of dynamic_dims.h (they
 // clamp with its hc_clamp_dim), inside namespace hlocache_rt.
 inline constexpr const char* kCpuDynamicPrelude = R"(
-// Arrays of dynamic shapes (compiler/interp/dynamic_shapes.h): a buffer laid out by the bounds,
+// Arrays of dynamic shapes (compiler/semantics/dynamic_shapes.h): a buffer laid out by the bounds,
 // then the sizes as int32s. Reading clamps them to the bounds (hc_clamp_dim, dynamic_dims.h), so
 // no size from outside the program can index past a buffer.
 inline void hc_dims_get(const void* buffer, int64_t data_bytes, int64_t rank,

@@ -1,12 +1,12 @@
 // rng-bit-generator, rng-get-and-update-state and rng (see compiler/interp/eval_rng.cc for
-// their meaning): calls of the generators every prelude carries (compiler/codegen/prng.h), the
+// their meaning): calls of the generators every prelude carries (compiler/semantics/prng.h), the
 // same code the interpreter runs. The stateful ops keep their 128-bit counter in a static of
 // their own block, with a lock: one counter per instruction per loaded executable.
 #include <string>
 
 #include "compiler/codegen/cpu_families.h"
 #include "compiler/codegen/cpu_source.h"
-#include "compiler/codegen/prng.h"
+#include "compiler/semantics/prng.h"
 
 namespace hlocache::compiler {
 namespace {

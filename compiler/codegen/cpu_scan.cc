@@ -8,7 +8,7 @@
 
 #include "compiler/codegen/cpu_families.h"
 #include "compiler/codegen/cpu_source.h"
-#include "compiler/interp/eval_context.h"
+#include "compiler/semantics/shape_context.h"
 
 namespace hlocache::compiler {
 namespace {

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <cstdio>
 
-#include "compiler/interp/half.h"
 #include "compiler/interp/interpreter.h"
-#include "compiler/interp/minifloat.h"
+#include "compiler/semantics/half.h"
+#include "compiler/semantics/minifloat.h"
 
 namespace hlocache::compiler {
 

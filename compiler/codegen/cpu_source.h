@@ -13,7 +13,7 @@
 #include "common/status.h"
 #include "compiler/hlo/module.h"
 #include "compiler/hlo/shape.h"
-#include "compiler/interp/literal.h"
+#include "compiler/semantics/literal.h"
 
 namespace hlocache::compiler {
 
@@ -51,7 +51,7 @@ int64_t Product(const std::vector<int64_t>& v);
 
 // Elements and bytes of a buffer of an array shape. A dynamic shape's buffer has room for its
 // bounds (ElementCount counts them), then its sizes as int32s, one per dimension (DataBytes is
-// the part before them, ByteCount the whole): the layout of compiler/interp/dynamic_shapes.h.
+// the part before them, ByteCount the whole): the layout of compiler/semantics/dynamic_shapes.h.
 int64_t ElementCount(const hlo::Shape& s);
 int64_t DataBytes(const hlo::Shape& s);
 int64_t ByteCount(const hlo::Shape& s);

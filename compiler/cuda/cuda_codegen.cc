@@ -9,7 +9,7 @@
 #include "compiler/codegen/cpu_source.h"
 #include "compiler/cuda/cuda_prelude.h"
 #include "compiler/interp/interpreter.h"
-#include "compiler/interp/literal.h"
+#include "compiler/semantics/literal.h"
 
 namespace hlocache::compiler {
 namespace {

@@ -17,7 +17,7 @@
 #include <string>
 
 #include "compiler/interp/eval_families.h"
-#include "compiler/interp/eval_signature.h"
+#include "compiler/semantics/signature.h"
 
 namespace hlocache::interp {
 namespace {

@@ -24,7 +24,7 @@
 #include "compiler/hlo/convolution_dims.h"
 #include "compiler/hlo/window.h"
 #include "compiler/interp/eval_families.h"
-#include "compiler/interp/eval_signature.h"
+#include "compiler/semantics/signature.h"
 
 namespace hlocache::interp {
 namespace {

@@ -24,10 +24,10 @@
 #include <algorithm>
 #include <string>
 
-#include "compiler/interp/dot_dims.h"
 #include "compiler/interp/eval_families.h"
-#include "compiler/interp/eval_signature.h"
 #include "compiler/interp/interpreter.h"
+#include "compiler/semantics/dot_dims.h"
+#include "compiler/semantics/signature.h"
 
 namespace hlocache::interp {
 namespace {

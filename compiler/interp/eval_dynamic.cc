@@ -1,4 +1,4 @@
-// The ops of bounded dynamic shapes (compiler/interp/dynamic_shapes.h says how values of such
+// The ops of bounded dynamic shapes (compiler/semantics/dynamic_shapes.h says how values of such
 // shapes are held).
 //
 // set-dimension-size(x, n), dimensions={d}: x with dimension d's size set to n, clamped to
@@ -10,9 +10,9 @@
 #include <algorithm>
 #include <string>
 
-#include "compiler/interp/dynamic_shapes.h"
 #include "compiler/interp/eval_families.h"
-#include "compiler/interp/eval_signature.h"
+#include "compiler/semantics/dynamic_shapes.h"
+#include "compiler/semantics/signature.h"
 
 namespace hlocache::interp {
 namespace {

@@ -29,7 +29,7 @@
 #include <string>
 
 #include "compiler/interp/eval_families.h"
-#include "compiler/interp/half.h"
+#include "compiler/semantics/half.h"
 
 namespace hlocache::interp {
 namespace {

@@ -1,14 +1,14 @@
-// cholesky and triangular-solve (compiler/codegen/linalg.h says what they compute): each batch
+// cholesky and triangular-solve (compiler/semantics/linalg.h says what they compute): each batch
 // of the operands in double, the shared arithmetic, each result rounded once.
 #include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
-#include "compiler/codegen/linalg.h"
 #include "compiler/interp/eval_families.h"
-#include "compiler/interp/eval_signature.h"
-#include "compiler/interp/linalg_options.h"
+#include "compiler/semantics/linalg.h"
+#include "compiler/semantics/linalg_options.h"
+#include "compiler/semantics/signature.h"
 
 namespace hlocache::interp {
 namespace linalg {

@@ -1,4 +1,4 @@
-// Random numbers (the generators are compiler/codegen/prng.h, shared with generated code).
+// Random numbers (the generators are compiler/semantics/prng.h, shared with generated code).
 //
 // rng-bit-generator(state), algorithm=A: state is u64[N], N >= 2; the result is (the new state,
 // an array of random bits) exactly as XLA's RngBitGeneratorExpander makes them, for integer
@@ -22,9 +22,9 @@
 #include <cstdint>
 #include <string>
 
-#include "compiler/codegen/prng.h"
 #include "compiler/interp/eval_families.h"
-#include "compiler/interp/eval_signature.h"
+#include "compiler/semantics/prng.h"
+#include "compiler/semantics/signature.h"
 
 namespace hlocache::interp {
 namespace prng {

@@ -16,8 +16,9 @@
 
 #include "common/status.h"
 #include "compiler/hlo/module.h"
-#include "compiler/interp/host_transfers.h"
-#include "compiler/interp/literal.h"
+#include "compiler/semantics/core_ops.h"
+#include "compiler/semantics/host_transfers.h"
+#include "compiler/semantics/literal.h"
 
 namespace hlocache::interp {
 
@@ -34,12 +35,6 @@ Result<Literal> Evaluate(const hlo::Module& module, std::span<const Literal> arg
 // The parser accepts any count; the interpreter and the code generator index operands by it.
 Status CheckOperandCount(const hlo::Module& module, const hlo::Instruction& inst);
 
-// Whether `op` is one of the ops above (fusion is evaluated as a call of its computation).
-bool IsCoreOp(hlo::Opcode op);
-// Whether `op` is a core op that computes element i from elements i of its operands alone (the
-// arithmetic, compare, select, clamp, convert, copy, ...): the core minus the ops that index by
-// shape or call computations.
-bool IsCoreElementwiseOp(hlo::Opcode op);
 // Whether the interpreter evaluates `op`: a core op, or one of the op families of
 // extended_ops.h (gather, scatter, sort, while, convolution, collectives, ...).
 bool IsSupportedOp(hlo::Opcode op);

@@ -18,8 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "client/http_client.h"
 #include "client/tier.h"
+#include "common/http_client.h"
 #include "compiler/artifact/container.h"
 
 namespace hlocache::testing {
@@ -124,9 +124,9 @@ std::unique_ptr<httplib::Client> ServerProcess::TierClient(uint64_t upload_bytes
   client->set_tcp_nodelay(true);
   client->set_keep_alive(true);
   client->set_connection_timeout(defaults.connect_timeout);
-  client->set_read_timeout(
-      upload_bytes == 0 ? defaults.request_timeout
-                        : client::UploadReplyTimeout(upload_bytes, defaults.request_timeout));
+  client->set_read_timeout(upload_bytes == 0
+                               ? defaults.request_timeout
+                               : UploadReplyTimeout(upload_bytes, defaults.request_timeout));
   client->set_write_timeout(defaults.request_timeout);
   return client;
 }

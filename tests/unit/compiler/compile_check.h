@@ -10,7 +10,7 @@
 #include "compiler/artifact/loader.h"
 #include "compiler/hlo/module.h"
 #include "compiler/hlo/shape.h"
-#include "compiler/interp/literal.h"
+#include "compiler/semantics/literal.h"
 
 namespace hlocache::compiler {
 

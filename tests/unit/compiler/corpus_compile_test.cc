@@ -18,7 +18,6 @@
 #include <thread>
 #include <vector>
 
-#include "client/keying.h"
 #include "compiler/artifact/execute.h"
 #include "compiler/artifact/loader.h"
 #include "compiler/codegen/cpu_codegen.h"
@@ -28,12 +27,13 @@
 #include "compiler/hlo/convolution_dims.h"
 #include "compiler/hlo/parser.h"
 #include "compiler/hlo/window.h"
-#include "compiler/interp/arguments.h"
 #include "compiler/interp/interpreter.h"
-#include "compiler/interp/literal.h"
+#include "compiler/semantics/arguments.h"
+#include "compiler/semantics/literal.h"
 #include "compiler/target.h"
 #include "compiler/toolchain.h"
 #include "compiler/worker_pool.h"
+#include "keying/keying.h"
 #include "tests/unit/compiler/cuda_emulation.h"
 #include "tests/unit/status_matchers.h"
 
@@ -320,9 +320,9 @@ TEST(CorpusCompileTest, EveryCoreOpModuleCompilesRunsAndMatchesTheInterpreter) {
         ++lowered_only;
         continue;
       }
-      client::KeySettings settings;
+      keying::KeySettings settings;
       settings.compiler_id = toolchain->CompilerId();
-      auto keyed = client::KeyModule(*module, settings);
+      auto keyed = keying::KeyModule(*module, settings);
       if (!keyed) {
         std::lock_guard<std::mutex> lock(tally.mu);
         tally.failures.push_back(name + ": " + keyed.error().message());

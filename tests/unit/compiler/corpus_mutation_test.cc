@@ -21,8 +21,8 @@
 #include <string_view>
 #include <vector>
 
-#include "client/keying.h"
 #include "compiler/hlo/parser.h"
+#include "keying/keying.h"
 #include "tests/unit/compiler/mutations.h"
 
 #ifndef HLOCACHE_CORPUS_DIR
@@ -41,8 +41,8 @@ struct CorpusModule {
   std::string key;
 };
 
-client::KeySettings Settings() {
-  client::KeySettings settings;
+keying::KeySettings Settings() {
+  keying::KeySettings settings;
   settings.target = "cpu-x86-64-v3";  // Fixed, so that no host detection enters the test.
   settings.allow_elided_constants = true;
   return settings;
@@ -123,7 +123,7 @@ const Corpus& LoadedCorpus() {
         c->load_errors.push_back(module.error().message());
         continue;
       }
-      auto keyed = client::KeyModule(*module, Settings());
+      auto keyed = keying::KeyModule(*module, Settings());
       if (!keyed) {
         c->load_errors.push_back(path.string() + ": " + keyed.error().message());
         continue;
@@ -150,7 +150,7 @@ MutationReport RunMutation(std::string_view name, const Generator& generate, Key
           " (dumped to " + Dump(name, original, *text) + ")");
       continue;
     }
-    auto keyed = client::KeyModule(*parsed, Settings());
+    auto keyed = keying::KeyModule(*parsed, Settings());
     if (!keyed) {
       report.failures.push_back(original.path + ": does not key: " + keyed.error().message());
       continue;
@@ -200,7 +200,7 @@ TEST(CorpusMutationTest, CanonicalTextIsIdempotent) {
   for (const CorpusModule& original : LoadedCorpus().modules) {
     auto again = hlo::ParseModule(original.canonical, original.path + " [canonical]");
     ASSERT_TRUE(again.has_value()) << again.error().message();
-    auto keyed = client::KeyModule(*again, Settings());
+    auto keyed = keying::KeyModule(*again, Settings());
     ASSERT_TRUE(keyed.has_value()) << original.path << ": " << keyed.error().message();
     EXPECT_EQ(keyed->canonical.text, original.canonical)
         << original.path << ": " << FirstDifference(original.canonical, keyed->canonical.text);

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "client/keying.h"
 #include "compiler/hlo/parser.h"
+#include "keying/keying.h"
 #include "tests/unit/status_matchers.h"
 
 #ifndef HLOCACHE_CORPUS_DIR
@@ -49,15 +49,15 @@ TEST(CorpusTest, EveryModuleParsesAndKeys) {
   for (const std::string& f : files) {
     auto module = hlo::ParseModuleFile(f);
     ASSERT_THAT(module, IsOk()) << f;
-    client::KeySettings strict;
+    keying::KeySettings strict;
     strict.target = "cpu-x86-64-v3";
-    auto keyed = client::KeyModule(*module, strict);
+    auto keyed = keying::KeyModule(*module, strict);
     if (module->HasElidedConstants()) {
       // Refused without consent, keyed with it.
       EXPECT_THAT(keyed, StatusIs(StatusCode::kFailedPrecondition, HasSubstr("elided"))) << f;
       ++elided;
       strict.allow_elided_constants = true;
-      keyed = client::KeyModule(*module, strict);
+      keyed = keying::KeyModule(*module, strict);
     }
     ASSERT_THAT(keyed, IsOk()) << f;
     EXPECT_TRUE(cache::IsWellFormedKey(keyed->key.text)) << keyed->key.text;
@@ -66,10 +66,10 @@ TEST(CorpusTest, EveryModuleParsesAndKeys) {
   std::printf("keyed %zu corpus modules (%d with elided constants)\n", files.size(), elided);
   // Keying is deterministic: a second pass gives the same keys.
   for (size_t i = 0; i < files.size(); i += 7) {
-    client::KeySettings s;
+    keying::KeySettings s;
     s.target = "cpu-x86-64-v3";
     s.allow_elided_constants = true;
-    auto again = client::KeyFile(files[i], s);
+    auto again = keying::KeyFile(files[i], s);
     ASSERT_THAT(again, IsOk());
     EXPECT_EQ(again->key.text, keys[files[i]]) << files[i];
   }
@@ -88,11 +88,11 @@ TEST(CorpusTest, CanonicalTextsAndKeysAreTheRecordedOnes) {
   ASSERT_GE(files.size(), 400u) << "corpus not found at " << HLOCACHE_CORPUS_DIR;
   std::ostringstream now;
   for (const std::string& f : files) {
-    client::KeySettings settings;
+    keying::KeySettings settings;
     settings.target = "cpu-x86-64-v3";
     settings.compiler_id = "recorded/compiler-1";
     settings.allow_elided_constants = true;
-    auto keyed = client::KeyFile(f, settings);
+    auto keyed = keying::KeyFile(f, settings);
     ASSERT_THAT(keyed, IsOk()) << f;
     now << fs::relative(f, corpus).generic_string() << "\t" << keyed->key.graph.Hex() << "\t"
         << keyed->key.text << "\n";

@@ -11,8 +11,8 @@
 #include "compiler/artifact/loader.h"
 #include "compiler/build.h"
 #include "compiler/hlo/parser.h"
-#include "compiler/interp/arguments.h"
 #include "compiler/interp/interpreter.h"
+#include "compiler/semantics/arguments.h"
 #include "compiler/target.h"
 #include "compiler/toolchain.h"
 #include "tests/unit/compiler/compile_check.h"
@@ -173,10 +173,10 @@ TEST(CpuCodegenTest, IntegerOperandsOfAFloatDotAreConvertedToItsType) {
   g = f32[] dot(i, p), lhs_contracting_dims={0}, rhs_contracting_dims={0}
   ROOT o = (bf16[2,2], f32[]) tuple(d, g)
 })";
-  const std::vector<Literal> args = {
-      Array(PrimitiveType::kBF16, {2, 3}, {1, 2, 3, -0.5, 0.25, 8}),
-      Array(PrimitiveType::kS4, {3, 2}, {7, -8, 1, 2, -1, 0}),
-      Array(PrimitiveType::kS32, {3}, {16777217, 1, 5}), Array(PrimitiveType::kPred, {3}, {1, 1, 0})};
+  const std::vector<Literal> args = {Array(PrimitiveType::kBF16, {2, 3}, {1, 2, 3, -0.5, 0.25, 8}),
+                                     Array(PrimitiveType::kS4, {3, 2}, {7, -8, 1, 2, -1, 0}),
+                                     Array(PrimitiveType::kS32, {3}, {16777217, 1, 5}),
+                                     Array(PrimitiveType::kPred, {3}, {1, 1, 0})};
   ExpectCompiledMatchesInterpreter(text, args);
   auto m = hlo::ParseModule(text, "t.hlo");
   ASSERT_THAT(m, IsOk());
@@ -481,9 +481,8 @@ TEST(CpuCodegenTest, EveryElementTypeComputesLikeTheInterpreter) {
   }
   // The 8-, 6- and 4-bit floats: arithmetic rounded once to the format, overflow to infinity,
   // NaN or the largest, conversions between them, dots and reductions of them.
-  for (const char* type :
-       {"f8e5m2", "f8e4m3", "f8e3m4", "f8e4m3fn", "f8e4m3fnuz", "f8e5m2fnuz", "f8e4m3b11fnuz",
-        "f6e2m3fn", "f6e3m2fn", "f4e2m1fn", "f8e8m0fnu"}) {
+  for (const char* type : {"f8e5m2", "f8e4m3", "f8e3m4", "f8e4m3fn", "f8e4m3fnuz", "f8e5m2fnuz",
+                           "f8e4m3b11fnuz", "f6e2m3fn", "f6e3m2fn", "f4e2m1fn", "f8e8m0fnu"}) {
     std::string text = R"(
 add {
   x = T[] parameter(0)

@@ -1,6 +1,6 @@
 // The reference interpreter on hand-written modules with hand-computed results.
 #include "compiler/interp/interpreter.h"
-#include "compiler/interp/minifloat.h"
+#include "compiler/semantics/minifloat.h"
 
 #include <gtest/gtest.h>
 
@@ -132,10 +132,10 @@ TEST(InterpreterTest, EightBitFloatsRoundAsTheirFormatsSay) {
   EXPECT_EQ(encode(e8, 0x1p127), 254);
   EXPECT_EQ(encode(e8, 0x1.8p127), 0xff);  // Rounds past 2^127: NaN.
   EXPECT_EQ(encode(e8, 0x1p-127), 0);
-  EXPECT_EQ(encode(e8, 0x1p-140), 0);       // Under the smallest: the smallest.
-  EXPECT_EQ(encode(e8, 0x1.4p-127), 1);     // Between 2^-127 and 2^-126: up, as ml_dtypes does.
-  EXPECT_EQ(encode(e8, 0.0), 0xff);         // No zero.
-  EXPECT_EQ(encode(e8, -1.0), 0xff);        // No sign.
+  EXPECT_EQ(encode(e8, 0x1p-140), 0);    // Under the smallest: the smallest.
+  EXPECT_EQ(encode(e8, 0x1.4p-127), 1);  // Between 2^-127 and 2^-126: up, as ml_dtypes does.
+  EXPECT_EQ(encode(e8, 0.0), 0xff);      // No zero.
+  EXPECT_EQ(encode(e8, -1.0), 0xff);     // No sign.
   EXPECT_EQ(encode(e8, INFINITY), 0xff);
   EXPECT_EQ(decode(e8, 0), 0x1p-127);
   EXPECT_EQ(decode(e8, 254), 0x1p127);

@@ -8,7 +8,7 @@
 
 #include "compiler/artifact/execute.h"
 #include "compiler/artifact/loader.h"
-#include "compiler/interp/dynamic_shapes.h"
+#include "compiler/semantics/dynamic_shapes.h"
 #include "tests/unit/compiler/ops/op_check.h"
 
 namespace hlocache::compiler {

@@ -10,8 +10,8 @@
 
 #include "compiler/codegen/cpu_codegen.h"
 #include "compiler/hlo/parser.h"
-#include "compiler/interp/arguments.h"
 #include "compiler/interp/interpreter.h"
+#include "compiler/semantics/arguments.h"
 #include "tests/unit/compiler/compile_check.h"
 #include "tests/unit/status_matchers.h"
 

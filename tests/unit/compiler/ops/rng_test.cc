@@ -7,7 +7,7 @@
 #include <cmath>
 #include <string>
 
-#include "compiler/codegen/prng.h"
+#include "compiler/semantics/prng.h"
 #include "tests/unit/compiler/ops/op_check.h"
 
 namespace hlocache::compiler {

@@ -14,7 +14,7 @@
 
 #include "common/status.h"
 
-namespace hlocache::client {
+namespace hlocache {
 
 struct HttpClientSettings {
   std::string token;    // Bearer token; empty for none.
@@ -72,4 +72,4 @@ inline std::string DescribeReply(const httplib::Response& r) {
   return std::to_string(r.status) + (body.empty() ? "" : " (" + body + ")");
 }
 
-}  // namespace hlocache::client
+}  // namespace hlocache

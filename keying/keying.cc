@@ -1,9 +1,9 @@
-#include "client/keying.h"
+#include "keying/keying.h"
 
 #include "compiler/hlo/parser.h"
 #include "compiler/target.h"
 
-namespace hlocache::client {
+namespace hlocache::keying {
 
 Status ValidateKeySettings(const KeySettings& settings) {
   if (!settings.target.empty()) {
@@ -42,4 +42,4 @@ Result<KeyedModule> KeyFile(const std::string& path, const KeySettings& settings
   return KeyModule(*module, settings);
 }
 
-}  // namespace hlocache::client
+}  // namespace hlocache::keying

@@ -9,7 +9,7 @@
 
 #include "common/status.h"
 #include "compiler/hlo/module.h"
-#include "compiler/interp/eval_context.h"
+#include "compiler/semantics/shape_context.h"
 
 namespace hlocache::interp {
 

@@ -1,12 +1,12 @@
-#include "compiler/interp/literal.h"
+#include "compiler/semantics/literal.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 
-#include "compiler/interp/half.h"
-#include "compiler/interp/minifloat.h"
+#include "compiler/semantics/half.h"
+#include "compiler/semantics/minifloat.h"
 
 namespace hlocache::interp {
 

@@ -1,4 +1,4 @@
-#include "compiler/interp/eval_context.h"
+#include "compiler/semantics/shape_context.h"
 
 namespace hlocache::interp {
 

@@ -14,7 +14,7 @@
 
 namespace {
 
-void AddKeyFlags(CLI::App* cmd, hlocache::client::KeySettings& settings,
+void AddKeyFlags(CLI::App* cmd, hlocache::keying::KeySettings& settings,
                  std::vector<std::string>& options) {
   cmd->add_option("--target", settings.target,
                   "where the executable runs: cpu-x86-64-v2|v3|v4, cuda-sm_80|sm_90, or any "
@@ -28,7 +28,7 @@ void AddKeyFlags(CLI::App* cmd, hlocache::client::KeySettings& settings,
                 "not part of the key)");
 }
 
-bool SplitOptions(const std::vector<std::string>& raw, hlocache::client::KeySettings& settings) {
+bool SplitOptions(const std::vector<std::string>& raw, hlocache::keying::KeySettings& settings) {
   for (const std::string& kv : raw) {
     size_t eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) {
@@ -46,7 +46,7 @@ int Main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "hlocache 0.1.0");
 
-  KeySettings settings;
+  hlocache::keying::KeySettings settings;
   std::vector<std::string> raw_options;
   std::vector<std::string> files;
   std::string file_a, file_b;

@@ -12,7 +12,7 @@
 // elementwise result takes each dynamic dimension's size from the first operand dynamic in it
 // (operands of different sizes at run time are an error in the interpreter, whose elementwise
 // ops compute on equal shapes); broadcast and transpose from the operand dimension they map
-// from; reshape by compiler/codegen/dynamic_dims.h. A dimension static in the declared shape is
+// from; reshape by compiler/semantics/dynamic_dims.h. A dimension static in the declared shape is
 // its bound. Any other op with a dynamic operand or result is refused by name, as are unbounded
 // dimensions (f32[?]), which XLA compiles only once refined to bounds.
 //
@@ -25,7 +25,7 @@
 
 #include "common/status.h"
 #include "compiler/hlo/module.h"
-#include "compiler/interp/eval_context.h"
+#include "compiler/semantics/shape_context.h"
 
 namespace hlocache::interp {
 

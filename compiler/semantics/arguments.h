@@ -12,7 +12,7 @@
 
 #include "common/status.h"
 #include "compiler/hlo/module.h"
-#include "compiler/interp/literal.h"
+#include "compiler/semantics/literal.h"
 
 namespace hlocache::interp {
 

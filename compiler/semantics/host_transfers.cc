@@ -1,8 +1,8 @@
-#include "compiler/interp/host_transfers.h"
+#include "compiler/semantics/host_transfers.h"
 
 #include <random>
 
-#include "compiler/interp/arguments.h"
+#include "compiler/semantics/arguments.h"
 
 namespace hlocache::interp {
 namespace {

@@ -1,10 +1,10 @@
-#include "compiler/interp/dynamic_shapes.h"
+#include "compiler/semantics/dynamic_shapes.h"
 
 #include <memory>
 #include <string>
 
-#include "compiler/codegen/dynamic_dims.h"
-#include "compiler/interp/interpreter.h"
+#include "compiler/semantics/core_ops.h"
+#include "compiler/semantics/dynamic_dims.h"
 
 namespace hlocache::interp {
 namespace dynamic {

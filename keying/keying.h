@@ -1,5 +1,5 @@
-// From HLO text to a cache key: parse, canonicalize, compose. Shared by the CLI, and later the
-// client library and the server.
+// From HLO text to a cache key: parse, canonicalize, compose. One folder below both the client
+// and the server, so that every key is computed by the same code whoever computes it.
 //
 // Thread safety: pure functions.
 #pragma once
@@ -13,7 +13,7 @@
 #include "compiler/hlo/canonical.h"
 #include "compiler/hlo/module.h"
 
-namespace hlocache::client {
+namespace hlocache::keying {
 
 struct KeySettings {
   std::string target;       // Empty: the host's best CPU target.
@@ -38,4 +38,4 @@ Result<KeyedModule> KeyModule(const hlo::Module& module, const KeySettings& sett
 // Parses the file ("-" for stdin), then keys it.
 Result<KeyedModule> KeyFile(const std::string& path, const KeySettings& settings);
 
-}  // namespace hlocache::client
+}  // namespace hlocache::keying

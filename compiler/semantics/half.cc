@@ -1,4 +1,4 @@
-#include "compiler/interp/half.h"
+#include "compiler/semantics/half.h"
 
 #include <cmath>
 

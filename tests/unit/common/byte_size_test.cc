@@ -1,9 +1,9 @@
 #include <gtest/gtest.h>
 
-#include "client/commands.h"
+#include "common/byte_size.h"
 #include "tests/unit/status_matchers.h"
 
-namespace hlocache::client {
+namespace hlocache {
 namespace {
 
 TEST(ByteSizeTest, NumbersWithBinaryUnits) {
@@ -24,4 +24,4 @@ TEST(ByteSizeTest, RejectsWhatIsNotASize) {
 }
 
 }  // namespace
-}  // namespace hlocache::client
+}  // namespace hlocache

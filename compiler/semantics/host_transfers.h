@@ -17,7 +17,7 @@
 
 #include "common/status.h"
 #include "compiler/hlo/shape.h"
-#include "compiler/interp/literal.h"
+#include "compiler/semantics/literal.h"
 
 namespace hlocache::interp {
 

@@ -1,6 +1,6 @@
-#include "compiler/interp/arguments.h"
+#include "compiler/semantics/arguments.h"
 
-#include "compiler/interp/dynamic_shapes.h"
+#include "compiler/semantics/dynamic_shapes.h"
 
 #include <algorithm>
 #include <cmath>

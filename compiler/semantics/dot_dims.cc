@@ -1,9 +1,9 @@
-#include "compiler/interp/dot_dims.h"
+#include "compiler/semantics/dot_dims.h"
 
 #include <algorithm>
 #include <string>
 
-#include "compiler/interp/eval_signature.h"
+#include "compiler/semantics/signature.h"
 
 namespace hlocache::interp {
 

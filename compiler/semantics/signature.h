@@ -1,8 +1,8 @@
 // The shape rules every op that calls a computation shares: the callee takes one parameter per
 // value it is handed, of that value's shape, and returns the shape its caller expects. The
 // parser checks none of this, and both the interpreter (which binds parameters to values) and
-// the code generator (which passes one pointer per leaf) rely on it. Internal to compiler/interp
-// (the op families eval_*.cc).
+// the code generator (which passes one pointer per leaf) rely on it; the interpreter's op
+// families (compiler/interp/eval_*.cc) check it.
 //
 // Thread safety: pure functions.
 #pragma once
@@ -13,7 +13,7 @@
 
 #include "common/status.h"
 #include "compiler/hlo/module.h"
-#include "compiler/interp/eval_context.h"
+#include "compiler/semantics/shape_context.h"
 
 namespace hlocache::interp {
 

@@ -1,4 +1,4 @@
-#include "compiler/interp/minifloat.h"
+#include "compiler/semantics/minifloat.h"
 
 #include <algorithm>
 #include <bit>

@@ -1,4 +1,4 @@
-#include "compiler/interp/eval_signature.h"
+#include "compiler/semantics/signature.h"
 
 namespace hlocache::interp {
 
