@@ -10,7 +10,7 @@
 
 #include "common/status.h"
 #include "compiler/artifact/loader.h"
-#include "compiler/codegen/cpu_codegen.h"
+#include "compiler/semantics/entry_leaves.h"
 #include "compiler/semantics/host_transfers.h"
 #include "compiler/semantics/literal.h"
 

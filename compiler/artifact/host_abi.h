@@ -1,6 +1,6 @@
 // The C interface between a generated CPU executable and the host it transfers with while it
 // runs (infeed, outfeed, send and recv with is_host_transfer=true; compiler/interp/eval_host.cc
-// says what each does). The generated prelude (compiler/codegen/cpu_prelude.h) declares the same
+// says what each does). The generated prelude (compiler/codegen/prelude/hc_cpu.h) declares the same
 // structs field for field.
 //
 //   extern "C" int hlocache_entry_host(const void* const* params, void* const* results,

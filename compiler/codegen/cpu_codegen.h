@@ -36,6 +36,7 @@
 #include "common/status.h"
 #include "compiler/codegen/cpu_units.h"
 #include "compiler/hlo/module.h"
+#include "compiler/semantics/entry_leaves.h"
 
 namespace hlocache::compiler {
 
@@ -49,13 +50,5 @@ Result<std::vector<std::string>> LowerToCppUnits(const hlo::Module& module,
 // The units of the default options, concatenated (one unit for all but big modules): for
 // reading and for tests.
 Result<std::string> LowerToCpp(const hlo::Module& module);
-
-// The array leaves of the entry computation's parameters and result, in the order of
-// hlocache_entry's params[] and results[]. kInvalidArgument without an entry computation.
-struct EntryLeaves {
-  std::vector<hlo::Shape> parameters;
-  std::vector<hlo::Shape> results;
-};
-Result<EntryLeaves> EntryLeavesOf(const hlo::Module& module);
 
 }  // namespace hlocache::compiler

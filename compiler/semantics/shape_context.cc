@@ -8,14 +8,28 @@ std::string Where(const hlo::Module& m, const hlo::Instruction& inst) {
 }
 }  // namespace
 
+std::string InstructionLocation(const hlo::Module& module, const hlo::Instruction& inst) {
+  return Where(module, inst) + ": '" + std::string(inst.name) + "' (" +
+         std::string(hlo::OpcodeName(inst.opcode.opcode)) + ")";
+}
+
+Status MalformedInstruction(const hlo::Module& module, const hlo::Instruction& inst,
+                            const std::string& why) {
+  return InvalidArgument(InstructionLocation(module, inst) + ": " + why);
+}
+
+Status UnsupportedInstruction(const hlo::Module& module, const hlo::Instruction& inst,
+                              std::string_view who, const std::string& what) {
+  return FailedPrecondition(Where(module, inst) + ": " + std::string(who) + " does not support " +
+                            what + " (instruction '" + std::string(inst.name) + "')");
+}
+
 Status ShapeContext::Unsupported(const hlo::Instruction& inst, const std::string& what) const {
-  return FailedPrecondition(Where(module_, inst) + ": hlocache does not support " + what +
-                            " (instruction '" + std::string(inst.name) + "')");
+  return UnsupportedInstruction(module_, inst, "hlocache", what);
 }
 
 Status ShapeContext::Malformed(const hlo::Instruction& inst, const std::string& why) const {
-  return InvalidArgument(Where(module_, inst) + ": '" + std::string(inst.name) + "' (" +
-                         std::string(hlo::OpcodeName(inst.opcode.opcode)) + "): " + why);
+  return MalformedInstruction(module_, inst, why);
 }
 
 Result<std::vector<int64_t>> ShapeContext::Ints(const hlo::Instruction& inst,

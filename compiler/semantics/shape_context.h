@@ -9,12 +9,22 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
 #include "compiler/hlo/module.h"
 
 namespace hlocache::interp {
+
+// "FILE:LINE: 'NAME' (OPCODE)": an instruction as every diagnostic names it.
+std::string InstructionLocation(const hlo::Module& module, const hlo::Instruction& inst);
+// kInvalidArgument: "FILE:LINE: 'NAME' (OPCODE): WHY".
+Status MalformedInstruction(const hlo::Module& module, const hlo::Instruction& inst,
+                            const std::string& why);
+// kFailedPrecondition: "FILE:LINE: WHO does not support WHAT (instruction 'NAME')".
+Status UnsupportedInstruction(const hlo::Module& module, const hlo::Instruction& inst,
+                              std::string_view who, const std::string& what);
 
 // The shape checks of the op families: the module, for attributes and diagnostics.
 class ShapeContext {

@@ -1,0 +1,136 @@
+// The contractions lowered: dot (its loops are the prelude's hc_dot, in the interpreter's order
+// of sums) and reduce (the reduced dimensions folded in row-major order, as the interpreter does).
+#include "compiler/codegen/cpu_lowering.h"
+
+namespace hlocache::compiler::lowering_internal {
+
+// ---- Reductions and contractions ------------------------------------------------------------
+
+// dot: the result's dimensions are the batch ones, lhs's free ones, then rhs's free ones.
+// Floats accumulate in double over the contracting dimensions in row-major order and are
+// rounded once, as the interpreter does; the blocked loops are the prelude's hc_dot.
+Status Lowering::Dot(int32_t index, const Instruction& inst) {
+  return EmitDot(index, inst, Leaves(inst.operands[0])[0], Leaves(inst.operands[1])[0]);
+}
+
+// reduce (variadic): for each result element, folds the reduced dimensions in row-major order
+// from the inits, as the interpreter does, with the reduction computation (parameters: the n
+// accumulators, then the n elements).
+Status Lowering::Reduce(int32_t index, const Instruction& inst) {
+  const size_t n = inst.operands.size() / 2;
+  const Computation& f = m_.computations[static_cast<size_t>(inst.callees[0])];
+  if (f.parameters.size() != 2 * n || f.root < 0) {
+    return Malformed(inst, "the reduction computation does not take 2 scalars per operand");
+  }
+  for (size_t k = 0; k < 2 * n; ++k) {
+    const Shape& p = Inst(f, f.parameters[k]).shape;
+    if (!p.IsArray() || !p.dims.empty() || p.type != OperandShape(inst, k % n).type) {
+      return Malformed(inst, "the reduction computation's parameter " + std::to_string(k) +
+                                 " is not a scalar of its operand's type");
+    }
+  }
+  const Shape& fr = Inst(f, f.root).shape;
+  Shape want_root;
+  for (size_t k = 0; k < n; ++k) {
+    Shape s;
+    s.type = OperandShape(inst, k).type;
+    want_root.tuple_elements.push_back(s);
+  }
+  if (!SameValues(fr, n == 1 ? want_root.tuple_elements[0] : want_root)) {
+    return Malformed(inst, "the reduction computation does not return one scalar per operand");
+  }
+  HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> d, IntList(inst, "dimensions"));
+  const auto& id = OperandShape(inst, 0).dims;
+  const auto is = hlo::RowMajorStrides(id);
+  std::vector<bool> reduced(id.size(), false);
+  for (int64_t x : d) reduced[static_cast<size_t>(x)] = true;
+  std::vector<int64_t> kd, ks, rd, rs;
+  for (size_t k = 0; k < id.size(); ++k) {
+    (reduced[k] ? rd : kd).push_back(id[k]);
+    (reduced[k] ? rs : ks).push_back(is[k]);
+  }
+  std::vector<const Shape*> leaves;
+  AppendLeafShapes(inst.shape, leaves);
+  std::vector<Leaf>& out = values_[static_cast<size_t>(index)];
+  for (size_t k = 0; k < n; ++k) {
+    const std::string name = Var(index) + "_" + std::to_string(k);
+    Declare(name, *leaves[k]);
+    out.push_back({name, leaves[k]});
+  }
+  // Results are computed a tile at a time: the reduced dimensions run in the outer loops, in
+  // row-major order, and the tile's accumulators in the inner one. Each result still folds
+  // its elements in the interpreter's order, but the tile's independent folds keep the CPU
+  // busy (one fold is a chain of dependent adds), and vectorize when the results are
+  // contiguous in the input. Results far apart in the input (a row reduction) take small
+  // tiles: 64 rows a power of two apart share one set of the L1 cache and evict each other
+  // (measured on f32[4096,4096] rows: 111 ms with tiles of 64, 19 ms with 8, 36 ms one row at
+  // a time).
+  const int64_t kept = Product(kd);
+  // When the kept dimensions are laid out in order with nothing reduced between them, result
+  // q starts at q * stride; otherwise each result's start is computed once, into base[].
+  bool linear = true;
+  for (size_t k = 0; k + 1 < kd.size(); ++k) linear = linear && ks[k] == ks[k + 1] * kd[k + 1];
+  const int64_t stride = ks.empty() ? 0 : ks.back();
+  const int64_t kTile = linear && stride == 1 ? 64 : 8;
+  Body() += "  {\n";
+  if (!linear) Body() += IntArray("kd", kd) + IntArray("ks", ks);
+  Body() += "    for (int64_t t0 = 0; t0 < " + Int(kept) + "; t0 += " + Int(kTile) +
+            ") {\n      const int64_t tn = " + Int(kept) + " - t0 < " + Int(kTile) + " ? " +
+            Int(kept) + " - t0 : " + Int(kTile) + ";\n";
+  std::string start = "(t0 + j) * " + Int(stride);
+  if (!linear) {
+    Body() += "      int64_t base[" + Int(kTile) +
+              "];\n      for (int64_t j = 0; j < tn; ++j) {\n        base[j] = 0;\n" +
+              Digits("t0 + j", "kd", kd.size(), {{"base[j]", "ks"}}) + "      }\n";
+    start = "base[j]";
+  }
+  for (size_t k = 0; k < n; ++k) {
+    const std::string t = CType(OperandShape(inst, k).type);
+    Body() += "      " + t + " acc" + std::to_string(k) + "[" + Int(kTile) + "];\n";
+    Body() += "      for (int64_t j = 0; j < tn; ++j) acc" + std::to_string(k) +
+              "[j] = " + Buffer(inst, n + k) + "[0];\n";
+  }
+  // One step of every result of the tile: element i of each operand (loaded, or its fused
+  // expression) folded into the accumulators.
+  std::string step = "{\n";
+  for (size_t k = 0; k < n; ++k) {
+    step += "const " + std::string(CType(OperandShape(inst, k).type)) + " x" + std::to_string(k) +
+            " = " + Read(inst, k) + "; ";
+  }
+  bool swapped = false;
+  const char* helper = n == 1 ? OneOpCombiner(f, OperandShape(inst, 0).type, swapped) : nullptr;
+  if (helper != nullptr) {
+    const std::string t = CType(OperandShape(inst, 0).type);
+    step += "acc0[j] = " + std::string(helper) + "<" + t + ">(" +
+            (swapped ? "x0, acc0[j]" : "acc0[j], x0") + ");";
+  } else {
+    std::string args;
+    for (size_t k = 0; k < n; ++k)
+      args += (k ? ", " : "") + std::string("&acc") + std::to_string(k) + "[j]";
+    for (size_t k = 0; k < n; ++k) args += ", &x" + std::to_string(k);
+    for (size_t k = 0; k < n; ++k) {
+      step +=
+          std::string(CType(OperandShape(inst, k).type)) + " next" + std::to_string(k) + "[1]; ";
+      args += ", next" + std::to_string(k);
+    }
+    step += "if (" + FunctionName(inst.callees[0]) + "(" + args + ") != 0) return 1; ";
+    for (size_t k = 0; k < n; ++k) {
+      step += "acc" + std::to_string(k) + "[j] = next" + std::to_string(k) + "[0]; ";
+    }
+  }
+  step += "}";
+  Body() += NestedLoops(rd,
+                        "{\n          const int64_t roff = " + Affine("0", rs) +
+                            ";\n          for (int64_t j = 0; j < tn; ++j) {\n" +
+                            "            const int64_t i = " + start + " + roff;\n" +
+                            "            " + step + "\n          }\n        }",
+                        6);
+  for (size_t k = 0; k < n; ++k) {
+    Body() += "      for (int64_t j = 0; j < tn; ++j) " + out[k].ptr + "[t0 + j] = acc" +
+              std::to_string(k) + "[j];\n";
+  }
+  Body() += "    }\n  }\n";
+  return Status::Ok();
+}
+
+}  // namespace hlocache::compiler::lowering_internal

@@ -1,0 +1,141 @@
+// The core elementwise ops lowered: compare and the arithmetic, computed as the interpreter
+// defines them.
+#include "compiler/codegen/cpu_lowering.h"
+
+namespace hlocache::compiler::lowering_internal {
+
+Status Lowering::Compare(int32_t index, const Instruction& inst) {
+  const hlo::Attribute* a = inst.FindAttribute("direction");
+  if (a == nullptr) return Malformed(inst, "no direction");
+  const std::string_view dir = m_.TokenText(a->value.begin);
+  const char* c = CompareOperator(dir);
+  if (c == nullptr) return Unsupported(inst, "direction " + std::string(dir));
+  const char* key = CompareKey(m_, inst, OperandShape(inst, 0).type);
+  Elementwise(index, inst,
+              std::string(key) + Read(inst, 0) + ")) " + c + " " + key + Read(inst, 1) + "))");
+  return Status::Ok();
+}
+
+Status Lowering::ElementwiseMath(int32_t index, const Instruction& inst) {
+  const Opcode op = inst.opcode.opcode;
+  const std::string t = CType(inst.shape.type);
+  const bool is_float = hlo::IsFloat(inst.shape.type);
+  const bool logical =
+      op == Opcode::kAnd || op == Opcode::kOr || op == Opcode::kXor || op == Opcode::kNot;
+  // What HLO does not define does not reach the C++ compiler as code it would reject.
+  if (op != Opcode::kIsFinite && inst.shape.type == PrimitiveType::kPred && !logical) {
+    return Unsupported(inst, "arithmetic on pred");
+  }
+  if (is_float && logical) return Unsupported(inst, "bitwise ops on floats");
+  auto call = [&](const std::string& f) {
+    std::string e = f + "<" + t + ">(" + Read(inst, 0);
+    if (inst.operands.size() == 2) e += ", " + Read(inst, 1);
+    Elementwise(index, inst, e + ")");
+    return Status::Ok();
+  };
+  auto math = [&](const std::string& f) {  // Floats only: computed in double, rounded once.
+    if (!is_float) return Unsupported(inst, std::string(hlo::OpcodeName(op)) + " on integers");
+    Elementwise(index, inst, "hc_store<" + t + ">(" + f + "(hc_load(" + Read(inst, 0) + ")))");
+    return Status::Ok();
+  };
+  if (inst.operands.size() == 1) {
+    switch (op) {
+      case Opcode::kNegate:
+        return call("hc_neg");
+      case Opcode::kAbs:
+        return call("hc_abs");
+      case Opcode::kSign:
+        return call("hc_sign");
+      case Opcode::kNot:
+        return call("hc_not");
+      case Opcode::kExp:
+        return math("std::exp");
+      case Opcode::kExpm1:
+        return math("std::expm1");
+      case Opcode::kLog:
+        return math("std::log");
+      case Opcode::kLog1p:
+        return math("std::log1p");
+      case Opcode::kSqrt:
+        return math("std::sqrt");
+      case Opcode::kRsqrt:
+        return math("1.0 / std::sqrt");
+      case Opcode::kTanh:
+        return math("std::tanh");
+      case Opcode::kCos:
+        return math("std::cos");
+      case Opcode::kSin:
+        return math("std::sin");
+      case Opcode::kFloor:
+        return math("std::floor");
+      case Opcode::kCeil:
+        return math("std::ceil");
+      case Opcode::kRoundNearestAfz:
+        return math("std::round");
+      case Opcode::kRoundNearestEven:
+        return math("std::nearbyint");
+      case Opcode::kLogistic:
+        if (!is_float) return Unsupported(inst, "logistic on integers");
+        Elementwise(index, inst,
+                    "hc_store<" + t + ">(1.0 / (1.0 + std::exp(-hc_load(" + Read(inst, 0) + "))))");
+        return Status::Ok();
+      case Opcode::kIsFinite:
+        Elementwise(index, inst, "std::isfinite(hc_load(" + Read(inst, 0) + "))");
+        return Status::Ok();
+      default:
+        break;
+    }
+  } else {
+    switch (op) {
+      case Opcode::kAdd:
+        return call("hc_add");
+      case Opcode::kSubtract:
+        return call("hc_sub");
+      case Opcode::kMultiply:
+        return call("hc_mul");
+      case Opcode::kDivide:
+        return call("hc_div");
+      case Opcode::kRemainder:
+        return call("hc_rem");
+      case Opcode::kMaximum:
+        return call("hc_max");
+      case Opcode::kMinimum:
+        return call("hc_min");
+      case Opcode::kPower:
+        return call("hc_pow");
+      case Opcode::kShiftLeft:
+      case Opcode::kShiftRightLogical:
+      case Opcode::kShiftRightArithmetic:
+        if (is_float || inst.shape.type == PrimitiveType::kPred) {
+          return Unsupported(inst, "shifts of other than integers");
+        }
+        if (op == Opcode::kShiftLeft) return call("hc_shl");
+        // The right shifts see a sub-byte value's own bits (its width as an argument).
+        Elementwise(index, inst,
+                    std::string(op == Opcode::kShiftRightLogical ? "hc_shrl<" : "hc_shra<") +
+                        TypeAndWidth(inst.shape.type) + ">(" + Read(inst, 0) + ", " +
+                        Read(inst, 1) + ")");
+        return Status::Ok();
+      case Opcode::kAnd:
+      case Opcode::kOr:
+      case Opcode::kXor: {
+        const char* c = op == Opcode::kAnd ? "&" : op == Opcode::kOr ? "|" : "^";
+        Elementwise(
+            index, inst,
+            "static_cast<" + t + ">(" + Read(inst, 0) + " " + c + " " + Read(inst, 1) + ")");
+        return Status::Ok();
+      }
+      case Opcode::kAtan2:
+        if (!is_float) return Unsupported(inst, "atan2 on integers");
+        Elementwise(index, inst,
+                    "hc_store<" + t + ">(std::atan2(hc_load(" + Read(inst, 0) + "), hc_load(" +
+                        Read(inst, 1) + ")))");
+        return Status::Ok();
+      default:
+        break;
+    }
+  }
+  return Unsupported(inst, "'" + std::string(hlo::OpcodeName(op)) + "'");
+}
+
+}  // namespace hlocache::compiler::lowering_internal

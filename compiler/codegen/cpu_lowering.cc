@@ -1,0 +1,609 @@
+// The lowering driver: each computation in order, operand fusion, values materialized as
+// buffers, and the dispatch of each instruction to its op.
+#include "compiler/codegen/cpu_lowering.h"
+
+namespace hlocache::compiler::lowering_internal {
+
+const std::vector<Leaf>& Lowering::Leaves(int32_t i) const {
+  return values_[static_cast<size_t>(i)];
+}
+
+const std::vector<Leaf>& Lowering::MaterializeLeaves(int32_t index, const Instruction& inst) {
+  std::vector<const Shape*> leaves;
+  AppendLeafShapes(inst.shape, leaves);
+  std::vector<Leaf>& out = values_[static_cast<size_t>(index)];
+  out.clear();
+  for (size_t j = 0; j < leaves.size(); ++j) {
+    const std::string name = leaves.size() == 1 && inst.shape.IsArray()
+                                 ? Var(index)
+                                 : Var(index) + "_" + std::to_string(j);
+    Declare(name, *leaves[j]);
+    out.push_back({name, leaves[j]});
+  }
+  return out;
+}
+
+void Lowering::Bind(int32_t index, std::vector<Leaf> leaves) {
+  values_[static_cast<size_t>(index)] = std::move(leaves);
+}
+
+std::string Lowering::Fresh(std::string_view prefix) {
+  return std::string(prefix) + "_" + std::to_string(fresh_++);
+}
+
+// The module's translation units (cpu_units.h): each starts with the prelude and every
+// declaration; the functions and large constants are spread over them.
+Result<std::vector<std::string>> Lowering::Run() {
+  if (m_.entry < 0) return Error(InvalidArgument(m_.filename() + ": no entry computation"));
+  std::vector<int> state(m_.computations.size(), 0);
+  HLOCACHE_RETURN_IF_ERROR(Reach(m_.entry, state));
+  pieces_.clear();
+  pieces_.push_back({"", EntryPoint()});
+  for (size_t c = 0; c < m_.computations.size(); ++c) {
+    if (state[c] != 2) continue;
+    HLOCACHE_RETURN_IF_ERROR(LowerComputation(static_cast<int32_t>(c)));
+  }
+  std::string shared = kCpuPrelude;
+  shared += "namespace hlocache_rt {\n" + std::string(kPrngSource) + "\n" +
+            std::string(kLinalgSource) + "\n" + kCpuLinalgPrelude + kDynamicDimsSource + "\n" +
+            kCpuDynamicPrelude + "}  // namespace hlocache_rt\n";
+  for (const CodePiece& p : pieces_) shared += p.declaration;
+  shared += small_constants_ + "\n";
+  return PackUnits(shared, pieces_, options_);
+}
+
+// The entry point: leaves of the parameters in, leaves of the result out.
+std::string Lowering::EntryPoint() const {
+  const Computation& entry = m_.computations[static_cast<size_t>(m_.entry)];
+  std::string call = FunctionName(m_.entry) + "(";
+  std::vector<const Shape*> leaves;
+  for (int32_t p : entry.parameters) {
+    if (p >= 0) AppendLeafShapes(Inst(entry, p).shape, leaves);
+  }
+  size_t n = 0;
+  for (size_t j = 0; j < leaves.size(); ++j, ++n) {
+    const char* t = CType(leaves[j]->type);
+    call += std::string(n ? ", " : "") + "static_cast<const " + (t ? t : "void") + "*>(params[" +
+            std::to_string(j) + "])";
+  }
+  leaves.clear();
+  if (entry.root >= 0) AppendLeafShapes(Inst(entry, entry.root).shape, leaves);
+  for (size_t j = 0; j < leaves.size(); ++j, ++n) {
+    const char* t = CType(leaves[j]->type);
+    call += std::string(n ? ", " : "") + "static_cast<" + (t ? t : "void") + "*>(results[" +
+            std::to_string(j) + "])";
+  }
+  call += ")";
+  // hlocache_entry_host runs with a host to transfer with, kept in a thread-local for the
+  // transfers to find (the thread's own, restored after, so runs may nest); hlocache_entry
+  // without one. A program without transfers has no use for the host, and no thread-local.
+  std::string body = "  return " + call + ";\n";
+  if (HasHostTransfers()) {
+    body =
+        "  const hc_host* const outer_host = hc_current_host;\n"
+        "  const bool outer_failed = hc_host_failed;\n  hc_current_host = host;\n"
+        "  hc_host_failed = false;\n  const int status = " +
+        call +
+        ";\n  const bool failed = hc_host_failed;\n  hc_current_host = outer_host;\n"
+        "  hc_host_failed = outer_failed;\n  return failed ? 2 : status;\n";
+  }
+  return "extern \"C\" __attribute__((visibility(\"default\"))) int hlocache_entry_host(\n"
+         "    const void* const* params, void* const* results,\n"
+         "    [[maybe_unused]] const hlocache_rt::hc_host* host) {\n" +
+         body +
+         "}\n\n"
+         "extern \"C\" __attribute__((visibility(\"default\"))) int hlocache_entry(\n"
+         "    const void* const* params, void* const* results) {\n"
+         "  return hlocache_entry_host(params, results, nullptr);\n}\n\n";
+}
+
+// Whether an instruction of the module transfers with the host.
+bool Lowering::HasHostTransfers() const {
+  for (const Computation& c : m_.computations) {
+    for (const Instruction& inst : c.instructions) {
+      if (hlo::IsHostTransfer(inst.opcode.opcode)) return true;
+    }
+  }
+  return false;
+}
+
+Status Lowering::Unsupported(const Instruction& inst, const std::string& what) const {
+  return interp::UnsupportedInstruction(m_, inst, "the CPU code generator", what);
+}
+
+Status Lowering::Malformed(const Instruction& inst, const std::string& what) const {
+  return interp::MalformedInstruction(m_, inst, what);
+}
+
+// Marks the computations the entry reaches (2 = reached and finished); a cycle is refused.
+Status Lowering::Reach(int32_t c, std::vector<int>& state) {
+  if (c < 0 || static_cast<size_t>(c) >= m_.computations.size()) {
+    return InvalidArgument(m_.filename() + ": a call to a computation that does not exist");
+  }
+  if (state[static_cast<size_t>(c)] == 2) return Status::Ok();
+  const Computation& comp = m_.computations[static_cast<size_t>(c)];
+  if (state[static_cast<size_t>(c)] == 1) {
+    return InvalidArgument(m_.filename() + ": computation '" + std::string(comp.name) +
+                           "' calls itself");
+  }
+  state[static_cast<size_t>(c)] = 1;
+  for (const Instruction& inst : comp.instructions) {
+    const Opcode op = inst.opcode.opcode;
+    if (inst.callees.empty()) continue;
+    if (IsExtendedCpuOp(op) && inst.opcode.phase == hlo::AsyncPhase::kNone) {
+      // Loop bodies, branches, comparators, update computations: each is a function.
+      for (int32_t callee : inst.callees) HLOCACHE_RETURN_IF_ERROR(Reach(callee, state));
+      continue;
+    }
+    if (op != Opcode::kCall && op != Opcode::kFusion && op != Opcode::kReduce) {
+      return Unsupported(inst, "'" + std::string(hlo::OpcodeName(op)) + "'");
+    }
+    if (inst.callees.size() != 1) return Unsupported(inst, "several called computations");
+    HLOCACHE_RETURN_IF_ERROR(Reach(inst.callees[0], state));
+  }
+  state[static_cast<size_t>(c)] = 2;
+  return Status::Ok();
+}
+
+Status Lowering::CheckLeaf(const Instruction& inst, const Shape& s) const {
+  if (s.IsTuple()) return Status::Ok();
+  if (CType(s.type) == nullptr) {
+    return Unsupported(inst, "the element type " + hlo::CanonicalShapeText(s));
+  }
+  if (!s.BoundElementCount()) {
+    return Unsupported(inst, s.IsDynamic() ? "unbounded dynamic dimensions" : "this shape");
+  }
+  return Status::Ok();
+}
+
+Status Lowering::CheckShape(const Instruction& inst, const Shape& s) const {
+  if (s.IsTuple()) {
+    for (const Shape& e : s.tuple_elements) HLOCACHE_RETURN_IF_ERROR(CheckShape(inst, e));
+    return Status::Ok();
+  }
+  return CheckLeaf(inst, s);
+}
+
+// ---- One computation as one static function -------------------------------------------
+
+Status Lowering::LowerComputation(int32_t c) {
+  comp_ = &m_.computations[static_cast<size_t>(c)];
+  const Computation& comp = *comp_;
+  if (comp.root < 0) return InvalidArgument(m_.filename() + ": a computation without a root");
+  values_.assign(comp.instructions.size(), {});
+  fused_.assign(comp.instructions.size(), std::nullopt);
+  depth_.assign(comp.instructions.size(), 0);
+  uses_.assign(comp.instructions.size(), 0);
+  user_.assign(comp.instructions.size(), {-1, 0});
+  for (size_t i = 0; i < comp.instructions.size(); ++i) {
+    const Instruction& inst = comp.instructions[i];
+    for (int32_t o : inst.operands) {
+      if (o < 0 || static_cast<size_t>(o) >= i) {
+        return Unsupported(inst, "operands defined after their use");
+      }
+    }
+  }
+  // What the root does not depend on computes nothing anyone sees: it is not lowered (the
+  // ops lowered here have no effects but their values).
+  live_.assign(comp.instructions.size(), false);
+  live_[static_cast<size_t>(comp.root)] = true;
+  for (size_t i = comp.instructions.size(); i-- > 0;) {
+    if (!live_[i] && !hlo::HasEffects(comp.instructions[i].opcode.opcode)) continue;
+    live_[i] = true;
+    for (int32_t o : comp.instructions[i].operands) live_[static_cast<size_t>(o)] = true;
+  }
+  for (size_t i = 0; i < comp.instructions.size(); ++i) {
+    if (!live_[i]) continue;
+    const Instruction& inst = comp.instructions[i];
+    for (size_t k = 0; k < inst.operands.size(); ++k) {
+      const auto o = static_cast<size_t>(inst.operands[k]);
+      ++uses_[o];
+      user_[o] = {static_cast<int32_t>(i), k};
+    }
+  }
+  ++uses_[static_cast<size_t>(comp.root)];
+
+  std::string signature = "int " + FunctionName(c) + "(";
+  std::vector<std::pair<std::string, std::string>> params;
+  size_t n = 0;
+  std::vector<std::string> parameter_leaves;
+  for (size_t p = 0; p < comp.parameters.size(); ++p) {
+    if (comp.parameters[p] < 0) return InvalidArgument(m_.filename() + ": a missing parameter");
+    const Instruction& param = Inst(comp, comp.parameters[p]);
+    HLOCACHE_RETURN_IF_ERROR(CheckShape(param, param.shape));
+    std::vector<const Shape*> leaves;
+    AppendLeafShapes(param.shape, leaves);
+    for (const Shape* s : leaves) {
+      const std::string name = "p" + std::to_string(n);
+      const std::string type = "const " + std::string(CType(s->type)) + "*";
+      signature += std::string(n ? ", " : "") + type + " " + name;
+      params.emplace_back(name, type);
+      parameter_leaves.push_back(name);
+      values_[static_cast<size_t>(comp.parameters[p])].push_back({name, s});
+      ++n;
+    }
+  }
+  const Instruction& root = Inst(comp, comp.root);
+  HLOCACHE_RETURN_IF_ERROR(CheckShape(root, root.shape));
+  std::vector<const Shape*> result_leaves;
+  AppendLeafShapes(root.shape, result_leaves);
+  for (size_t j = 0; j < result_leaves.size(); ++j, ++n) {
+    const std::string name = "r" + std::to_string(j);
+    const std::string type = std::string(CType(result_leaves[j]->type)) + "*";
+    signature += std::string(n ? ", " : "") + type + " " + name;
+    params.emplace_back(name, type);
+  }
+  signature += ")";
+
+  SegmentedFunction function(FunctionName(c), signature, std::move(params), options_.segment_bytes);
+  function_ = &function;
+  for (size_t i = 0; i < comp.instructions.size(); ++i) {
+    if (!live_[i]) continue;
+    HLOCACHE_RETURN_IF_ERROR(Lower(static_cast<int32_t>(i)));
+    function.EndInstruction();
+  }
+  function_ = nullptr;
+  const auto& out = values_[static_cast<size_t>(comp.root)];
+  if (out.size() != result_leaves.size()) {
+    return Malformed(root, "the root's value does not have the root's shape");
+  }
+  std::string epilogue;
+  for (size_t j = 0; j < out.size(); ++j) {
+    const std::string r = "r" + std::to_string(j);
+    const std::string copy =
+        "std::memcpy(" + r + ", " + out[j].ptr + ", " + Int(Bytes(*out[j].shape)) + ");\n";
+    // A caller may pass a parameter leaf's own buffer for the result the root hands it on to
+    // (a loop's state passed through): then nothing is copied, nor written.
+    const bool from_parameter = std::find(parameter_leaves.begin(), parameter_leaves.end(),
+                                          out[j].ptr) != parameter_leaves.end();
+    epilogue += from_parameter ? "  if (" + r + " != " + out[j].ptr + ") " + copy : "  " + copy;
+  }
+  for (CodePiece& piece : function.Finish(epilogue)) pieces_.push_back(std::move(piece));
+  return Status::Ok();
+}
+
+bool Lowering::TouchesDynamicShapes(const Instruction& inst) const {
+  if (hlo::HasDynamicLeaf(inst.shape)) return true;
+  for (size_t k = 0; k < inst.operands.size(); ++k) {
+    if (hlo::HasDynamicLeaf(OperandShape(inst, k))) return true;
+  }
+  return false;
+}
+
+// The ops of dynamic shapes are those of interp/dynamic_shapes.h.
+Status Lowering::CheckDynamicShapes(const Instruction& inst) const {
+  const std::string why = interp::WhyNotDynamic(inst, OperandShapes(inst));
+  return why.empty() ? Status::Ok() : Unsupported(inst, why);
+}
+
+// Declares a fresh buffer for an array of shape `s` named `name`, owned by the function.
+void Lowering::Declare(const std::string& name, const Shape& s) {
+  // A dynamic shape's buffer has room for its sizes after the elements (cpu_source.h).
+  const int64_t width = hlo::BufferElementBytes(s.type);
+  const int64_t count = Count(s) + (Bytes(s) - DataBytes(s) + width - 1) / width;
+  function_->Declare(
+      {name, CType(s.type), std::max<int64_t>(count, 1), width, Bytes(s) > kStackBufferBytes});
+}
+
+// ---- Fusion of elementwise chains ---------------------------------------------------------
+//
+// An elementwise op computes element i from element i of its operands. When such an op has
+// exactly one use, and that use reads it at the same index i, its value is never stored: its
+// expression is substituted into its user's loop. Chains of them become one loop.
+
+bool Lowering::IsElementwise(const Instruction& inst) {
+  switch (inst.opcode.opcode) {
+    case Opcode::kParameter:
+    case Opcode::kConstant:
+    case Opcode::kTuple:
+    case Opcode::kGetTupleElement:
+    case Opcode::kCall:
+    case Opcode::kFusion:
+    case Opcode::kBroadcast:
+    case Opcode::kTranspose:
+    case Opcode::kSlice:
+    case Opcode::kReverse:
+    case Opcode::kPad:
+    case Opcode::kConcatenate:
+    case Opcode::kDynamicSlice:
+    case Opcode::kDynamicUpdateSlice:
+    case Opcode::kReduce:
+    case Opcode::kDot:
+      return false;
+    default:
+      if (inst.opcode.phase != hlo::AsyncPhase::kNone || !inst.callees.empty() ||
+          !inst.shape.IsArray()) {
+        return false;
+      }
+      return interp::IsCoreOp(inst.opcode.opcode) || IsElementwiseExtendedCpuOp(inst.opcode.opcode);
+  }
+}
+
+// Whether `user` reads its operand `k` at the index of the element it computes.
+bool Lowering::ReadsAtIndex(const Instruction& user, size_t k) const {
+  // A reduce reads each element of its operands once, at the element's own index (its inits
+  // once, as scalars).
+  if (user.opcode.opcode == Opcode::kReduce) return k < user.operands.size() / 2;
+  if (!IsElementwise(user)) return false;
+  const Opcode op = user.opcode.opcode;
+  if (op == Opcode::kSelect && k == 0) return Count(OperandShape(user, 0)) == Count(user.shape);
+  if (op == Opcode::kClamp && k != 1) return Count(OperandShape(user, k)) == Count(user.shape);
+  return true;
+}
+
+// A broadcast of a scalar is one load per element: as cheap to fuse as any elementwise op.
+bool Lowering::IsScalarBroadcast(const Instruction& inst) const {
+  return inst.opcode.opcode == Opcode::kBroadcast && inst.operands.size() == 1 &&
+         Count(OperandShape(inst, 0)) == 1 && !OperandShape(inst, 0).IsDynamic() &&
+         inst.shape.IsArray();
+}
+
+bool Lowering::Fusible(int32_t i) const {
+  const Instruction& inst = Inst(*comp_, i);
+  if (!(IsElementwise(inst) || IsScalarBroadcast(inst)) || uses_[static_cast<size_t>(i)] != 1 ||
+      i == comp_->root || inst.shape.IsDynamic()) {
+    return false;  // A dynamic value keeps a buffer: its sizes live there.
+  }
+  const auto [user, slot] = user_[static_cast<size_t>(i)];
+  if (user < 0) return false;
+  const Instruction& u = Inst(*comp_, user);
+  return ReadsAtIndex(u, slot) &&
+         (u.opcode.opcode == Opcode::kReduce || Count(u.shape) == Count(inst.shape));
+}
+
+// Element i of operand k: the fused expression, or a load from its buffer.
+std::string Lowering::Read(const Instruction& inst, size_t k) const {
+  const auto o = static_cast<size_t>(inst.operands[k]);
+  if (fused_[o]) return "(" + *fused_[o] + ")";
+  return values_[o][0].ptr + "[i]";
+}
+
+// Operand k at element i, or its one element when it is a scalar next to a bigger result.
+std::string Lowering::ReadOrScalar(const Instruction& inst, size_t k) const {
+  if (Count(OperandShape(inst, k)) == 1 && Count(inst.shape) != 1) return Buffer(inst, k) + "[0]";
+  return Read(inst, k);
+}
+
+// Defines instruction `index` elementwise by `expr` (in terms of i): fused into its user, or
+// one loop writing its buffer.
+void Lowering::Elementwise(int32_t index, const Instruction& inst, const std::string& unwrapped) {
+  const std::string expr = SubByteWrapped(inst.shape.type, unwrapped);
+  const auto slot = static_cast<size_t>(index);
+  int depth = 0;
+  for (int32_t o : inst.operands) depth = std::max(depth, depth_[static_cast<size_t>(o)]);
+  if (Fusible(index) && depth < kMaxFusionDepth) {
+    fused_[slot] = expr;
+    depth_[slot] = depth + 1;
+    return;
+  }
+  Declare(Var(index), inst.shape);
+  values_[slot] = {{Var(index), &inst.shape}};
+  Body() += "  for (int64_t i = 0; i < " + Int(Count(inst.shape)) + "; ++i) " + Var(index) +
+            "[i] = " + expr + ";\n";
+  if (inst.shape.IsDynamic()) {
+    ResultSizes(inst, interp::ElementwiseSizeSources(inst, OperandShapes(inst)), Var(index));
+  }
+}
+
+std::vector<const Shape*> Lowering::OperandShapes(const Instruction& inst) const {
+  std::vector<const Shape*> operands;
+  for (size_t k = 0; k < inst.operands.size(); ++k) operands.push_back(&OperandShape(inst, k));
+  return operands;
+}
+
+// ---- Instructions --------------------------------------------------------------------------
+
+Status Lowering::Lower(int32_t index) {
+  const Instruction& inst = Inst(*comp_, index);
+  const Opcode op = inst.opcode.opcode;
+  if (op == Opcode::kParameter) return Status::Ok();  // Bound in the signature.
+  if (inst.opcode.phase != hlo::AsyncPhase::kNone) return Unsupported(inst, "asynchronous ops");
+  if (TouchesDynamicShapes(inst)) HLOCACHE_RETURN_IF_ERROR(CheckDynamicShapes(inst));
+  if (IsExtendedCpuOp(op)) return LowerExtended(index, inst);
+  if (!interp::IsCoreOp(op)) return Unsupported(inst, "'" + std::string(hlo::OpcodeName(op)) + "'");
+  HLOCACHE_RETURN_IF_ERROR(interp::CheckOperandCount(m_, inst));
+  if (!inst.has_shape()) return Unsupported(inst, "instructions without a shape");
+  HLOCACHE_RETURN_IF_ERROR(CheckShape(inst, inst.shape));
+  for (size_t k = 0; k < inst.operands.size(); ++k) {
+    HLOCACHE_RETURN_IF_ERROR(CheckShape(inst, OperandShape(inst, k)));
+  }
+  Body() += "  // " + std::string(inst.name) + " = " + std::string(hlo::OpcodeName(op)) + "\n";
+  switch (op) {
+    case Opcode::kTuple:
+      return Tuple(index, inst);
+    case Opcode::kGetTupleElement:
+      return GetTupleElement(index, inst);
+    case Opcode::kCall:
+    case Opcode::kFusion:
+      return Call(index, inst);
+    default:
+      break;
+  }
+  // Everything else computes arrays from arrays, with the interpreter's shape rules.
+  std::vector<const Shape*> operand_shapes;
+  for (size_t k = 0; k < inst.operands.size(); ++k) {
+    operand_shapes.push_back(&OperandShape(inst, k));
+  }
+  HLOCACHE_RETURN_IF_ERROR(interp::CheckShapes(m_, inst, operand_shapes));
+  if (op == Opcode::kReduce) return Reduce(index, inst);
+  if (!inst.shape.IsArray()) return Unsupported(inst, "a tuple result");
+  const std::string t = CType(inst.shape.type);
+  switch (op) {
+    case Opcode::kConstant:
+      return Constant(index, inst);
+    case Opcode::kIota: {
+      const hlo::Attribute* a = inst.FindAttribute("iota_dimension");
+      if (a == nullptr) return Malformed(inst, "no iota_dimension");
+      HLOCACHE_ASSIGN_OR_RETURN(int64_t d, m_.Int(*a));
+      const auto& dims = inst.shape.dims;
+      if (d < 0 || static_cast<size_t>(d) >= dims.size()) return Malformed(inst, "bad dimension");
+      int64_t inner = 1;
+      for (size_t k = static_cast<size_t>(d) + 1; k < dims.size(); ++k) inner *= dims[k];
+      Elementwise(index, inst,
+                  "hc_cvt<" + t + ", int64_t>((i / " + Int(inner) + ") % " +
+                      Int(dims[static_cast<size_t>(d)]) + ")");
+      return Status::Ok();
+    }
+    case Opcode::kBitcast:
+      if (!inst.shape.HasDefaultLayout() || !OperandShape(inst, 0).HasDefaultLayout()) {
+        return Unsupported(inst, "bitcast between non-default layouts");
+      }
+      [[fallthrough]];
+    case Opcode::kReshape:
+    case Opcode::kCopy:
+      if (OperandShape(inst, 0).type != inst.shape.type) {
+        return Unsupported(inst, "a change of element type");
+      }
+      if (op == Opcode::kReshape && (inst.shape.IsDynamic() || OperandShape(inst, 0).IsDynamic())) {
+        return DynamicReshape(index, inst);
+      }
+      Elementwise(index, inst, Read(inst, 0));
+      return Status::Ok();
+    case Opcode::kConvert: {
+      // A sub-byte target saturates (from floats) at its own width's bounds.
+      const std::string width = IsSubByteInteger(inst.shape.type)
+                                    ? ", " + std::to_string(hlo::PrimitiveTypeBits(inst.shape.type))
+                                    : "";
+      Elementwise(index, inst,
+                  "hc_cvt<" + t + ", " + CType(OperandShape(inst, 0).type) + width + ">(" +
+                      Read(inst, 0) + ")");
+      return Status::Ok();
+    }
+    case Opcode::kSelect:
+      Elementwise(index, inst,
+                  ReadOrScalar(inst, 0) + " ? " + Read(inst, 1) + " : " + Read(inst, 2));
+      return Status::Ok();
+    case Opcode::kClamp:
+      Elementwise(index, inst,
+                  "hc_clamp<" + t + ">(" + ReadOrScalar(inst, 0) + ", " + Read(inst, 1) + ", " +
+                      ReadOrScalar(inst, 2) + ")");
+      return Status::Ok();
+    case Opcode::kCompare:
+      return Compare(index, inst);
+    case Opcode::kBroadcast:
+      if (IsScalarBroadcast(inst)) {
+        Elementwise(index, inst, Buffer(inst, 0) + "[0]");
+        return Status::Ok();
+      }
+      return AffineCopy(index, inst);
+    case Opcode::kTranspose:
+    case Opcode::kSlice:
+    case Opcode::kReverse:
+    case Opcode::kDynamicSlice:
+      return AffineCopy(index, inst);
+    case Opcode::kPad:
+      return Pad(index, inst);
+    case Opcode::kConcatenate:
+      return Concatenate(index, inst);
+    case Opcode::kDynamicUpdateSlice:
+      return DynamicUpdateSlice(index, inst);
+    case Opcode::kDot:
+      return Dot(index, inst);
+    default:
+      break;
+  }
+  if (!inst.callees.empty() || inst.operands.empty() || inst.operands.size() > 2) {
+    return Unsupported(inst, "'" + std::string(hlo::OpcodeName(op)) + "'");
+  }
+  return ElementwiseMath(index, inst);
+}
+
+// An op of one of the families of cpu_extended_ops.h, once its shapes are known to follow
+// the interpreter's rules.
+Status Lowering::LowerExtended(int32_t index, const Instruction& inst) {
+  if (!inst.has_shape()) return Unsupported(inst, "instructions without a shape");
+  HLOCACHE_RETURN_IF_ERROR(CheckShape(inst, inst.shape));
+  std::vector<const Shape*> operand_shapes;
+  for (size_t k = 0; k < inst.operands.size(); ++k) {
+    HLOCACHE_RETURN_IF_ERROR(CheckShape(inst, OperandShape(inst, k)));
+    operand_shapes.push_back(&OperandShape(inst, k));
+  }
+  HLOCACHE_RETURN_IF_ERROR(interp::CheckShapes(m_, inst, operand_shapes));
+  Body() += "  // " + std::string(inst.name) + " = " +
+            std::string(hlo::OpcodeName(inst.opcode.opcode)) + "\n";
+  return LowerExtendedCpuOp(*this, index, inst);
+}
+
+Status Lowering::Tuple(int32_t index, const Instruction& inst) {
+  Shape expected;
+  std::vector<Leaf> leaves;
+  for (size_t k = 0; k < inst.operands.size(); ++k) {
+    expected.tuple_elements.push_back(OperandShape(inst, k));
+    const auto& v = values_[static_cast<size_t>(inst.operands[k])];
+    leaves.insert(leaves.end(), v.begin(), v.end());
+  }
+  if (!SameValues(expected, inst.shape)) {
+    return Malformed(inst, "the tuple's shape is not that of its operands");
+  }
+  values_[static_cast<size_t>(index)] = std::move(leaves);
+  return Status::Ok();
+}
+
+Status Lowering::GetTupleElement(int32_t index, const Instruction& inst) {
+  const hlo::Attribute* a = inst.FindAttribute("index");
+  if (a == nullptr) return Malformed(inst, "no index");
+  HLOCACHE_ASSIGN_OR_RETURN(int64_t n, m_.Int(*a));
+  const Shape& t = OperandShape(inst, 0);
+  if (!t.IsTuple() || n < 0 || static_cast<size_t>(n) >= t.tuple_elements.size()) {
+    return Malformed(inst, "index out of range");
+  }
+  if (!SameValues(t.tuple_elements[static_cast<size_t>(n)], inst.shape)) {
+    return Malformed(inst, "the element's shape is not the result's");
+  }
+  size_t first = 0;
+  for (size_t e = 0; e < static_cast<size_t>(n); ++e) {
+    std::vector<const Shape*> skip;
+    AppendLeafShapes(t.tuple_elements[e], skip);
+    first += skip.size();
+  }
+  std::vector<const Shape*> mine;
+  AppendLeafShapes(inst.shape, mine);
+  const auto& all = values_[static_cast<size_t>(inst.operands[0])];
+  values_[static_cast<size_t>(index)].assign(
+      all.begin() + static_cast<ptrdiff_t>(first),
+      all.begin() + static_cast<ptrdiff_t>(first + mine.size()));
+  return Status::Ok();
+}
+
+Status Lowering::Call(int32_t index, const Instruction& inst) {
+  if (inst.callees.size() != 1) return Unsupported(inst, "a call without one computation");
+  const int32_t callee = inst.callees[0];
+  const Computation& f = m_.computations[static_cast<size_t>(callee)];
+  if (f.parameters.size() != inst.operands.size()) {
+    return Malformed(inst, "the operands do not match the called computation's parameters");
+  }
+  for (size_t k = 0; k < inst.operands.size(); ++k) {
+    if (f.parameters[k] < 0 || !SameValues(Inst(f, f.parameters[k]).shape, OperandShape(inst, k))) {
+      return Malformed(inst, "operand " + std::to_string(k) +
+                                 " is not of the called computation's parameter shape");
+    }
+  }
+  if (f.root < 0 || !SameValues(Inst(f, f.root).shape, inst.shape)) {
+    return Malformed(inst, "the result is not of the called computation's root shape");
+  }
+  std::vector<const Shape*> leaves;
+  AppendLeafShapes(inst.shape, leaves);
+  std::vector<Leaf>& out = values_[static_cast<size_t>(index)];
+  std::string args;
+  for (int32_t o : inst.operands) {
+    for (const Leaf& l : values_[static_cast<size_t>(o)])
+      args += (args.empty() ? "" : ", ") + l.ptr;
+  }
+  for (size_t j = 0; j < leaves.size(); ++j) {
+    const std::string name = Var(index) + "_" + std::to_string(j);
+    Declare(name, *leaves[j]);
+    out.push_back({name, leaves[j]});
+    args += (args.empty() ? "" : ", ") + name;
+  }
+  Body() += "  if (" + FunctionName(callee) + "(" + args + ") != 0) return 1;\n";
+  return Status::Ok();
+}
+
+// The integer list attribute `name`.
+Result<std::vector<int64_t>> Lowering::IntList(const Instruction& inst, const char* name) const {
+  const hlo::Attribute* a = inst.FindAttribute(name);
+  if (a == nullptr) return Error(Malformed(inst, std::string("no ") + name));
+  return m_.IntList(*a);
+}
+
+}  // namespace hlocache::compiler::lowering_internal

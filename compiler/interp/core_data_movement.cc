@@ -1,0 +1,194 @@
+// The core ops that only move elements: constants, slice, reverse, pad, concatenate,
+// dynamic-slice and dynamic-update-slice.
+#include "compiler/interp/evaluator.h"
+
+namespace hlocache::interp::internal {
+
+Status Evaluator::FillConstant(const Instruction& inst, Literal& out) const {
+  if (inst.literal_elided) return Unsupported(inst, "elided constants ({...})");
+  if (out.is_tuple()) return Unsupported(inst, "tuple constants");
+  std::vector<std::string_view> scalars;
+  for (uint32_t t = inst.literal.begin; t < inst.literal.end; ++t) {
+    const hlo::Token& tok = m_.tokens[t];
+    if (tok.kind == hlo::TokenKind::kInt || tok.kind == hlo::TokenKind::kFloat ||
+        tok.kind == hlo::TokenKind::kIdent) {
+      scalars.push_back(m_.TokenText(tok));
+    }
+  }
+  if (scalars.size() != out.size() && scalars.size() != 1) {
+    return Unsupported(inst, "a constant of " + std::to_string(scalars.size()) + " values for " +
+                                 std::to_string(out.size()) + " elements");
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    const std::string text(scalars.size() == 1 ? scalars[0] : scalars[i]);
+    if (text == "true" || text == "false") {
+      Store(out, i, text == "true", text == "true");
+    } else if (out.is_float()) {
+      out.SetFloat(i, std::strtod(text.c_str(), nullptr));
+    } else {
+      int64_t v = 0;
+      uint64_t u = 0;
+      if (std::from_chars(text.data(), text.data() + text.size(), v).ec == std::errc()) {
+        out.SetInt(i, v);
+      } else if (std::from_chars(text.data(), text.data() + text.size(), u).ec == std::errc()) {
+        out.SetInt(i, static_cast<int64_t>(u));
+      } else {
+        return Unsupported(inst, "the constant value '" + text + "'");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<int64_t>> Evaluator::SliceSpec(const Instruction& inst) const {
+  const hlo::Attribute* a = inst.FindAttribute("slice");
+  if (a == nullptr) return Error(Unsupported(inst, "slice without slice={...}"));
+  std::vector<int64_t> out;
+  std::vector<int64_t> dim;
+  for (uint32_t t = a->value.begin; t < a->value.end; ++t) {
+    const hlo::Token& tok = m_.tokens[t];
+    if (tok.kind == hlo::TokenKind::kInt) {
+      int64_t v = 0;
+      std::string_view text = m_.TokenText(tok);
+      std::from_chars(text.data(), text.data() + text.size(), v);
+      dim.push_back(v);
+    } else if (tok.kind == hlo::TokenKind::kRBracket) {
+      if (dim.size() == 2) dim.push_back(1);
+      if (dim.size() != 3) return Error(Unsupported(inst, "this slice={...} spelling"));
+      out.insert(out.end(), dim.begin(), dim.end());
+      dim.clear();
+    }
+  }
+  return out;
+}
+
+// padding=low_high_interior per dimension, joined by 'x'.
+Result<std::vector<int64_t>> Evaluator::PaddingSpec(const Instruction& inst) const {
+  const hlo::Attribute* a = inst.FindAttribute("padding");
+  if (a == nullptr) return Error(Unsupported(inst, "pad without padding="));
+  std::string text;
+  for (uint32_t t = a->value.begin; t < a->value.end; ++t) text += m_.TokenText(t);
+  std::vector<int64_t> out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t end = text.find('x', pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string dim = text.substr(pos, end - pos);
+    std::vector<int64_t> parts;
+    size_t p = 0;
+    while (p <= dim.size()) {
+      size_t q = dim.find('_', p);
+      if (q == std::string::npos) q = dim.size();
+      int64_t v = 0;
+      if (std::from_chars(dim.data() + p, dim.data() + q, v).ec != std::errc()) {
+        return Error(Unsupported(inst, "padding=" + text));
+      }
+      parts.push_back(v);
+      p = q + 1;
+    }
+    if (parts.size() == 2) parts.push_back(0);
+    if (parts.size() != 3) return Error(Unsupported(inst, "padding=" + text));
+    out.insert(out.end(), parts.begin(), parts.end());
+    pos = end + 1;
+  }
+  return out;
+}
+
+// The ops that only move elements: slice, reverse, pad, concatenate, dynamic-slice and
+// dynamic-update-slice. Each output element names its source by index arithmetic.
+Status Evaluator::MoveData(const Instruction& inst, const std::vector<Literal>& values,
+                           Literal& out) {
+  const Literal& in = values[inst.operands[0]];
+  const auto& in_dims = in.shape().dims;
+  const auto in_strides = hlo::RowMajorStrides(in_dims);
+  const size_t rank = in_dims.size();
+  const Opcode op = inst.opcode.opcode;
+  // Dynamic start indices: clamped so the window stays inside the operand.
+  std::vector<int64_t> starts(rank, 0);
+  if (op == Opcode::kDynamicSlice || op == Opcode::kDynamicUpdateSlice) {
+    const size_t first = op == Opcode::kDynamicSlice ? 1 : 2;
+    if (inst.operands.size() != first + rank) {
+      return Unsupported(inst, "dynamic slicing with one index operand");
+    }
+    const auto& window =
+        op == Opcode::kDynamicSlice ? out.shape().dims : values[inst.operands[1]].shape().dims;
+    for (size_t d = 0; d < rank; ++d) {
+      const Literal& s = values[inst.operands[first + d]];
+      const int64_t v = s.is_float() ? 0 : s.GetInt(0);
+      starts[d] = std::clamp<int64_t>(v, 0, std::max<int64_t>(0, in_dims[d] - window[d]));
+    }
+  }
+  if (op == Opcode::kDynamicUpdateSlice) {
+    for (size_t i = 0; i < out.size(); ++i) CopyElement(in, i, out, i);
+    const Literal& update = values[inst.operands[1]];
+    const auto out_strides = hlo::RowMajorStrides(out.shape().dims);
+    ForEachIndex(update, [&](size_t i, const std::vector<int64_t>& idx) {
+      int64_t off = 0;
+      for (size_t d = 0; d < rank; ++d) off += (idx[d] + starts[d]) * out_strides[d];
+      CopyElement(update, i, out, static_cast<size_t>(off));
+    });
+    return Status::Ok();
+  }
+  if (op == Opcode::kConcatenate) {
+    HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> dims, Ints(inst, "dimensions"));
+    if (dims.size() != 1) return Unsupported(inst, "concatenate without one dimension");
+    const auto cd = static_cast<size_t>(dims[0]);
+    ForEachIndex(out, [&](size_t i, const std::vector<int64_t>& idx) {
+      int64_t pos = idx[cd];
+      for (int32_t operand_index : inst.operands) {
+        const Literal& part = values[operand_index];
+        const int64_t extent = part.shape().dims[cd];
+        if (pos < extent) {
+          std::vector<int64_t> src = idx;
+          src[cd] = pos;
+          CopyElement(part,
+                      static_cast<size_t>(Offset(src, hlo::RowMajorStrides(part.shape().dims))),
+                      out, i);
+          return;
+        }
+        pos -= extent;
+      }
+    });
+    return Status::Ok();
+  }
+  std::vector<int64_t> spec;
+  std::vector<bool> reversed(rank, false);
+  if (op == Opcode::kSlice) {
+    HLOCACHE_ASSIGN_OR_RETURN(spec, SliceSpec(inst));
+    if (spec.size() != 3 * rank) return Unsupported(inst, "a slice of another rank");
+  } else if (op == Opcode::kPad) {
+    HLOCACHE_ASSIGN_OR_RETURN(spec, PaddingSpec(inst));
+    if (spec.size() != 3 * rank) return Unsupported(inst, "padding of another rank");
+  } else if (op == Opcode::kReverse) {
+    HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> dims, Ints(inst, "dimensions"));
+    for (int64_t d : dims) reversed[static_cast<size_t>(d)] = true;
+  }
+  const Literal* pad_value = op == Opcode::kPad ? &values[inst.operands[1]] : nullptr;
+  ForEachIndex(out, [&](size_t i, const std::vector<int64_t>& idx) {
+    int64_t off = 0;
+    for (size_t d = 0; d < rank; ++d) {
+      int64_t src = idx[d];
+      if (op == Opcode::kSlice) {
+        src = spec[3 * d] + idx[d] * spec[3 * d + 2];
+      } else if (op == Opcode::kPad) {
+        // Output position = low + src * (interior + 1); anything else is padding.
+        const int64_t rel = idx[d] - spec[3 * d];
+        const int64_t step = spec[3 * d + 2] + 1;
+        if (rel < 0 || rel % step != 0 || rel / step >= in_dims[d]) {
+          CopyElement(*pad_value, 0, out, i);
+          return;
+        }
+        src = rel / step;
+      } else if (op == Opcode::kReverse && reversed[d]) {
+        src = in_dims[d] - 1 - idx[d];
+      } else if (op == Opcode::kDynamicSlice) {
+        src = starts[d] + idx[d];
+      }
+      off += src * in_strides[d];
+    }
+    CopyElement(in, static_cast<size_t>(off), out, i);
+  });
+  return Status::Ok();
+}
+
+}  // namespace hlocache::interp::internal
