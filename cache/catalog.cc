@@ -152,7 +152,7 @@ Status Catalog::Migrate(bool read_only) {
                               std::to_string(latest) + "; open it read-write once");
   }
   for (int v = version; v < latest; ++v) {
-    HLOCACHE_RETURN_STATUS_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+    HLOCACHE_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
     std::string sql(migrations[static_cast<size_t>(v)].sql);
     sql += "\nPRAGMA user_version = " + std::to_string(v + 1) + ";";
     char* err = nullptr;
@@ -165,7 +165,7 @@ Status Catalog::Migrate(bool read_only) {
           Fail(rc, "migration " + std::string(migrations[static_cast<size_t>(v)].name) + " failed");
       return Status(s.code(), s.message() + (detail.empty() ? "" : " (" + detail + ")"));
     }
-    HLOCACHE_RETURN_STATUS_IF_ERROR(Exec("COMMIT"));
+    HLOCACHE_RETURN_IF_ERROR(Exec("COMMIT"));
   }
   schema_version_ = latest;
   return Status::Ok();
@@ -320,7 +320,7 @@ Status Catalog::ApplyAccesses(const std::vector<AccessUpdate>& updates) {
   static constexpr const char* kSql =
       "UPDATE entries SET last_access_ms = max(last_access_ms, ?), hits = hits + ? WHERE key = ?";
   HLOCACHE_ASSIGN_OR_RETURN(sqlite3_stmt * stmt, Prepare(kSql));
-  HLOCACHE_RETURN_STATUS_IF_ERROR(Begin());
+  HLOCACHE_RETURN_IF_ERROR(Begin());
   for (const AccessUpdate& u : updates) {
     Bound b(stmt);
     b.Int(1, u.last_access_ms);
@@ -354,7 +354,7 @@ Status Catalog::SaveCounters(const std::map<std::string, uint64_t>& counters) {
       "INSERT INTO counters (name, value) VALUES (?, ?) "
       "ON CONFLICT(name) DO UPDATE SET value = excluded.value";
   HLOCACHE_ASSIGN_OR_RETURN(sqlite3_stmt * stmt, Prepare(kSql));
-  HLOCACHE_RETURN_STATUS_IF_ERROR(Begin());
+  HLOCACHE_RETURN_IF_ERROR(Begin());
   for (const auto& [name, value] : counters) {
     Bound b(stmt);
     b.Text(1, name);
@@ -374,7 +374,7 @@ Status Catalog::Quarantine(std::string_view key, uint64_t size, int64_t at_ms,
   static constexpr const char* kSql =
       "INSERT INTO quarantine (key, size, at_ms, reason) VALUES (?, ?, ?, ?)";
   HLOCACHE_ASSIGN_OR_RETURN(sqlite3_stmt * stmt, Prepare(kSql));
-  HLOCACHE_RETURN_STATUS_IF_ERROR(Begin());
+  HLOCACHE_RETURN_IF_ERROR(Begin());
   Status s = Delete(key);
   if (s.ok()) {
     Bound b(stmt);

@@ -61,13 +61,13 @@ Status StoreImpl::Init() {
   db_.reset(raw);
 
   HLOCACHE_ASSIGN_OR_RETURN(catalog_, Catalog::Open(dir_ / "catalog.sqlite", options_.read_only));
-  HLOCACHE_RETURN_STATUS_IF_ERROR(LoadCounters());
+  HLOCACHE_RETURN_IF_ERROR(LoadCounters());
 
   if (!options_.read_only) {
     std::string marker;
     const bool clean =
         db_->Get(leveldb::ReadOptions(), std::string(blob::kCleanShutdownKey), &marker).ok();
-    HLOCACHE_RETURN_STATUS_IF_ERROR(Reconcile(/*full=*/!clean));
+    HLOCACHE_RETURN_IF_ERROR(Reconcile(/*full=*/!clean));
     std::filesystem::create_directories(large_dir_, ec);
     if (ec) return IoError("cannot create " + large_dir_.string() + ": " + ec.message());
     HLOCACHE_ASSIGN_OR_RETURN(const uint64_t orphans, SweepOrphanBlobFiles());
@@ -123,14 +123,14 @@ Status StoreImpl::RemovePendingPuts(uint64_t& removed) {
 
 Status StoreImpl::Reconcile(bool full) {
   uint64_t unfinished = 0;
-  HLOCACHE_RETURN_STATUS_IF_ERROR(RemovePendingPuts(unfinished));
+  HLOCACHE_RETURN_IF_ERROR(RemovePendingPuts(unfinished));
   if (!full) return Status::Ok();
   // Merge the sorted LevelDB index records with the sorted catalog keys: rows without bytes
   // are dropped, bytes without a row (a crash between the two commits) are catalogued again.
   std::lock_guard<std::mutex> lock(catalog_mu_);
   HLOCACHE_ASSIGN_OR_RETURN(std::vector<std::string> rows, catalog_->AllKeys());
   uint64_t added = 0, dropped = 0;
-  HLOCACHE_RETURN_STATUS_IF_ERROR(catalog_->Begin());
+  HLOCACHE_RETURN_IF_ERROR(catalog_->Begin());
   auto fail = [&](Status s) {
     catalog_->Rollback();
     return s;
@@ -166,7 +166,7 @@ Status StoreImpl::Reconcile(bool full) {
   for (; r < rows.size(); ++r, ++dropped) {
     if (Status s = catalog_->Delete(rows[r]); !s.ok()) return fail(s);
   }
-  HLOCACHE_RETURN_STATUS_IF_ERROR(catalog_->Commit());
+  HLOCACHE_RETURN_IF_ERROR(catalog_->Commit());
   if (added || dropped || unfinished) {
     options_.log("recovered after an unclean shutdown: " + std::to_string(added) +
                  " entries re-catalogued, " + std::to_string(dropped) +
@@ -265,10 +265,10 @@ Status StoreImpl::Flush() {
   if (options_.read_only) return Status::Ok();
   std::vector<AccessUpdate> updates = access_.Drain();
   std::lock_guard<std::mutex> lock(catalog_mu_);
-  HLOCACHE_RETURN_STATUS_IF_ERROR(catalog_->ApplyAccesses(updates));
+  HLOCACHE_RETURN_IF_ERROR(catalog_->ApplyAccesses(updates));
   std::map<std::string, uint64_t> counters = CounterSnapshot();
   if (counters == saved_counters_) return Status::Ok();  // An idle store writes nothing.
-  HLOCACHE_RETURN_STATUS_IF_ERROR(catalog_->SaveCounters(counters));
+  HLOCACHE_RETURN_IF_ERROR(catalog_->SaveCounters(counters));
   saved_counters_ = std::move(counters);
   return Status::Ok();
 }

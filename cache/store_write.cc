@@ -172,7 +172,7 @@ Status WriterImpl::Append(std::string_view bytes) {
 
 // Appends the buffered chunk to the blob file, creating it with the first chunk.
 Status WriterImpl::FlushChunk() {
-  HLOCACHE_RETURN_STATUS_IF_ERROR(store_->CheckSpace(buffer_.size()));
+  HLOCACHE_RETURN_IF_ERROR(store_->CheckSpace(buffer_.size()));
   if (!file_) {
     auto created = store_->CreateBlobFile(key_, generation_);
     if (!created) return created.error();
@@ -187,7 +187,7 @@ Status WriterImpl::FlushChunk() {
                                      .count()),
           chunk_hashes_.size(), key_.c_str(), buffer_.size(), s.ok() ? "" : ", failed");
   }
-  HLOCACHE_RETURN_STATUS_IF_ERROR(s);
+  HLOCACHE_RETURN_IF_ERROR(s);
   chunk_hashes_.push_back(XXH3_64bits(buffer_.data(), buffer_.size()));
   buffer_.clear();
   return Status::Ok();

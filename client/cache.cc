@@ -78,15 +78,10 @@ class MemoryLru {
 };
 
 struct TierSlot {
+  explicit TierSlot(BackoffOptions options) : rest(options) {}
   std::unique_ptr<Tier> tier;
-  std::atomic<int64_t> down_until_ms{0};  // Steady-clock milliseconds; 0: up.
-  std::atomic<int> failures{0};           // In a row; a success resets it.
+  Backoff rest;  // After failures in a row; a success ends it.
 };
-
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch())
-      .count();
-}
 
 class CacheImpl final : public Cache {
  public:
@@ -129,7 +124,7 @@ class CacheImpl final : public Cache {
                                                                    std::string_view bytes);
   Result<std::string> CompileHere(const std::string& key, const hlo::Module& module,
                                   const std::string& target);
-  bool IsUp(TierSlot& slot) const { return slot.down_until_ms.load() <= NowMs(); }
+  bool IsUp(TierSlot& slot) const { return !slot.rest.Resting(); }
   void MarkDown(TierSlot& slot, const Status& why);
   void WriteBack(const std::vector<size_t>& tiers, const std::string& key,
                  std::shared_ptr<const std::string> bytes, const cache::ArtifactInfo& info,
@@ -187,7 +182,7 @@ Status CacheImpl::Init() {
       Note("cache tier " + part + " skipped: " + tier.error().message());
       continue;
     }
-    auto slot = std::make_unique<TierSlot>();
+    auto slot = std::make_unique<TierSlot>(options_.backoff);
     slot->tier = std::move(*tier);
     tiers_.push_back(std::move(slot));
   }
@@ -218,12 +213,9 @@ Status CacheImpl::Init() {
 void CacheImpl::MarkDown(TierSlot& slot, const Status& why) {
   Count([](CacheStats& s) { ++s.tier_errors; });
   if (!slot.tier->remote() && why.code() != StatusCode::kUnavailable) return;
-  // The rest doubles with each failure in a row, from min_backoff up to backoff: one lost
-  // connection costs a moment of sharing, a dead server is asked only every `backoff`.
-  const int failures = std::min(slot.failures.fetch_add(1) + 1, 20);
-  const int64_t rest_ms = std::min<int64_t>(
-      options_.backoff.count(), options_.min_backoff.count() * (int64_t{1} << (failures - 1)));
-  slot.down_until_ms = NowMs() + rest_ms;
+  // One lost connection costs a moment of sharing, a dead server is asked only every
+  // max_backoff.
+  const int64_t rest_ms = slot.rest.Failed().count();
   char seconds[32];
   std::snprintf(seconds, sizeof seconds, "%.1f", static_cast<double>(rest_ms) / 1000);
   Note("cache tier " + slot.tier->name() + " skipped for " + seconds + " s: " + why.message());
@@ -350,7 +342,7 @@ Result<Executable> CacheImpl::Lookup(const std::string& key, const hlo::Module& 
       MarkDown(slot, got.error());
       continue;
     }
-    slot.failures = 0;
+    slot.rest.Succeeded();
     if (!*got) {
       missed.push_back(i);
       continue;

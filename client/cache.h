@@ -11,8 +11,8 @@
 //
 // Failure policy: the cache is never the reason a caller fails. A tier that errs (connection
 // refused, timeout, 5xx, a store that cannot be opened) is skipped, and a server that failed
-// rests: it is not asked again for `min_backoff`, doubled with every failure in a row up to
-// `backoff`. Every artifact is verified (checksum, key, loadable) whatever
+// rests: it is not asked again for `backoff.min_backoff`, doubled with every failure in a row up
+// to `backoff.max_backoff`. Every artifact is verified (checksum, key, loadable) whatever
 // tier it came from; a bad one is dropped and rebuilt. The only errors GetOrCompile returns are
 // the module's own: it does not parse, or no compiler (here or remote) can build it.
 //
@@ -29,6 +29,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/backoff.h"
 #include "common/status.h"
 #include "compiler/artifact/loader.h"
 
@@ -50,8 +51,7 @@ struct CacheOptions {
   std::chrono::milliseconds connect_timeout{300};
   std::chrono::milliseconds request_timeout{5000};
   std::chrono::milliseconds compile_timeout{600000};  // A server's compile, or one here.
-  std::chrono::milliseconds min_backoff{1000};        // A failed server's first rest...
-  std::chrono::milliseconds backoff{30000};           // ...doubling to this.
+  BackoffOptions backoff;  // A failed server rests 1 s, doubling to 30 s (common/backoff.h).
   double min_compile_seconds = 0;  // Compiles faster than this are not written back.
   std::string cxx = "c++";
   // The `hlocache` executable to compile in (`hlocache compile-worker`, its own process with

@@ -130,22 +130,13 @@ class [[nodiscard]] Result {
 }  // namespace hlocache
 
 // Propagates a non-OK Status from an expression returning Status, out of a function returning a
-// Result.
+// Result or a Status (a Status is made from the error side of a Result).
 #define HLOCACHE_RETURN_IF_ERROR(expr)                       \
   do {                                                       \
     ::hlocache::Status hlocache_status_ = (expr);            \
     if (!hlocache_status_.ok()) {                            \
       return ::hlocache::Error(std::move(hlocache_status_)); \
     }                                                        \
-  } while (false)
-
-// Propagates a non-OK Status out of a function returning Status.
-#define HLOCACHE_RETURN_STATUS_IF_ERROR(expr)     \
-  do {                                            \
-    ::hlocache::Status hlocache_status_ = (expr); \
-    if (!hlocache_status_.ok()) {                 \
-      return hlocache_status_;                    \
-    }                                             \
   } while (false)
 
 #define HLOCACHE_CONCAT_INNER_(a, b) a##b

@@ -37,7 +37,8 @@ class UpstreamImpl final : public Upstream {
       : options_(std::move(options)),
         store_(store),
         http_settings_{options_.token, options_.ca_cert, options_.connect_timeout},
-        getters_(options_.url, GetOptions(options_)) {
+        getters_(options_.url, GetOptions(options_)),
+        backoff_(options_.backoff) {
     LoadPending();
     uploader_ = std::thread([this] { RunUploader(); });
   }
@@ -132,17 +133,13 @@ class UpstreamImpl final : public Upstream {
 
   // Whether a request may try the origin now; counts the ones that may not.
   bool Admit() {
+    if (!backoff_.Resting()) return true;
     std::lock_guard<std::mutex> lock(stats_mu_);
-    if (Clock::now() >= retry_at_) return true;
     ++stats_.skipped;
     return false;
   }
 
-  Clock::duration BackoffLeft() const {
-    std::lock_guard<std::mutex> lock(stats_mu_);
-    const auto now = Clock::now();
-    return retry_at_ > now ? retry_at_ - now : Clock::duration::zero();
-  }
+  Clock::duration BackoffLeft() const { return backoff_.Left(); }
 
   void MarkUp() {
     bool was_down = false;
@@ -150,9 +147,8 @@ class UpstreamImpl final : public Upstream {
       std::lock_guard<std::mutex> lock(stats_mu_);
       was_down = !stats_.up;
       stats_.up = true;
-      backoff_ = Clock::duration::zero();
-      retry_at_ = Clock::time_point();
     }
+    backoff_.Succeeded();
     if (was_down) {
       std::fprintf(stderr, "hlocache: upstream %s is reachable again\n", options_.url.c_str());
       queue_changed_.notify_all();  // The uploader catches up now rather than after its wait.
@@ -173,10 +169,8 @@ class UpstreamImpl final : public Upstream {
       ++stats_.failures;
       was_up = stats_.up;
       stats_.up = false;
-      const Clock::duration min = options_.min_backoff, max = options_.max_backoff;
-      backoff_ = backoff_ == Clock::duration::zero() ? min : std::min(backoff_ * 2, max);
-      retry_at_ = Clock::now() + backoff_;
     }
+    backoff_.Failed();
     if (was_up) std::fprintf(stderr, "hlocache: %s; going on without it\n", reason.c_str());
     return Unavailable(reason);
   }
@@ -390,10 +384,9 @@ class UpstreamImpl final : public Upstream {
   SingleFlight<Result<bool>> fetches_;
   SingleFlight<Result<UpstreamCompile>> compiles_;
 
-  mutable std::mutex stats_mu_;  // Guards stats_ and the backoff.
+  mutable std::mutex stats_mu_;  // Guards stats_.
   UpstreamStats stats_;
-  Clock::duration backoff_ = Clock::duration::zero();
-  Clock::time_point retry_at_;
+  Backoff backoff_;  // The origin's rest after failures.
 
   // Guards the upload queue. The uploader takes stats_mu_ while holding it; nothing takes
   // them the other way round.

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "cache/store.h"
+#include "common/backoff.h"
 #include "common/status.h"
 #include "server/file_listing.h"
 
@@ -39,8 +40,7 @@ struct UpstreamOptions {
   std::chrono::milliseconds connect_timeout{1000};
   std::chrono::milliseconds io_timeout{30000};        // Fetches and uploads.
   std::chrono::milliseconds compile_timeout{600000};  // Forwarded compiles.
-  std::chrono::milliseconds min_backoff{1000};
-  std::chrono::milliseconds max_backoff{30000};
+  BackoffOptions backoff;  // 1 s after a failure, doubling to 30 s (common/backoff.h).
   bool strict_checks = false;  // serve --verify-uploads: also applies to fetched artifacts.
   // Where uploads still queued at a clean stop are written, one key per line, to be queued
   // again at the next start (a server stopped while its origin is away still catches up).

@@ -21,5 +21,4 @@ Result<std::string> LowerToCpp(const hlo::Module& module) {
   return out;
 }
 
-
 }  // namespace hlocache::compiler

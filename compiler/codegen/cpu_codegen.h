@@ -17,11 +17,10 @@
 // computes. The text depends only on the module: the same canonical module gives the same source,
 // byte for byte.
 //
-// Ops: parameter, constant, iota, the elementwise unary and binary arithmetic, logical and
-// shift ops, compare, select, clamp, convert, broadcast, reshape, copy, bitcast, transpose,
-// slice, dynamic-slice, dynamic-update-slice, concatenate, pad, reverse, reduce (variadic, any
-// computation), dot (batch and contracting dimensions), tuple, get-tuple-element, call and
-// fusion. Element types pred, s8..s64, u8..u64, f16, bf16, f32, f64.
+// Ops: every op the reference interpreter evaluates (compiler/interp/interpreter.h): the core
+// ops, lowered by cpu_lowering.cc and cpu_core_*.cc, and the op families behind
+// cpu_extended_ops.h (one cpu_*.cc each). Element types: those of the interpreter, 8-, 6- and
+// 4-bit floats and sub-byte integers included (each held in a byte).
 //
 // Errors: kFailedPrecondition for an op, type or form it does not lower, naming the op, its
 // file:line and the instruction; kInvalidArgument for a module whose shapes do not follow from

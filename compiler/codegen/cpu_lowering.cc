@@ -292,31 +292,7 @@ void Lowering::Declare(const std::string& name, const Shape& s) {
 // expression is substituted into its user's loop. Chains of them become one loop.
 
 bool Lowering::IsElementwise(const Instruction& inst) {
-  switch (inst.opcode.opcode) {
-    case Opcode::kParameter:
-    case Opcode::kConstant:
-    case Opcode::kTuple:
-    case Opcode::kGetTupleElement:
-    case Opcode::kCall:
-    case Opcode::kFusion:
-    case Opcode::kBroadcast:
-    case Opcode::kTranspose:
-    case Opcode::kSlice:
-    case Opcode::kReverse:
-    case Opcode::kPad:
-    case Opcode::kConcatenate:
-    case Opcode::kDynamicSlice:
-    case Opcode::kDynamicUpdateSlice:
-    case Opcode::kReduce:
-    case Opcode::kDot:
-      return false;
-    default:
-      if (inst.opcode.phase != hlo::AsyncPhase::kNone || !inst.callees.empty() ||
-          !inst.shape.IsArray()) {
-        return false;
-      }
-      return interp::IsCoreOp(inst.opcode.opcode) || IsElementwiseExtendedCpuOp(inst.opcode.opcode);
-  }
+  return IsFusibleElementwise(inst, IsElementwiseExtendedCpuOp);
 }
 
 // Whether `user` reads its operand `k` at the index of the element it computes.

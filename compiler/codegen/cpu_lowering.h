@@ -17,6 +17,7 @@
 #include "compiler/codegen/cpu_extended_ops.h"
 #include "compiler/codegen/cpu_prelude.h"
 #include "compiler/codegen/cpu_source.h"
+#include "compiler/codegen/fusion.h"
 #include "compiler/codegen/cpu_units.h"
 #include "compiler/interp/interpreter.h"
 #include "compiler/semantics/dynamic_dims.h"

@@ -202,28 +202,7 @@ Val& CudaLowering::Operand(Frame& f, const Instruction& inst, size_t k) {
 // ---- Fusion --------------------------------------------------------------------------------
 
 bool CudaLowering::IsElementwise(const Instruction& inst) {
-  switch (inst.opcode.opcode) {
-    case Opcode::kParameter:
-    case Opcode::kConstant:
-    case Opcode::kTuple:
-    case Opcode::kGetTupleElement:
-    case Opcode::kCall:
-    case Opcode::kFusion:
-    case Opcode::kBroadcast:
-    case Opcode::kTranspose:
-    case Opcode::kSlice:
-    case Opcode::kReverse:
-    case Opcode::kPad:
-    case Opcode::kConcatenate:
-    case Opcode::kDynamicSlice:
-    case Opcode::kDynamicUpdateSlice:
-    case Opcode::kReduce:
-    case Opcode::kDot:
-      return false;
-    default:
-      return inst.opcode.phase == hlo::AsyncPhase::kNone && inst.callees.empty() &&
-             inst.shape.IsArray() && interp::IsCoreOp(inst.opcode.opcode);
-  }
+  return IsFusibleElementwise(inst);
 }
 
 bool CudaLowering::IsScalarBroadcast(const Frame& f, const Instruction& inst) {

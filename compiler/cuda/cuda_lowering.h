@@ -13,11 +13,12 @@
 #include <set>
 
 #include "compiler/codegen/cpu_source.h"
+#include "compiler/codegen/fusion.h"
 #include "compiler/cuda/cuda_codegen.h"
 #include "compiler/cuda/cuda_prelude.h"
-#include "compiler/semantics/shape_context.h"
 #include "compiler/interp/interpreter.h"
 #include "compiler/semantics/literal.h"
+#include "compiler/semantics/shape_context.h"
 
 namespace hlocache::compiler::cuda_lowering_internal {
 

@@ -2,12 +2,16 @@
 // written to be obviously right rather than fast. Tests and `hlocache run --check` compare
 // compiled executables with it.
 //
-// Ops: parameter, constant, iota, the elementwise unary and binary arithmetic, logical and
-// comparison ops, select, clamp, convert, broadcast, reshape, bitcast (same element type), copy,
-// transpose, slice, dynamic-slice, dynamic-update-slice, concatenate, pad (negative and
-// interior padding included), reverse, reduce (any reduction computation, variadic), dot (batch
-// and contracting dimensions), tuple, get-tuple-element, call, fusion. Element types pred, s8..s64,
-// u8..u64, f16, bf16, f32, f64. Anything else is kFailedPrecondition, naming the op and its line.
+// Ops: the core ops (compiler/semantics/core_ops.h: parameter, constant, iota, the elementwise
+// arithmetic, logical and comparison ops, select, clamp, convert, broadcast, reshape, bitcast,
+// copy, transpose, slice, dynamic slices, concatenate, pad, reverse, reduce, dot, tuple,
+// get-tuple-element, call, fusion), evaluated by the driver and the core_*.cc files, and the op
+// families of extended_ops.h (gather, scatter, sort, top-k, while, conditional, map, scan,
+// convolution, windows, batch norm, linear algebra, random numbers, collectives of one
+// participant, scaled and ragged dots, host transfers, bounded dynamic shapes, ...). Element
+// types: pred, the integers of 1 to 64 bits, f16, bf16, f32, f64, and the 8-, 6- and 4-bit
+// floats (compiler/semantics/minifloat.h). Anything else is kFailedPrecondition, naming the op
+// and its line.
 //
 // Thread safety: Evaluate is reentrant; the module is only read.
 #pragma once

@@ -49,8 +49,8 @@ class ClientTest : public TestDirectory {
     CacheOptions o;
     o.connect_timeout = std::chrono::milliseconds(200);
     o.request_timeout = std::chrono::milliseconds(500);
-    o.min_backoff = std::chrono::seconds(60);
-    o.backoff = std::chrono::seconds(60);
+    o.backoff.min_backoff = std::chrono::seconds(60);
+    o.backoff.max_backoff = std::chrono::seconds(60);
     o.worker_binary = HLOCACHE_BINARY;
     o.log = [this](std::string_view line) {
       std::lock_guard<std::mutex> lock(log_mu_);
