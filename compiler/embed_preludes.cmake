@@ -1,24 +1,18 @@
-# Writes OUTPUT, a C++ source defining kCpuPrelude and kCudaPrelude: the text of
-# compiler/codegen/prelude/hc_cpu.h and compiler/cuda/prelude/hc_cuda.h below their marker line.
-# Run with cmake -P; the preludes ship inside the binary, as the catalog's migrations do.
+# Writes OUTPUT, a C++ source defining NAME (a const char* declared in HEADER) as the text of
+# SOURCE_DIR/FILE below its marker line: the prelude every generated unit starts with. Run with
+# cmake -P; the preludes ship inside the binary, as the catalog's migrations do.
 set(marker "// ---- The prelude: every generated unit starts with the text below this line. ----\n")
-set(body "// Generated from compiler/*/prelude/*.h by compiler/embed_preludes.cmake. Do not edit.\n")
-string(APPEND body "#include \"compiler/codegen/cpu_prelude.h\"\n#include \"compiler/cuda/cuda_prelude.h\"\n\n")
-string(APPEND body "namespace hlocache::compiler {\n\n")
-foreach(pair "kCpuPrelude=compiler/codegen/prelude/hc_cpu.h" "kCudaPrelude=compiler/cuda/prelude/hc_cuda.h")
-  string(REPLACE "=" ";" parts "${pair}")
-  list(GET parts 0 name)
-  list(GET parts 1 file)
-  file(READ "${SOURCE_DIR}/${file}" text)
-  string(FIND "${text}" "${marker}" at)
-  if(at EQUAL -1)
-    message(FATAL_ERROR "${file}: no marker line")
-  endif()
-  string(LENGTH "${marker}" marker_length)
-  math(EXPR from "${at} + ${marker_length}")
-  string(SUBSTRING "${text}" ${from} -1 prelude)
-  string(APPEND body "const char* const ${name} = R\"hc_prelude(${prelude})hc_prelude\";\n\n")
-endforeach()
+file(READ "${SOURCE_DIR}/${FILE}" text)
+string(FIND "${text}" "${marker}" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "${FILE}: no marker line")
+endif()
+string(LENGTH "${marker}" marker_length)
+math(EXPR from "${at} + ${marker_length}")
+string(SUBSTRING "${text}" ${from} -1 prelude)
+set(body "// Generated from ${FILE} by compiler/embed_preludes.cmake. Do not edit.\n")
+string(APPEND body "#include \"${HEADER}\"\n\nnamespace hlocache::compiler {\n\n")
+string(APPEND body "const char* const ${NAME} = R\"hc_prelude(${prelude})hc_prelude\";\n\n")
 string(APPEND body "}  // namespace hlocache::compiler\n")
 file(WRITE "${OUTPUT}.tmp" "${body}")
 file(COPY_FILE "${OUTPUT}.tmp" "${OUTPUT}" ONLY_IF_DIFFERENT)

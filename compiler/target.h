@@ -1,4 +1,5 @@
-// Targets (where an executable runs) and the compiler id (what builds it).
+// The compiler id (what builds an executable) for each target (where it runs; the targets
+// themselves are named in compiler/artifact/targets.h, which the runtime uses too).
 //
 // Thread safety: pure functions.
 #pragma once
@@ -6,21 +7,14 @@
 #include <string>
 #include <string_view>
 
+#include "compiler/artifact/targets.h"
+
 namespace hlocache::compiler {
-
-// The best `cpu-x86-64-vN` level this host runs (v2 at least on x86-64).
-std::string HostCpuTarget();
-
-// N for the CPU targets the code generator builds, "cpu-x86-64-v2" to "-v4"; 0 for anything else.
-int CpuTargetLevel(std::string_view target);
 
 // Names the toolchain, code generator version and optimization level whose output a key stands
 // for: "gcc-12.2.0/hlocache-codegen-6/O2". A new code generator version bumps the number, so keys
 // of old executables stop matching.
 std::string DefaultCompilerId();
-
-// Whether `target` is a GPU target the CUDA code generator builds: cuda-sm_80 or cuda-sm_90.
-bool IsCudaTarget(std::string_view target);
 
 // Names NVRTC's version, the CUDA code generator's version and the flags every GPU executable is
 // compiled with: "nvrtc-13.0/hlocache-cuda-2/fmad-off". "nvrtc-missing/..." where NVRTC cannot

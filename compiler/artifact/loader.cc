@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "compiler/target.h"
+#include "compiler/artifact/targets.h"
 
 namespace hlocache::compiler {
 namespace {

@@ -4,6 +4,32 @@
 
 namespace hlocache::compiler::cuda_lowering_internal {
 
+// The row-major offsets of every index over `group` (sizes and strides), as a device table.
+std::string CudaLowering::OffsetTable(const std::vector<int64_t>& sizes,
+                                      const std::vector<int64_t>& strides) {
+  std::vector<int64_t> offsets;
+  std::vector<int64_t> index(sizes.size(), 0);
+  const int64_t count = Product(sizes);
+  offsets.reserve(static_cast<size_t>(count));
+  for (int64_t n = 0; n < count; ++n) {
+    int64_t off = 0;
+    for (size_t j = 0; j < index.size(); ++j) off += index[j] * strides[j];
+    offsets.push_back(off);
+    for (size_t j = index.size(); j-- > 0;) {
+      if (++index[j] < sizes[j]) break;
+      index[j] = 0;
+    }
+  }
+  const std::string name = "t" + std::to_string(table_count_++);
+  constants_ += "__device__ const int64_t " + name + "[] = {";
+  for (size_t k = 0; k < offsets.size(); ++k) {
+    constants_ += (k == 0 ? "" : k % 16 == 0 ? ",\n    " : ", ") + Num(offsets[k]);
+  }
+  if (offsets.empty()) constants_ += "0";
+  constants_ += "};\n";
+  return name;
+}
+
 // dot: one block computes a 16 x 16 tile of results of one batch index, stepping through the
 // contracting indices 16 at a time through shared memory, summing in k order in double (in
 // 64-bit wrapping integers for integer results), rounded once: the interpreter's sums.

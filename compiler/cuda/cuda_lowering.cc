@@ -201,9 +201,7 @@ Val& CudaLowering::Operand(Frame& f, const Instruction& inst, size_t k) {
 
 // ---- Fusion --------------------------------------------------------------------------------
 
-bool CudaLowering::IsElementwise(const Instruction& inst) {
-  return IsFusibleElementwise(inst);
-}
+bool CudaLowering::IsElementwise(const Instruction& inst) { return IsFusibleElementwise(inst); }
 
 bool CudaLowering::IsScalarBroadcast(const Frame& f, const Instruction& inst) {
   return inst.opcode.opcode == Opcode::kBroadcast && inst.operands.size() == 1 &&
@@ -407,8 +405,7 @@ Status CudaLowering::Call(Frame& f, int32_t index, const Instruction& inst, int 
   return Status::Ok();
 }
 
-// ---- Data movement -------------------------------------------------------------------------
-
+// The integer list attribute `name`.
 Result<std::vector<int64_t>> CudaLowering::IntList(const Instruction& inst,
                                                    const char* name) const {
   const hlo::Attribute* a = inst.FindAttribute(name);
