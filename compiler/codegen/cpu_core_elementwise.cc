@@ -38,40 +38,14 @@ Status Lowering::ElementwiseMath(int32_t index, const Instruction& inst) {
     Elementwise(index, inst, "hc_store<" + t + ">(" + f + "(hc_load(" + Read(inst, 0) + ")))");
     return Status::Ok();
   };
+  if (const char* helper = ElementwiseHelper(op, inst.operands.size())) return call(helper);
+  if (const char* f = inst.operands.size() == 1 ? ElementwiseMathFunction(op) : nullptr) {
+    return math(std::string("std::") + f);
+  }
   if (inst.operands.size() == 1) {
     switch (op) {
-      case Opcode::kNegate:
-        return call("hc_neg");
-      case Opcode::kAbs:
-        return call("hc_abs");
-      case Opcode::kSign:
-        return call("hc_sign");
-      case Opcode::kNot:
-        return call("hc_not");
-      case Opcode::kExp:
-        return math("std::exp");
-      case Opcode::kExpm1:
-        return math("std::expm1");
-      case Opcode::kLog:
-        return math("std::log");
-      case Opcode::kLog1p:
-        return math("std::log1p");
-      case Opcode::kSqrt:
-        return math("std::sqrt");
       case Opcode::kRsqrt:
         return math("1.0 / std::sqrt");
-      case Opcode::kTanh:
-        return math("std::tanh");
-      case Opcode::kCos:
-        return math("std::cos");
-      case Opcode::kSin:
-        return math("std::sin");
-      case Opcode::kFloor:
-        return math("std::floor");
-      case Opcode::kCeil:
-        return math("std::ceil");
-      case Opcode::kRoundNearestAfz:
-        return math("std::round");
       case Opcode::kRoundNearestEven:
         return math("std::nearbyint");
       case Opcode::kLogistic:
@@ -87,22 +61,6 @@ Status Lowering::ElementwiseMath(int32_t index, const Instruction& inst) {
     }
   } else {
     switch (op) {
-      case Opcode::kAdd:
-        return call("hc_add");
-      case Opcode::kSubtract:
-        return call("hc_sub");
-      case Opcode::kMultiply:
-        return call("hc_mul");
-      case Opcode::kDivide:
-        return call("hc_div");
-      case Opcode::kRemainder:
-        return call("hc_rem");
-      case Opcode::kMaximum:
-        return call("hc_max");
-      case Opcode::kMinimum:
-        return call("hc_min");
-      case Opcode::kPower:
-        return call("hc_pow");
       case Opcode::kShiftLeft:
       case Opcode::kShiftRightLogical:
       case Opcode::kShiftRightArithmetic:

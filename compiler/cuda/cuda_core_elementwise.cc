@@ -75,40 +75,12 @@ Result<std::string> CudaLowering::ElementExpr(
     }
     return "hc_store<" + t + ">(" + fn + "(hc_load(" + in[0] + ")))";
   };
+  if (const char* helper = ElementwiseHelper(op, in.size())) return call(helper);
+  if (const char* f = in.size() == 1 ? ElementwiseMathFunction(op) : nullptr) return math(f);
   if (in.size() == 1) {
     switch (op) {
-      case Opcode::kNegate:
-        return call("hc_neg");
-      case Opcode::kAbs:
-        return call("hc_abs");
-      case Opcode::kSign:
-        return call("hc_sign");
-      case Opcode::kNot:
-        return call("hc_not");
-      case Opcode::kExp:
-        return math("exp");
-      case Opcode::kExpm1:
-        return math("expm1");
-      case Opcode::kLog:
-        return math("log");
-      case Opcode::kLog1p:
-        return math("log1p");
-      case Opcode::kSqrt:
-        return math("sqrt");
       case Opcode::kRsqrt:
         return math("1.0 / sqrt");
-      case Opcode::kTanh:
-        return math("tanh");
-      case Opcode::kCos:
-        return math("cos");
-      case Opcode::kSin:
-        return math("sin");
-      case Opcode::kFloor:
-        return math("floor");
-      case Opcode::kCeil:
-        return math("ceil");
-      case Opcode::kRoundNearestAfz:
-        return math("round");
       case Opcode::kRoundNearestEven:
         return math("rint");
       case Opcode::kLogistic:
@@ -123,22 +95,6 @@ Result<std::string> CudaLowering::ElementExpr(
     }
   } else if (in.size() == 2) {
     switch (op) {
-      case Opcode::kAdd:
-        return call("hc_add");
-      case Opcode::kSubtract:
-        return call("hc_sub");
-      case Opcode::kMultiply:
-        return call("hc_mul");
-      case Opcode::kDivide:
-        return call("hc_div");
-      case Opcode::kRemainder:
-        return call("hc_rem");
-      case Opcode::kMaximum:
-        return call("hc_max");
-      case Opcode::kMinimum:
-        return call("hc_min");
-      case Opcode::kPower:
-        return call("hc_pow");
       case Opcode::kShiftLeft:
       case Opcode::kShiftRightLogical:
       case Opcode::kShiftRightArithmetic:
