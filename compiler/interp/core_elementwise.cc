@@ -159,139 +159,148 @@ Status Evaluator::Unary(const Instruction& inst, const Literal& a, Literal& out)
   return Status::Ok();
 }
 
+namespace {
+
+// `f` on each pair of elements, into `out`: the op is chosen once per array, not per element
+// (the interpreter spends most of its time in loops like this one on large modules).
+template <typename F>
+void EachFloatPair(const Literal& a, const Literal& b, Literal& out, F f) {
+  for (size_t i = 0; i < out.size(); ++i) out.SetFloat(i, f(a.GetFloat(i), b.GetFloat(i)));
+}
+
+template <typename F>
+void EachIntegerPair(const Literal& a, const Literal& b, Literal& out, F f) {
+  for (size_t i = 0; i < out.size(); ++i) out.SetInt(i, f(a.GetInt(i), b.GetInt(i)));
+}
+
+}  // namespace
+
 Status Evaluator::Binary(const Instruction& inst, const Literal& a, const Literal& b,
                          Literal& out) const {
   const Opcode op = inst.opcode.opcode;
   if (a.is_float()) {
-    std::function<double(double, double)> f;
     switch (op) {
       case Opcode::kAdd:
-        f = [](double x, double y) { return x + y; };
-        break;
+        EachFloatPair(a, b, out, [](double x, double y) { return x + y; });
+        return Status::Ok();
       case Opcode::kSubtract:
-        f = [](double x, double y) { return x - y; };
-        break;
+        EachFloatPair(a, b, out, [](double x, double y) { return x - y; });
+        return Status::Ok();
       case Opcode::kMultiply:
-        f = [](double x, double y) { return x * y; };
-        break;
+        EachFloatPair(a, b, out, [](double x, double y) { return x * y; });
+        return Status::Ok();
       case Opcode::kDivide:
-        f = [](double x, double y) { return x / y; };
-        break;
+        EachFloatPair(a, b, out, [](double x, double y) { return x / y; });
+        return Status::Ok();
       case Opcode::kRemainder:
-        f = [](double x, double y) { return std::fmod(x, y); };
-        break;
+        EachFloatPair(a, b, out, [](double x, double y) { return std::fmod(x, y); });
+        return Status::Ok();
       case Opcode::kPower:
-        f = [](double x, double y) { return std::pow(x, y); };
-        break;
+        EachFloatPair(a, b, out, [](double x, double y) { return std::pow(x, y); });
+        return Status::Ok();
       case Opcode::kAtan2:
-        f = [](double x, double y) { return std::atan2(x, y); };
-        break;
+        EachFloatPair(a, b, out, [](double x, double y) { return std::atan2(x, y); });
+        return Status::Ok();
       case Opcode::kMaximum:  // NaN wins, as in XLA.
-        f = [](double x, double y) {
+        EachFloatPair(a, b, out, [](double x, double y) {
           return std::isnan(x) || std::isnan(y) ? NAN : std::max(x, y);
-        };
-        break;
+        });
+        return Status::Ok();
       case Opcode::kMinimum:
-        f = [](double x, double y) {
+        EachFloatPair(a, b, out, [](double x, double y) {
           return std::isnan(x) || std::isnan(y) ? NAN : std::min(x, y);
-        };
-        break;
+        });
+        return Status::Ok();
       default:
         return Unsupported(inst, "'" + std::string(hlo::OpcodeName(op)) + "' on floats");
     }
-    for (size_t i = 0; i < out.size(); ++i) out.SetFloat(i, f(a.GetFloat(i), b.GetFloat(i)));
-    return Status::Ok();
   }
   const PrimitiveType t = a.type();
   const bool is_unsigned = IsUnsigned(t) || t == PrimitiveType::kPred;
   const int bits = std::max(1, Bits(t));
-  for (size_t i = 0; i < out.size(); ++i) {
-    const int64_t x = a.GetInt(i), y = b.GetInt(i);
-    const auto ux = static_cast<uint64_t>(x), uy = static_cast<uint64_t>(y);
-    const int64_t type_min = is_unsigned ? 0 : std::numeric_limits<int64_t>::min() >> (64 - bits);
-    int64_t r = 0;
-    switch (op) {
-      case Opcode::kAdd:
-        r = static_cast<int64_t>(ux + uy);
-        break;
-      case Opcode::kSubtract:
-        r = static_cast<int64_t>(ux - uy);
-        break;
-      case Opcode::kMultiply:
-        r = static_cast<int64_t>(ux * uy);
-        break;
-      case Opcode::kDivide:  // XLA: x / 0 is all ones; MIN / -1 is MIN.
-        if (y == 0) {
-          r = -1;
-        } else if (is_unsigned) {
-          r = static_cast<int64_t>(ux / uy);
-        } else if (x == type_min && y == -1) {
-          r = x;
-        } else {
-          r = x / y;
-        }
-        break;
-      case Opcode::kRemainder:  // XLA: x % 0 is x; MIN % -1 is 0.
-        if (y == 0) {
-          r = x;
-        } else if (is_unsigned) {
-          r = static_cast<int64_t>(ux % uy);
-        } else if (x == type_min && y == -1) {
-          r = 0;
-        } else {
-          r = x % y;
-        }
-        break;
-      case Opcode::kMaximum:
-        r = is_unsigned ? (ux > uy ? x : y) : std::max(x, y);
-        break;
-      case Opcode::kMinimum:
-        r = is_unsigned ? (ux < uy ? x : y) : std::min(x, y);
-        break;
-      case Opcode::kAnd:
-        r = x & y;
-        break;
-      case Opcode::kOr:
-        r = x | y;
-        break;
-      case Opcode::kXor:
-        r = x ^ y;
-        break;
-      case Opcode::kShiftLeft:
-        r = (uy >= static_cast<uint64_t>(bits)) ? 0 : static_cast<int64_t>(ux << uy);
-        break;
-      case Opcode::kShiftRightLogical: {
-        const uint64_t mask = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
-        r = (uy >= static_cast<uint64_t>(bits)) ? 0 : static_cast<int64_t>((ux & mask) >> uy);
-        break;
-      }
-      case Opcode::kShiftRightArithmetic: {
-        // The value's own sign bit fills in, whatever the type's signedness.
-        const int64_t sx = bits == 64 ? x : static_cast<int64_t>(ux << (64 - bits)) >> (64 - bits);
-        r = sx >> std::min<uint64_t>(uy, 63);
-        break;
-      }
-      case Opcode::kPower: {
-        if (y < 0 && !is_unsigned) {
-          r = x == 1 ? 1 : x == -1 ? ((y & 1) ? -1 : 1) : 0;
-          break;
-        }
-        uint64_t base = ux, e = uy, acc = 1;
+  const int64_t type_min = is_unsigned ? 0 : std::numeric_limits<int64_t>::min() >> (64 - bits);
+  auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
+  auto s = [](uint64_t v) { return static_cast<int64_t>(v); };
+  switch (op) {
+    case Opcode::kAdd:
+      EachIntegerPair(a, b, out, [&](int64_t x, int64_t y) { return s(u(x) + u(y)); });
+      return Status::Ok();
+    case Opcode::kSubtract:
+      EachIntegerPair(a, b, out, [&](int64_t x, int64_t y) { return s(u(x) - u(y)); });
+      return Status::Ok();
+    case Opcode::kMultiply:
+      EachIntegerPair(a, b, out, [&](int64_t x, int64_t y) { return s(u(x) * u(y)); });
+      return Status::Ok();
+    case Opcode::kDivide:  // XLA: x / 0 is all ones; MIN / -1 is MIN.
+      EachIntegerPair(a, b, out, [&](int64_t x, int64_t y) -> int64_t {
+        if (y == 0) return -1;
+        if (is_unsigned) return s(u(x) / u(y));
+        if (x == type_min && y == -1) return x;
+        return x / y;
+      });
+      return Status::Ok();
+    case Opcode::kRemainder:  // XLA: x % 0 is x; MIN % -1 is 0.
+      EachIntegerPair(a, b, out, [&](int64_t x, int64_t y) -> int64_t {
+        if (y == 0) return x;
+        if (is_unsigned) return s(u(x) % u(y));
+        if (x == type_min && y == -1) return 0;
+        return x % y;
+      });
+      return Status::Ok();
+    case Opcode::kMaximum:
+      EachIntegerPair(a, b, out, [&](int64_t x, int64_t y) {
+        return is_unsigned ? (u(x) > u(y) ? x : y) : std::max(x, y);
+      });
+      return Status::Ok();
+    case Opcode::kMinimum:
+      EachIntegerPair(a, b, out, [&](int64_t x, int64_t y) {
+        return is_unsigned ? (u(x) < u(y) ? x : y) : std::min(x, y);
+      });
+      return Status::Ok();
+    case Opcode::kAnd:
+      EachIntegerPair(a, b, out, [](int64_t x, int64_t y) { return x & y; });
+      return Status::Ok();
+    case Opcode::kOr:
+      EachIntegerPair(a, b, out, [](int64_t x, int64_t y) { return x | y; });
+      return Status::Ok();
+    case Opcode::kXor:
+      EachIntegerPair(a, b, out, [](int64_t x, int64_t y) { return x ^ y; });
+      return Status::Ok();
+    case Opcode::kShiftLeft:
+      EachIntegerPair(a, b, out, [&](int64_t x, int64_t y) -> int64_t {
+        return u(y) >= static_cast<uint64_t>(bits) ? 0 : s(u(x) << u(y));
+      });
+      return Status::Ok();
+    case Opcode::kShiftRightLogical: {
+      const uint64_t mask = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+      EachIntegerPair(a, b, out, [&](int64_t x, int64_t y) -> int64_t {
+        return u(y) >= static_cast<uint64_t>(bits) ? 0 : s((u(x) & mask) >> u(y));
+      });
+      return Status::Ok();
+    }
+    case Opcode::kShiftRightArithmetic:
+      // The value's own sign bit fills in, whatever the type's signedness.
+      EachIntegerPair(a, b, out, [&](int64_t x, int64_t y) {
+        const int64_t sx = bits == 64 ? x : s(u(x) << (64 - bits)) >> (64 - bits);
+        return sx >> std::min<uint64_t>(u(y), 63);
+      });
+      return Status::Ok();
+    case Opcode::kPower:
+      EachIntegerPair(a, b, out, [&](int64_t x, int64_t y) -> int64_t {
+        if (y < 0 && !is_unsigned) return x == 1 ? 1 : x == -1 ? ((y & 1) ? -1 : 1) : 0;
+        uint64_t base = u(x), e = u(y), acc = 1;
         while (e != 0) {
           if (e & 1) acc *= base;
           base *= base;
           e >>= 1;
         }
-        r = static_cast<int64_t>(acc);
-        break;
-      }
-      default:
-        return Unsupported(inst, "'" + std::string(hlo::OpcodeName(op)) + "' on " +
-                                     std::string(hlo::PrimitiveTypeName(t)));
-    }
-    out.SetInt(i, r);
+        return s(acc);
+      });
+      return Status::Ok();
+    default:
+      return Unsupported(inst, "'" + std::string(hlo::OpcodeName(op)) + "' on " +
+                                   std::string(hlo::PrimitiveTypeName(t)));
   }
-  return Status::Ok();
 }
 
 }  // namespace hlocache::interp::internal

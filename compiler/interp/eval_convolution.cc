@@ -20,6 +20,7 @@
 // first (nonzero, NaN included, is true), as XLA's evaluator converts operands to the result's
 // type: an output element is true when some product of two true elements is in its sum.
 #include <string>
+#include <vector>
 
 #include "compiler/hlo/convolution_dims.h"
 #include "compiler/hlo/window.h"
@@ -183,10 +184,29 @@ Result<Literal> Eval(EvalContext& ctx, const Instruction& inst,
     return preds ? static_cast<uint64_t>(l.AsDouble(element) != 0)
                  : static_cast<uint64_t>(l.GetInt(element));
   };
+  // Floating-point operands read as arrays of double (a literal of a float type already is one;
+  // integer operands of a float result are converted once), so that the innermost loop, over a
+  // group's output features, is a multiply-add with a stride and nothing else. The order of the
+  // sums is the one stated above.
+  std::vector<double> converted_input, converted_kernel;
+  auto doubles = [&](const Literal& l, std::vector<double>& converted) -> const double* {
+    if (l.is_float()) return l.float_data();
+    converted.resize(l.size());
+    for (size_t e = 0; e < converted.size(); ++e) converted[e] = l.AsDouble(e);
+    return converted.data();
+  };
+  const double* input_values = floats ? doubles(input, converted_input) : nullptr;
+  const double* kernel_values = floats ? doubles(kernel, converted_kernel) : nullptr;
+  const int64_t input_batch_stride = at(is, d.input_batch);
+  const int64_t input_feature_stride = at(is, d.input_feature);
+  const int64_t kernel_in_stride = at(ks, d.kernel_input_feature);
+  const int64_t kernel_out_stride = at(ks, d.kernel_output_feature);
+  const auto outputs_per_group = static_cast<size_t>(g.outputs_per_group);
   // One group's output features for one batch element and one placement at a time.
-  std::vector<double> fsum(static_cast<size_t>(g.outputs_per_group));
-  std::vector<uint64_t> isum(static_cast<size_t>(g.outputs_per_group));
+  std::vector<double> fsum(outputs_per_group);
+  std::vector<uint64_t> isum(outputs_per_group);
   std::vector<int64_t> p(spatial, 0);
+  std::vector<int64_t> w(spatial, 0);
   do {
     int64_t out_offset = 0;
     for (size_t k = 0; k < spatial; ++k) out_offset += p[k] * at(os, d.output_spatial[k]);
@@ -194,11 +214,12 @@ Result<Literal> Eval(EvalContext& ctx, const Instruction& inst,
       for (int64_t group = 0; group < g.groups; ++group) {
         const int64_t in_b = g.batch_groups > 1 ? group * g.output_batch + b : b;
         const int64_t first_feature = g.feature_groups > 1 ? group * g.kernel_in_features : 0;
+        const int64_t first_output = group * g.outputs_per_group * kernel_out_stride;
         std::fill(fsum.begin(), fsum.end(), 0.0);
         std::fill(isum.begin(), isum.end(), 0);
-        std::vector<int64_t> w(spatial, 0);
+        std::fill(w.begin(), w.end(), 0);
         do {
-          int64_t in_offset = in_b * at(is, d.input_batch), k_offset = 0;
+          int64_t in_offset = in_b * input_batch_stride, k_offset = 0;
           bool reads = true;
           for (size_t k = 0; k < spatial && reads; ++k) {
             const std::optional<int64_t> q =
@@ -212,27 +233,31 @@ Result<Literal> Eval(EvalContext& ctx, const Instruction& inst,
           if (!reads) continue;
           for (int64_t i = 0; i < g.kernel_in_features; ++i) {
             const auto x =
-                static_cast<size_t>(in_offset + (first_feature + i) * at(is, d.input_feature));
-            for (int64_t oo = 0; oo < g.outputs_per_group; ++oo) {
-              const auto y = static_cast<size_t>(k_offset + i * at(ks, d.kernel_input_feature) +
-                                                 (group * g.outputs_per_group + oo) *
-                                                     at(ks, d.kernel_output_feature));
-              if (floats) {
-                fsum[static_cast<size_t>(oo)] += input.AsDouble(x) * kernel.AsDouble(y);
-              } else {
-                isum[static_cast<size_t>(oo)] += integer(input, x) * integer(kernel, y);
+                static_cast<size_t>(in_offset + (first_feature + i) * input_feature_stride);
+            const int64_t y0 = k_offset + i * kernel_in_stride + first_output;
+            if (floats) {
+              const double xv = input_values[x];
+              const double* ky = kernel_values + y0;
+              for (size_t oo = 0; oo < outputs_per_group; ++oo) {
+                fsum[oo] += xv * ky[static_cast<int64_t>(oo) * kernel_out_stride];
+              }
+            } else {
+              for (size_t oo = 0; oo < outputs_per_group; ++oo) {
+                const auto y =
+                    static_cast<size_t>(y0 + static_cast<int64_t>(oo) * kernel_out_stride);
+                isum[oo] += integer(input, x) * integer(kernel, y);
               }
             }
           }
         } while (Next(w, window_extent));
-        for (int64_t oo = 0; oo < g.outputs_per_group; ++oo) {
-          const auto o =
-              static_cast<size_t>(out_offset + b * at(os, d.output_batch) +
-                                  (group * g.outputs_per_group + oo) * at(os, d.output_feature));
+        for (size_t oo = 0; oo < outputs_per_group; ++oo) {
+          const auto o = static_cast<size_t>(
+              out_offset + b * at(os, d.output_batch) +
+              (group * g.outputs_per_group + static_cast<int64_t>(oo)) * at(os, d.output_feature));
           if (floats) {
-            out.SetFloat(o, fsum[static_cast<size_t>(oo)]);
+            out.SetFloat(o, fsum[oo]);
           } else {
-            out.SetInt(o, static_cast<int64_t>(isum[static_cast<size_t>(oo)]));
+            out.SetInt(o, static_cast<int64_t>(isum[oo]));
           }
         }
       }

@@ -128,8 +128,6 @@ Result<Literal> Literal::MakeZeros(const hlo::Shape& shape, uint64_t limit) {
   return Literal(shape);
 }
 
-void Literal::SetFloat(size_t i, double v) { floats_[i] = RoundToType(v, shape_.type); }
-void Literal::SetInt(size_t i, int64_t v) { ints_[i] = WrapToType(v, shape_.type); }
 
 double Literal::AsDouble(size_t i) const {
   if (is_float_) return floats_[i];

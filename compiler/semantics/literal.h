@@ -40,10 +40,13 @@ class Literal {
   size_t size() const { return is_float_ ? floats_.size() : ints_.size(); }
 
   double GetFloat(size_t i) const { return floats_[i]; }
+  // The elements of a floating-point array, size() of them; valid until the literal changes.
+  const double* float_data() const { return floats_.data(); }
   int64_t GetInt(size_t i) const { return ints_[i]; }
-  // Stores `v` rounded (floats) or wrapped (integers) to the element type.
-  void SetFloat(size_t i, double v);
-  void SetInt(size_t i, int64_t v);
+  // Stores `v` rounded (floats) or wrapped (integers) to the element type. Inline: the
+  // interpreter's loops store through these.
+  inline void SetFloat(size_t i, double v);
+  inline void SetInt(size_t i, int64_t v);
   // Any element as a double (for conversions and comparisons of mixed kinds).
   double AsDouble(size_t i) const;
   bool is_float() const { return is_float_; }
@@ -76,5 +79,35 @@ Result<Literal> FromBytes(const hlo::Shape& shape, std::string_view bytes);
 double RoundToType(double v, hlo::PrimitiveType type);
 // Wraps to the value set of an integer type (two's complement), or 0/1 for pred.
 int64_t WrapToType(int64_t v, hlo::PrimitiveType type);
+
+inline void Literal::SetFloat(size_t i, double v) {
+  switch (shape_.type) {
+    case hlo::PrimitiveType::kF64:
+      floats_[i] = v;
+      return;
+    case hlo::PrimitiveType::kF32:
+      floats_[i] = static_cast<double>(static_cast<float>(v));
+      return;
+    default:
+      floats_[i] = RoundToType(v, shape_.type);
+  }
+}
+
+inline void Literal::SetInt(size_t i, int64_t v) {
+  switch (shape_.type) {
+    case hlo::PrimitiveType::kS64:
+    case hlo::PrimitiveType::kU64:
+      ints_[i] = v;
+      return;
+    case hlo::PrimitiveType::kS32:
+      ints_[i] = static_cast<int32_t>(v);
+      return;
+    case hlo::PrimitiveType::kU32:
+      ints_[i] = static_cast<uint32_t>(v);
+      return;
+    default:
+      ints_[i] = WrapToType(v, shape_.type);
+  }
+}
 
 }  // namespace hlocache::interp
