@@ -17,6 +17,17 @@ namespace hlocache::compiler {
 // An array literal of `type` and `dims` holding `values` (row-major; integers truncated).
 interp::Literal Array(hlo::PrimitiveType type, std::vector<int64_t> dims,
                       const std::vector<double>& values);
+inline interp::Literal F32(std::vector<int64_t> dims, const std::vector<double>& values) {
+  return Array(hlo::PrimitiveType::kF32, std::move(dims), values);
+}
+inline interp::Literal S32(std::vector<int64_t> dims, const std::vector<double>& values) {
+  return Array(hlo::PrimitiveType::kS32, std::move(dims), values);
+}
+inline interp::Literal Pred(std::vector<int64_t> dims, const std::vector<double>& values) {
+  return Array(hlo::PrimitiveType::kPred, std::move(dims), values);
+}
+// A token: no data, one element that is always 0.
+inline interp::Literal Token() { return Array(hlo::PrimitiveType::kToken, {}, {0}); }
 
 // Builds `module` for this host's CPU target (with a placeholder key) and loads it; nullptr, with
 // a gtest failure, when a step fails.

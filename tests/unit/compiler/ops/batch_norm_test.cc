@@ -17,10 +17,6 @@ using op_check::ExpectValue;
 using op_check::Replaced;
 using op_check::Tuple;
 
-Literal F32(std::vector<int64_t> dims, const std::vector<double>& values) {
-  return Array(PrimitiveType::kF32, std::move(dims), values);
-}
-
 const char* kTraining = R"(HloModule m
 
 ENTRY e {

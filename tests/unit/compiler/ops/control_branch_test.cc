@@ -10,13 +10,13 @@
 namespace hlocache::compiler {
 namespace {
 
+using hlo::PrimitiveType;
+using interp::Literal;
 using op_check::ExpectMalformed;
 using op_check::ExpectValue;
 using op_check::Replaced;
 using op_check::Scalar;
 using op_check::Tuple;
-using hlo::PrimitiveType;
-using interp::Literal;
 
 // ---- conditional -----------------------------------------------------------------------------
 

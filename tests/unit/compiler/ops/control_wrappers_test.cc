@@ -10,13 +10,11 @@
 namespace hlocache::compiler {
 namespace {
 
+using hlo::PrimitiveType;
+using interp::Literal;
 using op_check::Eval;
 using op_check::ExpectMalformed;
 using op_check::Replaced;
-using hlo::PrimitiveType;
-using interp::Literal;
-
-Literal Token() { return Array(PrimitiveType::kToken, {}, {0}); }
 
 TEST(ControlWrappersTest, TokensHoldNoData) {
   // A token literal is one element, always 0, whatever is stored; one byte in a buffer.

@@ -24,16 +24,6 @@ std::string Conv(const std::string& input, const std::string& kernel, const std:
          " parameter(1)\n  ROOT c = " + result + " convolution(x, k), " + attributes + "\n}\n";
 }
 
-Literal F32(std::vector<int64_t> dims, const std::vector<double>& values) {
-  return Array(PrimitiveType::kF32, std::move(dims), values);
-}
-Literal S32(std::vector<int64_t> dims, const std::vector<double>& values) {
-  return Array(PrimitiveType::kS32, std::move(dims), values);
-}
-Literal Pred(std::vector<int64_t> dims, const std::vector<double>& values) {
-  return Array(PrimitiveType::kPred, std::move(dims), values);
-}
-
 TEST(ConvolutionTest, SlidesTheKernelWithPaddingStridesDilationAndReversal) {
   const Literal x = F32({1, 5, 1}, {1, 2, 3, 4, 5});
   const Literal k = F32({3, 1, 1}, {1, 2, 3});
@@ -134,12 +124,15 @@ TEST(ConvolutionTest, CompiledConvolutionsMatchTheInterpreter) {
       15);
   // Into pred, every operand as pred: true where some product of two true elements is summed,
   // never cancelled by others (1 * 1 + -1 * 1 is true), a NaN true.
-  ExpectValue(Conv("s32[1,1,2]", "s32[1,1,2]", "pred[1,1,1]", "window={size=2}, dim_labels=bf0_oi0->bf0"),
-              {S32({1, 1, 2}, {1, -1}), S32({1, 1, 2}, {1, 1})}, Pred({1, 1, 1}, {1}));
-  ExpectValue(Conv("f32[1,1,2]", "pred[1,1,2]", "pred[1,1,1]", "window={size=2}, dim_labels=bf0_oi0->bf0"),
-              {F32({1, 1, 2}, {0, NAN}), Pred({1, 1, 2}, {1, 1})}, Pred({1, 1, 1}, {1}));
-  ExpectValue(Conv("f32[1,1,2]", "pred[1,1,2]", "pred[1,1,1]", "window={size=2}, dim_labels=bf0_oi0->bf0"),
-              {F32({1, 1, 2}, {0, 2}), Pred({1, 1, 2}, {1, 0})}, Pred({1, 1, 1}, {0}));
+  ExpectValue(
+      Conv("s32[1,1,2]", "s32[1,1,2]", "pred[1,1,1]", "window={size=2}, dim_labels=bf0_oi0->bf0"),
+      {S32({1, 1, 2}, {1, -1}), S32({1, 1, 2}, {1, 1})}, Pred({1, 1, 1}, {1}));
+  ExpectValue(
+      Conv("f32[1,1,2]", "pred[1,1,2]", "pred[1,1,1]", "window={size=2}, dim_labels=bf0_oi0->bf0"),
+      {F32({1, 1, 2}, {0, NAN}), Pred({1, 1, 2}, {1, 1})}, Pred({1, 1, 1}, {1}));
+  ExpectValue(
+      Conv("f32[1,1,2]", "pred[1,1,2]", "pred[1,1,1]", "window={size=2}, dim_labels=bf0_oi0->bf0"),
+      {F32({1, 1, 2}, {0, 2}), Pred({1, 1, 2}, {1, 0})}, Pred({1, 1, 1}, {0}));
   ExpectCompiledMatchesInterpreterOnRandomInputs(
       Conv("f8e8m0fnu[1,28,1]", "pred[28,1,1]", "pred[1,28,1]",
            "window={size=28 pad=13_14}, dim_labels=b0f_0io->b0f"),

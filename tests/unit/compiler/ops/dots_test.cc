@@ -17,10 +17,6 @@ using op_check::ExpectMalformed;
 using op_check::ExpectValue;
 using op_check::Replaced;
 
-Literal F32(std::vector<int64_t> dims, const std::vector<double>& values) {
-  return Array(PrimitiveType::kF32, std::move(dims), values);
-}
-
 std::string ScaledDot(const std::string& lhs, const std::string& rhs, const std::string& ls,
                       const std::string& rs, const std::string& out) {
   return "HloModule m\n\nENTRY e {\n  a = " + lhs + " parameter(0)\n  b = " + rhs +
@@ -31,14 +27,14 @@ std::string ScaledDot(const std::string& lhs, const std::string& rhs, const std:
 
 // Each operand times its block's scale, then dot: blocks of 4 along the contraction.
 TEST(DotsTest, ScaledDotMultipliesEachBlockByItsScale) {
-  const std::string text = ScaledDot("f8e4m3fn[2,8]", "f8e4m3fn[3,8]", "f8e8m0fnu[2,2]",
-                                     "f8e8m0fnu[3,2]", "f32[2,3]");
+  const std::string text =
+      ScaledDot("f8e4m3fn[2,8]", "f8e4m3fn[3,8]", "f8e8m0fnu[2,2]", "f8e8m0fnu[3,2]", "f32[2,3]");
   std::vector<double> ones(16, 1.0), threes(24, 1.0);
   threes[23] = 3;  // rhs row 2, last column.
-  const std::vector<Literal> args = {
-      Array(PrimitiveType::kF8E4M3FN, {2, 8}, ones), Array(PrimitiveType::kF8E4M3FN, {3, 8}, threes),
-      Array(PrimitiveType::kF8E8M0FNU, {2, 2}, {1, 2, 4, 0.5}),
-      Array(PrimitiveType::kF8E8M0FNU, {3, 2}, {1, 1, 1, 1, 1, 8})};
+  const std::vector<Literal> args = {Array(PrimitiveType::kF8E4M3FN, {2, 8}, ones),
+                                     Array(PrimitiveType::kF8E4M3FN, {3, 8}, threes),
+                                     Array(PrimitiveType::kF8E8M0FNU, {2, 2}, {1, 2, 4, 0.5}),
+                                     Array(PrimitiveType::kF8E8M0FNU, {3, 2}, {1, 1, 1, 1, 1, 8})};
   // Row 0: 4 * 1 + 4 * 2 = 12; row 1: 4 * 4 + 4 * 0.5 = 18. Column 2's second block, scaled by
   // 8, is 8, 8, 8, 24: row 0 gives 4 + 2 * 48, row 1 gives 16 + 0.5 * 48.
   ExpectValue(text, args, F32({2, 3}, {12, 12, 100, 18, 18, 40}));
@@ -90,9 +86,9 @@ TEST(DotsTest, RaggedRowsUseTheirGroupsRhs) {
 // A ragged contracting dimension: each group sums its own contracting positions, the groups
 // first in the result.
 TEST(DotsTest, RaggedContractionsSumEachGroupsPositions) {
-  const std::string text = RaggedDot(
-      "f32[2,4]", "f32[4,3]", "s32[2]", "f32[2,2,3]",
-      "lhs_contracting_dims={1}, rhs_contracting_dims={0}, lhs_ragged_dims={1}");
+  const std::string text =
+      RaggedDot("f32[2,4]", "f32[4,3]", "s32[2]", "f32[2,2,3]",
+                "lhs_contracting_dims={1}, rhs_contracting_dims={0}, lhs_ragged_dims={1}");
   const Literal lhs = F32({2, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
   const Literal rhs = F32({4, 3}, {1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, 1});
   // Group 0 is k = 0; group 1 is k = 1, 2, 3.

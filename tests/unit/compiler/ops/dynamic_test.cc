@@ -20,13 +20,6 @@ using op_check::Eval;
 using op_check::ExpectValue;
 using op_check::Replaced;
 
-Literal F32(std::vector<int64_t> dims, const std::vector<double>& values) {
-  return Array(PrimitiveType::kF32, std::move(dims), values);
-}
-Literal S32(std::vector<int64_t> dims, const std::vector<double>& values) {
-  return Array(PrimitiveType::kS32, std::move(dims), values);
-}
-
 // An elementwise chain, a broadcast and a transpose of a value of 3 rows where 5 fit: the
 // results are 3 rows too, and the padding never shows.
 TEST(DynamicTest, ElementwiseBroadcastAndTransposeKeepTheSizes) {

@@ -51,13 +51,7 @@ Literal Ints(PrimitiveType type, std::vector<int64_t> dims, const std::vector<in
   return l;
 }
 
-Literal Tuple(std::vector<Literal> elements) {
-  hlo::Shape s;
-  for (const Literal& e : elements) s.tuple_elements.push_back(e.shape());
-  Literal t(s);
-  for (size_t k = 0; k < elements.size(); ++k) t.elements()[k] = std::move(elements[k]);
-  return t;
-}
+using op_check::Tuple;
 
 std::vector<double> Iota(int n) {
   std::vector<double> v;

@@ -45,12 +45,6 @@ ENTRY e {
 }
 )";
 
-Literal Token() {
-  hlo::Shape s;
-  s.type = PrimitiveType::kToken;
-  return Literal(s);
-}
-
 TEST(HostTest, TheInterpreterTakesFromAndGivesToItsHost) {
   auto m = hlo::ParseModule(kTransfers, "g.hlo");
   ASSERT_THAT(m, IsOk());
