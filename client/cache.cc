@@ -22,6 +22,7 @@
 #include "compiler/toolchain.h"
 #include "compiler/worker_pool.h"
 #include "keying/keying.h"
+#include "storage/availability.h"
 
 namespace hlocache::client {
 namespace {
@@ -78,9 +79,10 @@ class MemoryLru {
 };
 
 struct TierSlot {
-  explicit TierSlot(BackoffOptions options) : rest(options) {}
+  TierSlot(std::unique_ptr<Tier> t, BackoffOptions options, storage::Availability::Log log)
+      : tier(std::move(t)), availability("cache tier " + tier->name(), options, std::move(log)) {}
   std::unique_ptr<Tier> tier;
-  Backoff rest;  // After failures in a row; a success ends it.
+  storage::Availability availability;  // Rests after failures in a row; a success ends it.
 };
 
 class CacheImpl final : public Cache {
@@ -124,7 +126,8 @@ class CacheImpl final : public Cache {
                                                                    std::string_view bytes);
   Result<std::string> CompileHere(const std::string& key, const hlo::Module& module,
                                   const std::string& target);
-  bool IsUp(TierSlot& slot) const { return !slot.rest.Resting(); }
+  bool IsUp(TierSlot& slot) const { return slot.availability.Admit(); }
+  // Counts a tier's failure, and lets it rest when it could not be reached.
   void MarkDown(TierSlot& slot, const Status& why);
   void WriteBack(const std::vector<size_t>& tiers, const std::string& key,
                  std::shared_ptr<const std::string> bytes, const cache::ArtifactInfo& info,
@@ -167,24 +170,22 @@ Status CacheImpl::Init() {
       std::fprintf(stderr, "hlocache: %.*s\n", static_cast<int>(line.size()), line.data());
     };
   }
-  HttpTierOptions http;
+  storage::HttpBackendOptions http;
   http.token = options_.token;
   http.ca_cert = options_.ca_cert;
   http.connect_timeout = options_.connect_timeout;
-  http.request_timeout = options_.request_timeout;
+  http.io_timeout = options_.request_timeout;
   http.compile_timeout = options_.compile_timeout;
   for (const std::string& part : SplitCacheSpec(spec_)) {
-    Result<std::unique_ptr<Tier>> tier = part.starts_with("http://") || part.starts_with("https://")
-                                             ? MakeHttpTier(part, http)
-                                             : MakeDirectoryTier(part, options_.read_only, http);
+    Result<std::unique_ptr<Tier>> tier = MakeTier(part, options_.read_only, http);
     if (!tier) {
       if (tier.error().code() == StatusCode::kInvalidArgument) return tier.error();
       Note("cache tier " + part + " skipped: " + tier.error().message());
       continue;
     }
-    auto slot = std::make_unique<TierSlot>(options_.backoff);
-    slot->tier = std::move(*tier);
-    tiers_.push_back(std::move(slot));
+    tiers_.push_back(
+        std::make_unique<TierSlot>(std::move(*tier), options_.backoff,
+                                   [this](std::string_view line) { Note(std::string(line)); }));
   }
   compiler::ToolchainOptions toolchain_options;
   toolchain_options.cxx = options_.cxx;
@@ -212,13 +213,7 @@ Status CacheImpl::Init() {
 
 void CacheImpl::MarkDown(TierSlot& slot, const Status& why) {
   Count([](CacheStats& s) { ++s.tier_errors; });
-  if (!slot.tier->remote() && why.code() != StatusCode::kUnavailable) return;
-  // One lost connection costs a moment of sharing, a dead server is asked only every
-  // max_backoff.
-  const int64_t rest_ms = slot.rest.Failed().count();
-  char seconds[32];
-  std::snprintf(seconds, sizeof seconds, "%.1f", static_cast<double>(rest_ms) / 1000);
-  Note("cache tier " + slot.tier->name() + " skipped for " + seconds + " s: " + why.message());
+  (void)slot.availability.Record(why);
 }
 
 Result<std::shared_ptr<const compiler::LoadedExecutable>> CacheImpl::Verify(
@@ -342,7 +337,7 @@ Result<Executable> CacheImpl::Lookup(const std::string& key, const hlo::Module& 
       MarkDown(slot, got.error());
       continue;
     }
-    slot.rest.Succeeded();
+    (void)slot.availability.Record(Status::Ok());
     if (!*got) {
       missed.push_back(i);
       continue;
@@ -370,8 +365,12 @@ Result<Executable> CacheImpl::Lookup(const std::string& key, const hlo::Module& 
     if (!slot.tier->remote() || !IsUp(slot) || !slot.tier->CanCompile(target)) continue;
     auto compiled = slot.tier->Compile(module.source(), target);
     if (!compiled) {
-      if (compiled.error().code() != StatusCode::kFailedPrecondition)
+      const StatusCode code = compiled.error().code();
+      // The module's fault or the server's policy: the server stays in use.
+      if (code != StatusCode::kFailedPrecondition && code != StatusCode::kInvalidArgument &&
+          code != StatusCode::kPermissionDenied) {
         MarkDown(slot, compiled.error());
+      }
       continue;
     }
     auto exe = Verify(key, compiled->artifact);
@@ -433,13 +432,14 @@ void CacheImpl::UploadLoop() {
     ++uploads_running_;
     lock.unlock();
     TierSlot& slot = *tiers_[job.tier];
-    Status s = IsUp(slot) ? slot.tier->Put(job.key, *job.bytes, job.info)
-                          : Unavailable(slot.tier->name() + " is resting after a failure");
+    const bool tried = IsUp(slot);
+    Status s = tried ? slot.tier->Put(job.key, *job.bytes, job.info) : slot.availability.Resting();
     if (s.ok()) {
+      (void)slot.availability.Record(s);
       Count([](CacheStats& st) { ++st.uploads; });
     } else {
       Count([](CacheStats& st) { ++st.upload_failures; });
-      if (s.code() == StatusCode::kUnavailable && IsUp(slot)) MarkDown(slot, s);
+      if (tried && s.code() == StatusCode::kUnavailable) MarkDown(slot, s);
     }
     lock.lock();
     --uploads_running_;

@@ -13,13 +13,13 @@
 #include "common/http_get.h"
 #include "common/single_flight.h"
 #include "server/verified_put.h"
+#include "storage/availability.h"
+#include "storage/http_backend.h"
 
 namespace hlocache::server {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string ArtifactPath(std::string_view key) { return "/v1/artifacts/" + std::string(key); }
 
 HttpGetOptions GetOptions(const UpstreamOptions& options) {
   HttpGetOptions o;
@@ -33,12 +33,15 @@ HttpGetOptions GetOptions(const UpstreamOptions& options) {
 
 class UpstreamImpl final : public Upstream {
  public:
-  UpstreamImpl(UpstreamOptions options, cache::Store& store)
+  UpstreamImpl(UpstreamOptions options, cache::Store& store,
+               std::unique_ptr<storage::Backend> origin)
       : options_(std::move(options)),
         store_(store),
-        http_settings_{options_.token, options_.ca_cert, options_.connect_timeout},
+        origin_(std::move(origin)),
         getters_(options_.url, GetOptions(options_)),
-        backoff_(options_.backoff) {
+        availability_("upstream " + options_.url, options_.backoff, [](std::string_view line) {
+          std::fprintf(stderr, "hlocache: %.*s\n", static_cast<int>(line.size()), line.data());
+        }) {
     LoadPending();
     uploader_ = std::thread([this] { RunUploader(); });
   }
@@ -59,30 +62,35 @@ class UpstreamImpl final : public Upstream {
   }
 
   Result<std::optional<uint64_t>> Head(std::string_view key) override {
-    if (!Admit()) return Error(BackingOff());
-    std::unique_ptr<HttpGetter> getter = getters_.Take();
-    auto r = getter->Head(ArtifactPath(key));
-    if (!r) return Error(BackOff("upstream HEAD failed: " + r.error().message()));
-    getters_.GiveBack(std::move(getter));
-    MarkUp();
-    if (r->status == 404) return std::optional<uint64_t>();
-    if (r->status != 200) return Error(Refused("HEAD", r->status, ""));
-    return std::optional<uint64_t>(r->content_length.value_or(0));
+    if (!availability_.Admit()) return Error(availability_.Resting());
+    return Record(origin_->Head(key));
   }
 
   Result<std::vector<FileEntry>> ListFiles(std::string_view file_namespace, std::string_view prefix,
                                            size_t limit) override {
-    if (!Admit()) return Error(BackingOff());
+    if (!availability_.Admit()) return Error(availability_.Resting());
     httplib::Params params{{"prefix", std::string(prefix)}};
     if (limit != 0) params.emplace("limit", std::to_string(limit));
     const std::string path =
         httplib::append_query_params("/v1/files/" + std::string(file_namespace), params);
     std::unique_ptr<HttpGetter> getter = getters_.Take();
     auto r = getter->GetWhole(path);
-    if (!r) return Error(BackOff("upstream GET /v1/files failed: " + r.error().message()));
+    if (!r) {
+      return Error(Record(Unavailable("upstream " + options_.url +
+                                      ": GET /v1/files failed: " + r.error().message())));
+    }
     getters_.GiveBack(std::move(getter));
-    MarkUp();
-    if (r->first != 200) return Error(Refused("GET /v1/files", r->first, r->second));
+    if (r->first != 200) {
+      httplib::Response reply;
+      reply.status = r->first;
+      reply.body = std::move(r->second);
+      const std::string why =
+          "upstream " + options_.url + ": GET /v1/files answered " + DescribeReply(reply);
+      // Counted; a 5xx rests the origin as any request's does.
+      (void)Record(reply.status >= 500 ? Unavailable(why) : InvalidArgument(why));
+      return Error(Unavailable(why));
+    }
+    (void)Record(Status::Ok());
     auto parsed = ParseFileListing(r->second);
     if (!parsed) {
       return Error(Unavailable("upstream " + options_.url + ": " + parsed.error().message()));
@@ -114,6 +122,10 @@ class UpstreamImpl final : public Upstream {
       std::lock_guard<std::mutex> lock(stats_mu_);
       s = stats_;
     }
+    const storage::AvailabilityStats a = availability_.stats();
+    s.failures = a.failures;
+    s.skipped = a.skipped;
+    s.up = a.up;
     {
       std::lock_guard<std::mutex> lock(queue_mu_);
       s.pending_uploads = queue_.size();
@@ -122,74 +134,22 @@ class UpstreamImpl final : public Upstream {
   }
 
  private:
-  std::unique_ptr<httplib::Client> Client(std::chrono::milliseconds io_timeout) const {
-    auto client = MakeHttpClient(options_.url, http_settings_, io_timeout);
-    if (!options_.headers.empty()) {
-      client->set_default_headers(
-          httplib::Headers(options_.headers.begin(), options_.headers.end()));
+  // The outcome of a request the origin was asked: the failure and back-off policy
+  // (storage/availability.h), and the uploader woken once the origin is back.
+  Status Record(Status outcome) {
+    const bool was_up = availability_.up();
+    Status recorded = availability_.Record(std::move(outcome));
+    if (!was_up && availability_.up()) queue_changed_.notify_all();
+    return recorded;
+  }
+  template <typename T>
+  Result<T> Record(Result<T> outcome) {
+    if (outcome) {
+      (void)Record(Status::Ok());
+    } else {
+      (void)Record(Status(outcome.error()));
     }
-    return client;
-  }
-
-  // Whether a request may try the origin now; counts the ones that may not.
-  bool Admit() {
-    if (!backoff_.Resting()) return true;
-    std::lock_guard<std::mutex> lock(stats_mu_);
-    ++stats_.skipped;
-    return false;
-  }
-
-  Clock::duration BackoffLeft() const { return backoff_.Left(); }
-
-  void MarkUp() {
-    bool was_down = false;
-    {
-      std::lock_guard<std::mutex> lock(stats_mu_);
-      was_down = !stats_.up;
-      stats_.up = true;
-    }
-    backoff_.Succeeded();
-    if (was_down) {
-      std::fprintf(stderr, "hlocache: upstream %s is reachable again\n", options_.url.c_str());
-      queue_changed_.notify_all();  // The uploader catches up now rather than after its wait.
-    }
-  }
-
-  Status TransportFailure(const std::string& what, httplib::Error error) {
-    return BackOff("upstream " + options_.url + ": " + what +
-                   " failed: " + httplib::to_string(error));
-  }
-
-  // The origin could not be reached, or cannot take what it is sent: leave it alone for a
-  // while, longer each time.
-  Status BackOff(const std::string& reason) {
-    bool was_up = false;
-    {
-      std::lock_guard<std::mutex> lock(stats_mu_);
-      ++stats_.failures;
-      was_up = stats_.up;
-      stats_.up = false;
-    }
-    backoff_.Failed();
-    if (was_up) std::fprintf(stderr, "hlocache: %s; going on without it\n", reason.c_str());
-    return Unavailable(reason);
-  }
-
-  // The origin answered, but not with what was asked for (a 5xx, or a 401 or 403 that a wrong
-  // --upstream-token would give): counted, so that a misconfigured host shows in its metrics.
-  Status Refused(const std::string& what, const httplib::Response& r) {
-    Count(&UpstreamStats::failures);
-    return Unavailable("upstream " + options_.url + ": " + what + " answered " + DescribeReply(r));
-  }
-  Status Refused(const std::string& what, int status, std::string body) {
-    httplib::Response reply;
-    reply.status = status;
-    reply.body = std::move(body);
-    return Refused(what, reply);
-  }
-
-  Status BackingOff() const {
-    return Unavailable("upstream " + options_.url + " is unreachable; retrying later");
+    return outcome;
   }
 
   void Count(uint64_t UpstreamStats::*counter) {
@@ -198,33 +158,20 @@ class UpstreamImpl final : public Upstream {
   }
 
   Result<bool> FetchNow(std::string_view key) {
-    if (!Admit()) return Error(BackingOff());
+    if (!availability_.Admit()) return Error(availability_.Resting());
     // The body goes through the same checks as an upload, into the store as it arrives.
-    int status = 0;
     std::unique_ptr<VerifiedPut> put;
-    std::unique_ptr<HttpGetter> getter = getters_.Take();
-    auto r = getter->Get(
-        ArtifactPath(key),
-        [&](int answered, std::optional<uint64_t> length) {
-          status = answered;
-          if (status != 200 || !length) return false;
-          put = std::make_unique<VerifiedPut>(store_, std::string(key), *length,
-                                              options_.strict_checks);
-          return true;
-        },
-        [&](std::string_view bytes) { return put->Receive(bytes); });
-    if (status == 0) return Error(BackOff("upstream GET failed: " + r.error().message()));
-    MarkUp();
-    if (status == 404) {
-      getters_.GiveBack(std::move(getter));
+    storage::ReadSink sink;
+    sink.start = [&](uint64_t size) {
+      put = std::make_unique<VerifiedPut>(store_, std::string(key), size, options_.strict_checks);
+      return true;
+    };
+    sink.chunk = [&](std::string_view bytes) { return put->Receive(bytes); };
+    HLOCACHE_ASSIGN_OR_RETURN(bool found, Record(origin_->Read(key, sink)));
+    if (!found) {
       Count(&UpstreamStats::fetch_misses);
       return false;
     }
-    // A body the handler declined is not read: the status alone describes it.
-    if (status != 200) return Error(Refused("GET", status, ""));
-    if (!put) return Error(Unavailable("upstream " + options_.url + ": GET without a length"));
-    if (!r) return Error(BackOff("upstream GET failed: " + r.error().message()));  // Mid-body.
-    getters_.GiveBack(std::move(getter));
     auto stored = put->Finish();
     if (!stored) {
       return Error(Status(stored.error().code(), "artifact from upstream " + options_.url + ": " +
@@ -236,27 +183,26 @@ class UpstreamImpl final : public Upstream {
 
   Result<UpstreamCompile> CompileNow(std::string_view key, std::string_view hlo_text,
                                      std::string_view target) {
-    if (!Admit()) return Error(BackingOff());
-    const std::string path = "/v1/compile?target=" + std::string(target);
-    auto r = Client(options_.compile_timeout)
-                 ->Post(path, hlo_text.data(), hlo_text.size(), "text/plain");
-    if (!r) return Error(TransportFailure("POST /v1/compile", r.error()));
-    MarkUp();
-    if (r->status == 400) {
-      return Error(InvalidArgument("upstream: " + DescribeReply(*r)));
+    if (!availability_.Admit()) return Error(availability_.Resting());
+    auto r = origin_->Compile(hlo_text, target);
+    if (!r) {
+      const StatusCode code = r.error().code();
+      if (code == StatusCode::kInvalidArgument || code == StatusCode::kFailedPrecondition) {
+        // The origin's verdict on the module: it is up, and compiling here would fail alike.
+        (void)Record(Status::Ok());
+        return Error(Status(code, "upstream " + r.error().message()));
+      }
+      // Unreachable, busy, read-only or refusing this host's token: compiling here is right.
+      return Error(Unavailable(Record(Status(r.error())).message()));
     }
-    if (r->status == 422) {
-      return Error(FailedPrecondition("upstream: " + DescribeReply(*r)));
-    }
-    if (r->status != 200) return Error(Refused("POST /v1/compile", *r));
-    const std::string origin_key = r->get_header_value("X-Hlocache-Key");
-    if (origin_key != key) {
+    (void)Record(Status::Ok());
+    if (r->key != key) {
       // Another compiler id on the origin: its executable is not the one this key names.
-      return Error(Unavailable("upstream " + options_.url + " keys this module as " + origin_key +
+      return Error(Unavailable("upstream " + options_.url + " keys this module as " + r->key +
                                ", not " + std::string(key) + " (another compiler)"));
     }
-    VerifiedPut put(store_, std::string(key), r->body.size(), options_.strict_checks);
-    put.Receive(r->body);
+    VerifiedPut put(store_, std::string(key), r->artifact.size(), options_.strict_checks);
+    put.Receive(r->artifact);
     auto stored = put.Finish();
     if (!stored) {
       if (stored.error().code() == StatusCode::kInvalidArgument) {
@@ -270,8 +216,8 @@ class UpstreamImpl final : public Upstream {
     }
     Count(&UpstreamStats::compiles);
     UpstreamCompile out;
-    out.origin_cache = r->get_header_value("X-Hlocache-Cache");
-    out.artifact = std::move(r->body);
+    out.origin_cache = r->cache_status;
+    out.artifact = std::move(r->artifact);
     return out;
   }
 
@@ -280,34 +226,29 @@ class UpstreamImpl final : public Upstream {
   UploadResult UploadNow(const std::string& key) {
     auto opened = store_.OpenReader(key);
     if (!opened || !*opened) return UploadResult::kDone;  // Gone (evicted) or unreadable.
-    std::shared_ptr<cache::ArtifactReader> reader(std::move(*opened));
-    auto client = Client(options_.io_timeout);
-    client->set_read_timeout(UploadReplyTimeout(reader->info().size, options_.io_timeout));
-    auto r = client->Put(
-        ArtifactPath(key), static_cast<size_t>(reader->info().size),
-        [reader](size_t, size_t, httplib::DataSink& sink) {
-          auto chunk = reader->Next();
-          if (!chunk || chunk->empty()) return false;
-          return sink.write(chunk->data(), chunk->size());
-        },
-        "application/octet-stream");
-    if (!r) {
-      (void)TransportFailure("PUT", r.error());  // Counted; the key stays queued.
-      return UploadResult::kRetry;
-    }
-    MarkUp();
-    if (r->status == 200 || r->status == 201) {
+    std::unique_ptr<cache::ArtifactReader> reader = std::move(*opened);
+    const storage::ChunkSource next = [&]() -> Result<std::string_view> {
+      HLOCACHE_ASSIGN_OR_RETURN(std::span<const char> chunk, reader->Next());
+      return std::string_view(chunk.data(), chunk.size());
+    };
+    const Status sent = origin_->Write(key, reader->info().size, next, reader->info().artifact);
+    if (sent.ok()) {
+      (void)Record(sent);
       Count(&UpstreamStats::uploads);
       return UploadResult::kDone;
     }
-    if (r->status >= 500) {
-      // The origin may be full or busy: try again after a backoff.
-      (void)BackOff("upstream " + options_.url + ": PUT " + key + " answered " + DescribeReply(*r));
-      return UploadResult::kRetry;
+    if (sent.code() == StatusCode::kDataLoss) {
+      // The local copy failed its check while it was read (and is quarantined): nothing to send.
+      std::fprintf(stderr, "hlocache: upload of %s to upstream %s dropped: %s\n", key.c_str(),
+                   options_.url.c_str(), sent.message().c_str());
+      return UploadResult::kDone;
+    }
+    if (Record(sent).code() == StatusCode::kUnavailable) {
+      return UploadResult::kRetry;  // The origin rests; the key stays queued.
     }
     Count(&UpstreamStats::upload_refused);
     std::fprintf(stderr, "hlocache: upstream %s refused %s: %s\n", options_.url.c_str(),
-                 key.c_str(), DescribeReply(*r).c_str());
+                 key.c_str(), sent.message().c_str());
     return UploadResult::kDone;
   }
 
@@ -361,7 +302,7 @@ class UpstreamImpl final : public Upstream {
     while (true) {
       queue_changed_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
       if (stopping_) break;
-      if (const auto wait = BackoffLeft(); wait > Clock::duration::zero()) {
+      if (const auto wait = availability_.RestLeft(); wait > Clock::duration::zero()) {
         queue_changed_.wait_for(lock, wait);
         continue;
       }
@@ -379,14 +320,14 @@ class UpstreamImpl final : public Upstream {
 
   const UpstreamOptions options_;
   cache::Store& store_;
-  const HttpClientSettings http_settings_;
-  HttpGetterPool getters_;  // HEADs, listings and fetches: connections kept between them.
+  const std::unique_ptr<storage::Backend> origin_;  // Artifacts: HEAD, reads, uploads, compiles.
+  HttpGetterPool getters_;  // The origin's file listings, on connections kept between them.
   SingleFlight<Result<bool>> fetches_;
   SingleFlight<Result<UpstreamCompile>> compiles_;
 
   mutable std::mutex stats_mu_;  // Guards stats_.
   UpstreamStats stats_;
-  Backoff backoff_;  // The origin's rest after failures.
+  storage::Availability availability_;  // The origin's rest after failures.
 
   // Guards the upload queue. The uploader takes stats_mu_ while holding it; nothing takes
   // them the other way round.
@@ -404,7 +345,16 @@ Result<std::unique_ptr<Upstream>> Upstream::Make(UpstreamOptions options, cache:
   auto url = ParseServerUrl(options.url);
   if (!url) return Error(InvalidArgument("--upstream: " + url.error().message()));
   options.url = std::move(*url);
-  return std::unique_ptr<Upstream>(new UpstreamImpl(std::move(options), store));
+  storage::HttpBackendOptions http;
+  http.token = options.token;
+  http.ca_cert = options.ca_cert;
+  http.connect_timeout = options.connect_timeout;
+  http.io_timeout = options.io_timeout;
+  http.compile_timeout = options.compile_timeout;
+  http.headers = options.headers;
+  HLOCACHE_ASSIGN_OR_RETURN(std::unique_ptr<storage::Backend> origin,
+                            storage::MakeHttpBackend(options.url, std::move(http)));
+  return std::unique_ptr<Upstream>(new UpstreamImpl(std::move(options), store, std::move(origin)));
 }
 
 }  // namespace hlocache::server

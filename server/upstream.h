@@ -6,11 +6,12 @@
 // the origin serves every host. What this host stores by itself (uploads, and compiles it had
 // to run while the origin was away) is queued and uploaded to the origin in the background.
 //
-// The origin is never required. A request that cannot reach it fails fast with kUnavailable
-// and the caller goes on without it (a miss is served as a miss; a compile runs here); after a
-// failure the origin is left alone for a backoff (1 s, doubling to 30 s) so a dead origin costs
-// one connect timeout per backoff, not one per request. The upload queue retries after each
-// backoff, which is how this host catches up once the origin is back.
+// The origin is a storage backend (storage/http_backend.h) and is never required. A request
+// that cannot reach it fails fast with kUnavailable and the caller goes on without it (a miss
+// is served as a miss; a compile runs here); after a failure the origin rests as every
+// backend does (storage/availability.h: 1 s, doubling to 30 s), so a dead origin costs one
+// connect timeout per rest, not one per request. The upload queue retries after each rest,
+// which is how this host catches up once the origin is back.
 //
 // Concurrent fetches and forwarded compiles of one key share one request to the origin.
 //
@@ -40,7 +41,7 @@ struct UpstreamOptions {
   std::chrono::milliseconds connect_timeout{1000};
   std::chrono::milliseconds io_timeout{30000};        // Fetches and uploads.
   std::chrono::milliseconds compile_timeout{600000};  // Forwarded compiles.
-  BackoffOptions backoff;  // 1 s after a failure, doubling to 30 s (common/backoff.h).
+  BackoffOptions backoff;      // 1 s after a failure, doubling to 30 s (common/backoff.h).
   bool strict_checks = false;  // serve --verify-uploads: also applies to fetched artifacts.
   // Where uploads still queued at a clean stop are written, one key per line, to be queued
   // again at the next start (a server stopped while its origin is away still catches up).

@@ -12,7 +12,7 @@ import os
 import re
 import sys
 
-CHECKED = ("common", "cache", "compiler", "keying", "server", "client", "cli")
+CHECKED = ("common", "cache", "storage", "compiler", "keying", "server", "client", "cli")
 
 
 def folder_of(path):

@@ -18,9 +18,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "client/tier.h"
 #include "common/http_client.h"
 #include "compiler/artifact/container.h"
+#include "storage/http_backend.h"
 
 namespace hlocache::testing {
 
@@ -119,15 +119,15 @@ std::unique_ptr<httplib::Client> ServerProcess::Client(const std::string& token)
 }
 
 std::unique_ptr<httplib::Client> ServerProcess::TierClient(uint64_t upload_bytes) const {
-  const client::HttpTierOptions defaults;
+  const storage::HttpBackendOptions defaults;
   auto client = std::make_unique<httplib::Client>("127.0.0.1", port_);
   client->set_tcp_nodelay(true);
   client->set_keep_alive(true);
   client->set_connection_timeout(defaults.connect_timeout);
   client->set_read_timeout(upload_bytes == 0
-                               ? defaults.request_timeout
-                               : UploadReplyTimeout(upload_bytes, defaults.request_timeout));
-  client->set_write_timeout(defaults.request_timeout);
+                               ? defaults.io_timeout
+                               : UploadReplyTimeout(upload_bytes, defaults.io_timeout));
+  client->set_write_timeout(defaults.io_timeout);
   return client;
 }
 

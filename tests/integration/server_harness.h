@@ -42,7 +42,7 @@ class ServerProcess {
   // An HTTP client for this server (plain HTTP; keep-alive on, nodelay on), with waits long
   // enough for any request a test makes (compiles included).
   std::unique_ptr<httplib::Client> Client(const std::string& token = "") const;
-  // A client that waits as hlocache's own HTTP tier does (client::HttpTierOptions' timeouts;
+  // A client that waits as hlocache's own HTTP tier does (storage::HttpBackendOptions' timeouts;
   // for an upload of `upload_bytes`, UploadReplyTimeout for its answer), keep-alive
   // on: what a server must answer within for hlocache's clients to get their answer.
   std::unique_ptr<httplib::Client> TierClient(uint64_t upload_bytes = 0) const;
