@@ -81,8 +81,9 @@ class Upstream {
 
   // Fetches `key` from the origin into the store, checked as an upload is. True when the store
   // now holds it; false when the origin does not have it. Errors: kUnavailable when the origin
-  // cannot be reached (or is backing off), the store's errors, kInvalidArgument when what the
-  // origin sent fails a check (nothing is stored).
+  // cannot be reached, is resting after a failure or fails (5xx), kPermissionDenied when it
+  // refuses this host's token, the store's errors, kInvalidArgument when what the origin sent
+  // fails a check (nothing is stored) or the origin refused the request (another 4xx).
   virtual Result<bool> Fetch(std::string_view key) = 0;
 
   // Whether the origin holds `key`, and its size. Errors as Fetch.
