@@ -60,7 +60,8 @@ class Backend {
   virtual Result<std::optional<uint64_t>> Head(std::string_view key) = 0;
 
   // Streams `key` into `sink`. False when it is not held (sink.start is not called); true when
-  // the whole body was handed over. A read the sink stopped returns kAborted.
+  // the whole body was handed over, and also when the sink stopped the read (its owner knows
+  // why). A read that breaks off midway is an error (kUnavailable over the network).
   virtual Result<bool> Read(std::string_view key, const ReadSink& sink) = 0;
 
   // Writes `size` bytes, taken from `next`, under `key`. Nothing is visible under the key
