@@ -21,27 +21,21 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-HttpGetOptions GetOptions(const UpstreamOptions& options) {
-  HttpGetOptions o;
-  o.connect_timeout = options.connect_timeout;
-  o.stall_timeout = options.io_timeout;
-  o.bearer_token = options.token;
-  o.ca_cert = options.ca_cert;
-  o.headers = options.headers;
-  return o;
-}
-
 class UpstreamImpl final : public Upstream {
  public:
   UpstreamImpl(UpstreamOptions options, cache::Store& store,
-               std::unique_ptr<storage::Backend> origin)
+               std::unique_ptr<storage::Backend> origin, const HttpGetOptions& get_options)
       : options_(std::move(options)),
         store_(store),
         origin_(std::move(origin)),
-        getters_(options_.url, GetOptions(options_)),
-        availability_("upstream " + options_.url, options_.backoff, [](std::string_view line) {
-          std::fprintf(stderr, "hlocache: %.*s\n", static_cast<int>(line.size()), line.data());
-        }) {
+        getters_(options_.url, get_options),
+        availability_(
+            "upstream " + options_.url, options_.backoff,
+            [](std::string_view line) {
+              std::fprintf(stderr, "hlocache: %.*s\n", static_cast<int>(line.size()), line.data());
+            },
+            // The uploader catches up as soon as the origin is back.
+            [this] { queue_changed_.notify_all(); }) {
     LoadPending();
     uploader_ = std::thread([this] { RunUploader(); });
   }
@@ -63,7 +57,7 @@ class UpstreamImpl final : public Upstream {
 
   Result<std::optional<uint64_t>> Head(std::string_view key) override {
     if (!availability_.Admit()) return Error(availability_.Resting());
-    return Record(origin_->Head(key));
+    return availability_.Record(origin_->Head(key));
   }
 
   Result<std::vector<FileEntry>> ListFiles(std::string_view file_namespace, std::string_view prefix,
@@ -76,8 +70,8 @@ class UpstreamImpl final : public Upstream {
     std::unique_ptr<HttpGetter> getter = getters_.Take();
     auto r = getter->GetWhole(path);
     if (!r) {
-      return Error(Record(Unavailable("upstream " + options_.url +
-                                      ": GET /v1/files failed: " + r.error().message())));
+      return Error(availability_.Record(Unavailable(
+          "upstream " + options_.url + ": GET /v1/files failed: " + r.error().message())));
     }
     getters_.GiveBack(std::move(getter));
     if (r->first != 200) {
@@ -87,10 +81,10 @@ class UpstreamImpl final : public Upstream {
       const std::string why =
           "upstream " + options_.url + ": GET /v1/files answered " + DescribeReply(reply);
       // Counted; a 5xx rests the origin as any request's does.
-      (void)Record(reply.status >= 500 ? Unavailable(why) : InvalidArgument(why));
+      (void)availability_.Record(reply.status >= 500 ? Unavailable(why) : InvalidArgument(why));
       return Error(Unavailable(why));
     }
-    (void)Record(Status::Ok());
+    (void)availability_.Record(Status::Ok());
     auto parsed = ParseFileListing(r->second);
     if (!parsed) {
       return Error(Unavailable("upstream " + options_.url + ": " + parsed.error().message()));
@@ -134,24 +128,6 @@ class UpstreamImpl final : public Upstream {
   }
 
  private:
-  // The outcome of a request the origin was asked: the failure and back-off policy
-  // (storage/availability.h), and the uploader woken once the origin is back.
-  Status Record(Status outcome) {
-    const bool was_up = availability_.up();
-    Status recorded = availability_.Record(std::move(outcome));
-    if (!was_up && availability_.up()) queue_changed_.notify_all();
-    return recorded;
-  }
-  template <typename T>
-  Result<T> Record(Result<T> outcome) {
-    if (outcome) {
-      (void)Record(Status::Ok());
-    } else {
-      (void)Record(Status(outcome.error()));
-    }
-    return outcome;
-  }
-
   void Count(uint64_t UpstreamStats::*counter) {
     std::lock_guard<std::mutex> lock(stats_mu_);
     ++(stats_.*counter);
@@ -167,7 +143,7 @@ class UpstreamImpl final : public Upstream {
       return true;
     };
     sink.chunk = [&](std::string_view bytes) { return put->Receive(bytes); };
-    HLOCACHE_ASSIGN_OR_RETURN(bool found, Record(origin_->Read(key, sink)));
+    HLOCACHE_ASSIGN_OR_RETURN(bool found, availability_.Record(origin_->Read(key, sink)));
     if (!found) {
       Count(&UpstreamStats::fetch_misses);
       return false;
@@ -189,13 +165,13 @@ class UpstreamImpl final : public Upstream {
       const StatusCode code = r.error().code();
       if (code == StatusCode::kInvalidArgument || code == StatusCode::kFailedPrecondition) {
         // The origin's verdict on the module: it is up, and compiling here would fail alike.
-        (void)Record(Status::Ok());
+        (void)availability_.Record(Status::Ok());
         return Error(Status(code, "upstream " + r.error().message()));
       }
       // Unreachable, busy, read-only or refusing this host's token: compiling here is right.
-      return Error(Unavailable(Record(Status(r.error())).message()));
+      return Error(Unavailable(availability_.Record(Status(r.error())).message()));
     }
-    (void)Record(Status::Ok());
+    (void)availability_.Record(Status::Ok());
     if (r->key != key) {
       // Another compiler id on the origin: its executable is not the one this key names.
       return Error(Unavailable("upstream " + options_.url + " keys this module as " + r->key +
@@ -233,7 +209,7 @@ class UpstreamImpl final : public Upstream {
     };
     const Status sent = origin_->Write(key, reader->info().size, next, reader->info().artifact);
     if (sent.ok()) {
-      (void)Record(sent);
+      (void)availability_.Record(sent);
       Count(&UpstreamStats::uploads);
       return UploadResult::kDone;
     }
@@ -243,7 +219,7 @@ class UpstreamImpl final : public Upstream {
                    options_.url.c_str(), sent.message().c_str());
       return UploadResult::kDone;
     }
-    if (Record(sent).code() == StatusCode::kUnavailable) {
+    if (availability_.Record(sent).code() == StatusCode::kUnavailable) {
       return UploadResult::kRetry;  // The origin rests; the key stays queued.
     }
     Count(&UpstreamStats::upload_refused);
@@ -352,9 +328,11 @@ Result<std::unique_ptr<Upstream>> Upstream::Make(UpstreamOptions options, cache:
   http.io_timeout = options.io_timeout;
   http.compile_timeout = options.compile_timeout;
   http.headers = options.headers;
+  const HttpGetOptions get_options = storage::HttpGetOptionsOf(http);
   HLOCACHE_ASSIGN_OR_RETURN(std::unique_ptr<storage::Backend> origin,
                             storage::MakeHttpBackend(options.url, std::move(http)));
-  return std::unique_ptr<Upstream>(new UpstreamImpl(std::move(options), store, std::move(origin)));
+  return std::unique_ptr<Upstream>(
+      new UpstreamImpl(std::move(options), store, std::move(origin), get_options));
 }
 
 }  // namespace hlocache::server

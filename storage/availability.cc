@@ -17,7 +17,10 @@ Status Availability::Resting() const {
 Status Availability::Record(Status outcome) {
   if (outcome.ok()) {
     backoff_.Succeeded();
-    if (!up_.exchange(true) && log_) log_(name_ + " is reachable again");
+    if (!up_.exchange(true)) {
+      if (log_) log_(name_ + " is reachable again");
+      if (on_back_) on_back_();
+    }
     return outcome;
   }
   ++failures_;

@@ -32,9 +32,16 @@ class Availability {
  public:
   // Called with one line when the backend goes down and when it comes back.
   using Log = std::function<void(std::string_view line)>;
+  // Called when a success ends a failure (after the line is logged): work that waited for the
+  // backend may go on now rather than at the end of its wait.
+  using OnBack = std::function<void()>;
 
-  Availability(std::string name, BackoffOptions options, Log log = nullptr)
-      : name_(std::move(name)), backoff_(options), log_(std::move(log)) {}
+  Availability(std::string name, BackoffOptions options, Log log = nullptr,
+               OnBack on_back = nullptr)
+      : name_(std::move(name)),
+        backoff_(options),
+        log_(std::move(log)),
+        on_back_(std::move(on_back)) {}
 
   // Whether a call may try the backend now; counts the ones that may not.
   bool Admit();
@@ -64,6 +71,7 @@ class Availability {
   const std::string name_;
   Backoff backoff_;
   const Log log_;
+  const OnBack on_back_;
   std::atomic<bool> up_{true};
   std::atomic<uint64_t> failures_{0};
   std::atomic<uint64_t> skipped_{0};

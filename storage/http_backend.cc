@@ -12,7 +12,9 @@ std::string ArtifactPath(std::string_view key) { return "/v1/artifacts/" + std::
 class HttpBackend final : public Backend {
  public:
   HttpBackend(std::string url, HttpBackendOptions options)
-      : url_(std::move(url)), options_(std::move(options)), getters_(url_, GetOptions(options_)) {}
+      : url_(std::move(url)),
+        options_(std::move(options)),
+        getters_(url_, HttpGetOptionsOf(options_)) {}
 
   const std::string& name() const override { return url_; }
   bool remote() const override { return true; }
@@ -142,22 +144,22 @@ class HttpBackend final : public Backend {
     return Refused(what, reply);
   }
 
-  static HttpGetOptions GetOptions(const HttpBackendOptions& options) {
-    HttpGetOptions o;
-    o.connect_timeout = options.connect_timeout;
-    o.stall_timeout = options.io_timeout;
-    o.bearer_token = options.token;
-    o.ca_cert = options.ca_cert;
-    o.headers = options.headers;
-    return o;
-  }
-
   const std::string url_;
   const HttpBackendOptions options_;
   HttpGetterPool getters_;  // HEADs and reads, on connections kept between them.
 };
 
 }  // namespace
+
+HttpGetOptions HttpGetOptionsOf(const HttpBackendOptions& options) {
+  HttpGetOptions o;
+  o.connect_timeout = options.connect_timeout;
+  o.stall_timeout = options.io_timeout;
+  o.bearer_token = options.token;
+  o.ca_cert = options.ca_cert;
+  o.headers = options.headers;
+  return o;
+}
 
 Result<std::unique_ptr<Backend>> MakeHttpBackend(const std::string& url,
                                                  HttpBackendOptions options) {

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/http_get.h"
 #include "storage/backend.h"
 
 namespace hlocache::storage {
@@ -27,6 +28,11 @@ struct HttpBackendOptions {
   // Sent with every request (a mount names its namespace: X-Hlocache-Namespace).
   std::vector<std::pair<std::string, std::string>> headers;
 };
+
+// The options of reads over libcurl (common/http_get.h) from the same server with the same
+// credentials and timeouts, for a caller that reads other routes of it (a server's upstream
+// lists file artifacts).
+HttpGetOptions HttpGetOptionsOf(const HttpBackendOptions& options);
 
 // `url` is http://host:port or https://host:port (a trailing slash is dropped). Errors:
 // kInvalidArgument for any other URL. Named by the URL.

@@ -70,6 +70,18 @@ TEST_F(AvailabilityTest, ErrorsThatSayNothingOfReachabilityAreCountedNotRestedOn
   EXPECT_TRUE(lines_.empty());
 }
 
+TEST_F(AvailabilityTest, OnBackIsCalledOnceWhenASuccessEndsAFailure) {
+  int backs = 0;
+  Availability a("origin", {milliseconds(1000), milliseconds(1000)}, Log(), [&] { ++backs; });
+  (void)a.Record(Status::Ok());
+  EXPECT_EQ(backs, 0) << "it was never down";
+  (void)a.Record(Unavailable("down"));
+  (void)a.Record(Unavailable("down"));
+  (void)a.Record(Status::Ok());
+  (void)a.Record(Status::Ok());
+  EXPECT_EQ(backs, 1);
+}
+
 TEST_F(AvailabilityTest, ResultsAreRecordedByTheirError) {
   Availability a("origin", {milliseconds(1000), milliseconds(1000)});
   Result<int> failed = Error(Unavailable("timeout"));
