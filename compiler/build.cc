@@ -42,7 +42,8 @@ Result<std::string> BuildArtifact(const hlo::Module& module, const Toolchain& to
     if (auto arch = TargetArchFlag(target); !arch) return Error(arch.error());
     HLOCACHE_ASSIGN_OR_RETURN(std::vector<std::string> units,
                               LowerToCppUnits(module, request.lowering));
-    HLOCACHE_ASSIGN_OR_RETURN(payload, toolchain.CompileSharedObject(units, target));
+    HLOCACHE_ASSIGN_OR_RETURN(payload,
+                              toolchain.CompileSharedObject(units, target, CpuUnitPrelude()));
     header.compiler_id = toolchain.CompilerId();
     header.payload_kind = std::string(kPayloadSharedObject);
     header.entry_symbol = kEntrySymbol;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/file.h"
+#include "compiler/prelude_cache.h"
 #include "compiler/subprocess.h"
 #include "compiler/target.h"
 
@@ -43,6 +44,11 @@ Result<fs::path> FindProgram(const std::string& name) {
 
 fs::path TempRoot(const ToolchainOptions& options) {
   return options.temp_root.empty() ? DefaultTempRoot() : options.temp_root;
+}
+
+fs::path PreludeCacheRoot(const ToolchainOptions& options) {
+  if (options.prelude_cache == "-") return {};
+  return options.prelude_cache.empty() ? DefaultPreludeCacheRoot() : options.prelude_cache;
 }
 
 // "gcc-12.2.0" or "clang-14.0.6" from `--version` output, or empty.
@@ -109,8 +115,86 @@ Result<std::string> Toolchain::CompileSharedObject(std::string_view source,
 
 Result<std::string> Toolchain::CompileSharedObject(std::span<const std::string> units,
                                                    std::string_view target) const {
+  return CompileSharedObject(units, target, std::string_view());
+}
+
+Result<std::string> Toolchain::CompileSharedObject(std::span<const std::string> units,
+                                                   std::string_view target,
+                                                   std::string_view prelude) const {
   HLOCACHE_ASSIGN_OR_RETURN(std::string arch, TargetArchFlag(target));
   if (units.empty()) return Error(InvalidArgument("no translation units to compile"));
+  const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
+  const std::vector<std::string> flags = {"-" + std::string(kOptimization), arch, "-std=c++17",
+                                          // Each HLO op rounds its result: no fused multiply-add
+                                          // may skip a rounding (GCC contracts by default in C++).
+                                          "-ffp-contract=off", "-fPIC", "-fvisibility=hidden",
+                                          "-pipe"};
+  // Only GCC finds a precompiled header through -include by itself (Clang needs -include-pch).
+  const bool precompile = !prelude.empty() && version_.starts_with("gcc-") &&
+                          std::all_of(units.begin(), units.end(), [&](const std::string& u) {
+                            return std::string_view(u).starts_with(prelude);
+                          });
+  if (precompile) {
+    std::string identity = cxx_path_.string() + "\n" + version_;
+    for (const std::string& f : flags) identity += "\n" + f;
+    const auto header = FindOrMakePrecompiledPrelude(
+        PreludeCacheRoot(options_), identity, prelude, deadline,
+        [&](const fs::path& h, const fs::path& gch) -> Status {
+          std::vector<std::string> args = flags;
+          args.insert(args.end(), {"-x", "c++-header", h.string(), "-o", gch.string()});
+          return RunCompiler(args, h.parent_path(), "precompile.txt", deadline);
+        });
+    if (header) {
+      std::vector<std::string> rest;
+      rest.reserve(units.size());
+      for (const std::string& u : units) rest.push_back(u.substr(prelude.size()));
+      std::vector<std::string> with_header = flags;
+      with_header.insert(with_header.end(), {"-include", header->string()});
+      auto so = CompileUnits(rest, with_header, deadline);
+      if (so || so.error().code() == StatusCode::kDeadlineExceeded) return so;
+      // The units may be at fault, or the precompiled header (damaged, or removed while read):
+      // the whole text decides, and a header it succeeds without is made again next time.
+      auto whole = CompileUnits(units, flags, deadline);
+      if (whole) ForgetPrecompiledPrelude(*header);
+      return whole;
+    }
+  }
+  return CompileUnits(units, flags, deadline);
+}
+
+Status Toolchain::RunCompiler(const std::vector<std::string>& args, const fs::path& dir,
+                              const std::string& output_name,
+                              std::chrono::steady_clock::time_point deadline) const {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      deadline - std::chrono::steady_clock::now());
+  const std::string limit =
+      std::to_string(std::chrono::duration<double>(options_.timeout).count()) + " s";
+  if (left.count() <= 0) {
+    return DeadlineExceeded("the C++ compiler ran past its time limit of " + limit);
+  }
+  HLOCACHE_ASSIGN_OR_RETURN(
+      ProcessOutcome outcome,
+      RunProcess(cxx_path_, args, dir,
+                 ProcessLimits{left, options_.memory_limit_bytes, 0, options_.own_process_group},
+                 output_name));
+  if (outcome.timed_out) {
+    return DeadlineExceeded("the C++ compiler ran past its time limit of " + limit +
+                            " and was killed");
+  }
+  if (outcome.signal != 0) {
+    return Internal("the C++ compiler was killed by signal " + std::to_string(outcome.signal) +
+                    " (" + strsignal(outcome.signal) + "): " + FirstLines(outcome.output, 5));
+  }
+  if (outcome.exit_code != 0) {
+    return Internal("the C++ compiler failed (exit status " + std::to_string(outcome.exit_code) +
+                    "): " + FirstLines(outcome.output, 5));
+  }
+  return Status::Ok();
+}
+
+Result<std::string> Toolchain::CompileUnits(std::span<const std::string> units,
+                                            const std::vector<std::string>& flags,
+                                            std::chrono::steady_clock::time_point deadline) const {
   HLOCACHE_ASSIGN_OR_RETURN(TempDir dir, TempDir::Make(TempRoot(options_), "hlocache-compile-"));
   auto name = [&](size_t u, const char* ext) {
     return units.size() == 1 ? std::string("module") + ext : "unit" + std::to_string(u) + ext;
@@ -121,46 +205,10 @@ Result<std::string> Toolchain::CompileSharedObject(std::span<const std::string> 
     out.close();
     if (!out) return Error(IoError("cannot write the generated source in " + dir.path().string()));
   }
-  const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
-  // One compiler run: `args` in the folder, under what is left of the time limit.
-  auto run = [&](const std::vector<std::string>& args, const std::string& output_name) -> Status {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      return DeadlineExceeded(
-          "the C++ compiler ran past its time limit of " +
-          std::to_string(std::chrono::duration<double>(options_.timeout).count()) + " s");
-    }
-    HLOCACHE_ASSIGN_OR_RETURN(
-        ProcessOutcome outcome,
-        RunProcess(cxx_path_, args, dir.path(),
-                   ProcessLimits{left, options_.memory_limit_bytes, 0, options_.own_process_group},
-                   output_name));
-    if (outcome.timed_out) {
-      return DeadlineExceeded(
-          "the C++ compiler ran past its time limit of " +
-          std::to_string(std::chrono::duration<double>(options_.timeout).count()) +
-          " s and was killed");
-    }
-    if (outcome.signal != 0) {
-      return Internal("the C++ compiler was killed by signal " + std::to_string(outcome.signal) +
-                      " (" + strsignal(outcome.signal) + "): " + FirstLines(outcome.output, 5));
-    }
-    if (outcome.exit_code != 0) {
-      return Internal("the C++ compiler failed (exit status " + std::to_string(outcome.exit_code) +
-                      "): " + FirstLines(outcome.output, 5));
-    }
-    return Status::Ok();
-  };
-  const std::vector<std::string> flags = {"-" + std::string(kOptimization), arch, "-std=c++17",
-                                          // Each HLO op rounds its result: no fused multiply-add
-                                          // may skip a rounding (GCC contracts by default in C++).
-                                          "-ffp-contract=off", "-fPIC", "-fvisibility=hidden",
-                                          "-pipe"};
   if (units.size() == 1) {
     std::vector<std::string> args = flags;
     args.insert(args.end(), {"-shared", "-o", "module.so", "module.cc"});
-    HLOCACHE_RETURN_IF_ERROR(run(args, "output.txt"));
+    HLOCACHE_RETURN_IF_ERROR(RunCompiler(args, dir.path(), "output.txt", deadline));
   } else {
     // Units are taken in order by up to `jobs` threads, each running one compiler at a time.
     const size_t jobs = std::min<size_t>(
@@ -173,7 +221,7 @@ Result<std::string> Toolchain::CompileSharedObject(std::span<const std::string> 
       for (size_t u; !failed && (u = next.fetch_add(1)) < units.size();) {
         std::vector<std::string> args = flags;
         args.insert(args.end(), {"-c", "-o", name(u, ".o"), name(u, ".cc")});
-        results[u] = run(args, name(u, ".txt"));
+        results[u] = RunCompiler(args, dir.path(), name(u, ".txt"), deadline);
         if (!results[u].ok()) failed = true;
       }
     };
@@ -184,7 +232,7 @@ Result<std::string> Toolchain::CompileSharedObject(std::span<const std::string> 
     for (const Status& s : results) HLOCACHE_RETURN_IF_ERROR(s);
     std::vector<std::string> args = {"-shared", "-fPIC", "-o", "module.so"};
     for (size_t u = 0; u < units.size(); ++u) args.push_back(name(u, ".o"));
-    HLOCACHE_RETURN_IF_ERROR(run(args, "link.txt"));
+    HLOCACHE_RETURN_IF_ERROR(RunCompiler(args, dir.path(), "link.txt", deadline));
   }
   std::string so = ReadWholeFile(dir.path() / "module.so").value_or("");
   if (so.empty()) return Error(Internal("the C++ compiler succeeded but wrote no shared object"));

@@ -15,6 +15,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 
@@ -35,6 +36,9 @@ struct ToolchainOptions {
   // Compiler processes run side by side for the translation units of one module; 0 for one per
   // core of this machine.
   int jobs = 0;
+  // Where GCC's precompiled preludes are kept (compiler/prelude_cache.h), shared with every
+  // process of this user; empty for the default (~/.cache/hlocache/prelude), "-" for none.
+  std::filesystem::path prelude_cache;
 };
 
 class Toolchain {
@@ -66,7 +70,27 @@ class Toolchain {
   Result<std::string> CompileSharedObject(std::span<const std::string> units,
                                           std::string_view target) const;
 
+  // The same, where every unit begins with `prelude`, a text common to every module (the CPU
+  // generator's CpuUnitPrelude). GCC compiles the prelude once into a precompiled header
+  // (compiler/prelude_cache.h) that this and later compiles read instead of its text, which
+  // makes a small module's compile several times faster. The shared object does the same
+  // thing either way: units that do not begin with the prelude, Clang, or a precompiled header
+  // that cannot be made compile the whole text; a compile that fails with the header is tried
+  // once more without it (its error is the one returned), and the header is made again when
+  // the retry succeeds.
+  Result<std::string> CompileSharedObject(std::span<const std::string> units,
+                                          std::string_view target, std::string_view prelude) const;
+
  private:
+  // Runs the compiler with `args` in `dir`, under what is left before `deadline`.
+  Status RunCompiler(const std::vector<std::string>& args, const std::filesystem::path& dir,
+                     const std::string& output_name,
+                     std::chrono::steady_clock::time_point deadline) const;
+  // Compiles `units` with `flags` in a fresh temporary folder and links them.
+  Result<std::string> CompileUnits(std::span<const std::string> units,
+                                   const std::vector<std::string>& flags,
+                                   std::chrono::steady_clock::time_point deadline) const;
+
   Toolchain(ToolchainOptions options, std::filesystem::path cxx_path, std::string version)
       : options_(std::move(options)),
         cxx_path_(std::move(cxx_path)),

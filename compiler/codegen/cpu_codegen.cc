@@ -6,6 +6,14 @@ namespace hlocache::compiler {
 
 using lowering_internal::Lowering;
 
+const std::string& CpuUnitPrelude() {
+  static const std::string* const prelude =
+      new std::string(std::string(kCpuPrelude) + "namespace hlocache_rt {\n" + kPrngSource + "\n" +
+                      kLinalgSource + "\n" + kCpuLinalgPrelude + kDynamicDimsSource + "\n" +
+                      kCpuDynamicPrelude + "}  // namespace hlocache_rt\n");
+  return *prelude;
+}
+
 Result<std::vector<std::string>> LowerToCppUnits(const hlo::Module& module,
                                                  const CpuLoweringOptions& options) {
   return Lowering(module, options).Run();

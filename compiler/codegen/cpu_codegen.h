@@ -41,6 +41,12 @@ namespace hlocache::compiler {
 
 inline constexpr const char* kEntrySymbol = "hlocache_entry";
 
+// The text every translation unit of every module begins with: the prelude
+// (prelude/hc_cpu.h) and the runtime functions generated programs share (PRNG, linear algebra,
+// dynamic dimensions). The same for all modules, so a toolchain may compile it once
+// (Toolchain::CompileSharedObject with a prelude).
+const std::string& CpuUnitPrelude();
+
 // The module as C++ translation units, to be compiled separately and linked into one shared
 // object (cpu_units.h says how it is cut). The same module and options give the same units.
 Result<std::vector<std::string>> LowerToCppUnits(const hlo::Module& module,

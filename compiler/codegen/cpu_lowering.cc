@@ -43,10 +43,7 @@ Result<std::vector<std::string>> Lowering::Run() {
     if (state[c] != 2) continue;
     HLOCACHE_RETURN_IF_ERROR(LowerComputation(static_cast<int32_t>(c)));
   }
-  std::string shared = kCpuPrelude;
-  shared += "namespace hlocache_rt {\n" + std::string(kPrngSource) + "\n" +
-            std::string(kLinalgSource) + "\n" + kCpuLinalgPrelude + kDynamicDimsSource + "\n" +
-            kCpuDynamicPrelude + "}  // namespace hlocache_rt\n";
+  std::string shared = CpuUnitPrelude();
   for (const CodePiece& p : pieces_) shared += p.declaration;
   shared += small_constants_ + "\n";
   return PackUnits(shared, pieces_, options_);
