@@ -5,10 +5,13 @@
 #include <algorithm>
 #include <barrier>
 #include <cstring>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "compiler/artifact/loader.h"
 #include "compiler/codegen/cpu_source.h"
+#include "compiler/cuda/cuda_prelude.h"
 #include "compiler/target.h"
 #include "compiler/toolchain.h"
 
@@ -107,9 +110,12 @@ Result<std::vector<std::string>> EmulateCudaProgram(const CudaProgram& program,
   std::vector<std::string> synchronizing;
   HLOCACHE_ASSIGN_OR_RETURN(std::string adapters, Adapters(program, synchronizing));
   HLOCACHE_ASSIGN_OR_RETURN(Toolchain toolchain, Toolchain::Probe({}));
-  HLOCACHE_ASSIGN_OR_RETURN(
-      std::string so, toolchain.CompileSharedObject(std::string(kShim) + program.source + adapters,
-                                                    HostCpuTarget()));
+  // The shim and the CUDA prelude begin every emulated program: compiled once (prelude_cache.h).
+  static const std::string* const prelude =
+      new std::string(std::string(kShim) + kCudaPrelude + "\n");
+  const std::vector<std::string> units = {std::string(kShim) + program.source + adapters};
+  HLOCACHE_ASSIGN_OR_RETURN(std::string so,
+                            toolchain.CompileSharedObject(units, HostCpuTarget(), *prelude));
   HLOCACHE_ASSIGN_OR_RETURN(InMemoryLibrary lib, InMemoryLibrary::Open(so, "cuda-emulation"));
   auto dims = reinterpret_cast<void (*)(const unsigned*, const unsigned*, void (*)())>(
       dlsym(lib.handle(), "hc_emu_dims"));
