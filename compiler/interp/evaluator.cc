@@ -2,6 +2,8 @@
 // calls over whole arrays, constants, dynamic shapes, and the dispatch of each instruction.
 #include "compiler/interp/evaluator.h"
 
+#include <algorithm>
+
 namespace hlocache::interp::internal {
 
 Result<Literal> Evaluator::Constant(const Instruction& inst) const {
@@ -11,17 +13,38 @@ Result<Literal> Evaluator::Constant(const Instruction& inst) const {
   return std::move(*made);
 }
 
-Result<Literal> Evaluator::Call(int32_t comp_index, std::span<const Literal> args) {
+const std::vector<size_t>& Evaluator::LastUses(int32_t comp_index) {
+  if (last_uses_.empty()) last_uses_.resize(m_.computations.size());
+  std::vector<size_t>& last_use = last_uses_[static_cast<size_t>(comp_index)];
   const Computation& comp = m_.computations[static_cast<size_t>(comp_index)];
   const size_t count = comp.instructions.size();
-  // Each value is dropped after its last use: a graph of large tensors needs the memory of
-  // those alive at once, not of all it ever computed.
-  std::vector<size_t> last_use(count, 0);
+  if (last_use.size() == count) return last_use;
+  last_use.assign(count, 0);
   for (size_t i = 0; i < count; ++i) {
     for (int32_t k : comp.instructions[i].operands) {
       if (k >= 0 && static_cast<size_t>(k) < count) last_use[static_cast<size_t>(k)] = i;
     }
   }
+  return last_use;
+}
+
+bool Evaluator::LastUseOf(const Instruction& inst, size_t k) const {
+  const Computation* comp = evaluating_.comp;
+  if (comp == nullptr || &inst != comp->instructions.data() + evaluating_.index) return false;
+  const int32_t o = inst.operands[k];
+  if (o < 0 || static_cast<size_t>(o) >= comp->instructions.size() || o == comp->root ||
+      (*evaluating_.last_use)[static_cast<size_t>(o)] != evaluating_.index) {
+    return false;
+  }
+  return std::count(inst.operands.begin(), inst.operands.end(), o) == 1;
+}
+
+Result<Literal> Evaluator::Call(int32_t comp_index, std::span<const Literal> args) {
+  const Computation& comp = m_.computations[static_cast<size_t>(comp_index)];
+  const size_t count = comp.instructions.size();
+  // Each value is dropped after its last use: a graph of large tensors needs the memory of
+  // those alive at once, not of all it ever computed.
+  const std::vector<size_t>& last_use = LastUses(comp_index);
   std::vector<Literal> values(count);
   // The computation being evaluated, for its instructions' declared shapes (restored when a
   // call returns, whichever way).
@@ -32,6 +55,7 @@ Result<Literal> Evaluator::Call(int32_t comp_index, std::span<const Literal> arg
   } current{comp_, comp_};
   comp_ = &comp;
   for (size_t i = 0; i < count; ++i) {
+    evaluating_ = {&comp, &last_use, i};
     HLOCACHE_ASSIGN_OR_RETURN(values[i], Eval(comp.instructions[i], values, args));
     for (int32_t k : comp.instructions[i].operands) {
       if (k >= 0 && static_cast<size_t>(k) < count && last_use[static_cast<size_t>(k)] == i &&
@@ -178,7 +202,13 @@ Result<Literal> Evaluator::Eval(const Instruction& inst, std::vector<Literal>& v
       shape.tuple_elements.push_back(operand(k).shape());
     }
     Literal out(shape);
-    for (size_t k = 0; k < inst.operands.size(); ++k) out.elements()[k] = operand(k);
+    for (size_t k = 0; k < inst.operands.size(); ++k) {
+      if (LastUseOf(inst, k)) {
+        out.elements()[k] = std::move(values[static_cast<size_t>(inst.operands[k])]);
+      } else {
+        out.elements()[k] = operand(k);
+      }
+    }
     return out;
   }
   if (op == Opcode::kGetTupleElement) {
@@ -188,6 +218,10 @@ Result<Literal> Evaluator::Eval(const Instruction& inst, std::vector<Literal>& v
     const Literal& t = operand(0);
     if (!t.is_tuple() || index < 0 || static_cast<size_t>(index) >= t.elements().size()) {
       return Error(InvalidArgument("get-tuple-element index out of range"));
+    }
+    if (LastUseOf(inst, 0)) {
+      return std::move(
+          values[static_cast<size_t>(inst.operands[0])].elements()[static_cast<size_t>(index)]);
     }
     return t.elements()[static_cast<size_t>(index)];
   }

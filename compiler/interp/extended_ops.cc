@@ -1,5 +1,6 @@
 #include "compiler/interp/extended_ops.h"
 
+#include <array>
 #include <string>
 
 #include "compiler/interp/eval_families.h"
@@ -7,11 +8,22 @@
 namespace hlocache::interp {
 namespace {
 
+// The family of each opcode, looked up once: the interpreter asks for every instruction it
+// evaluates, thousands of times a loop.
 const OpFamily* FamilyOf(hlo::Opcode op) {
-  for (const OpFamily& f : ExtendedOpFamilies()) {
-    if (f.takes(op)) return &f;
-  }
-  return nullptr;
+  static const auto* const table = [] {
+    auto* t = new std::array<const OpFamily*, hlo::kOpcodeCount>{};
+    for (int o = 0; o < hlo::kOpcodeCount; ++o) {
+      for (const OpFamily& f : ExtendedOpFamilies()) {
+        if (f.takes(static_cast<hlo::Opcode>(o))) {
+          (*t)[static_cast<size_t>(o)] = &f;
+          break;
+        }
+      }
+    }
+    return t;
+  }();
+  return (*table)[static_cast<size_t>(op)];
 }
 
 }  // namespace
