@@ -29,11 +29,17 @@ const std::vector<size_t>& Evaluator::LastUses(int32_t comp_index) {
 }
 
 bool Evaluator::LastUseOf(const Instruction& inst, size_t k) const {
-  const Computation* comp = evaluating_.comp;
-  if (comp == nullptr || &inst != comp->instructions.data() + evaluating_.index) return false;
+  const Computation* comp = comp_;
+  if (comp == nullptr || &inst < comp->instructions.data() ||
+      &inst >= comp->instructions.data() + comp->instructions.size()) {
+    return false;  // A computation of scalars evaluated over arrays, or a resized copy.
+  }
+  const auto index = static_cast<size_t>(&inst - comp->instructions.data());
+  const std::vector<size_t>& last_use =
+      last_uses_[static_cast<size_t>(comp - m_.computations.data())];
   const int32_t o = inst.operands[k];
   if (o < 0 || static_cast<size_t>(o) >= comp->instructions.size() || o == comp->root ||
-      (*evaluating_.last_use)[static_cast<size_t>(o)] != evaluating_.index) {
+      last_use[static_cast<size_t>(o)] != index) {
     return false;
   }
   return std::count(inst.operands.begin(), inst.operands.end(), o) == 1;
@@ -55,7 +61,6 @@ Result<Literal> Evaluator::Call(int32_t comp_index, std::span<const Literal> arg
   } current{comp_, comp_};
   comp_ = &comp;
   for (size_t i = 0; i < count; ++i) {
-    evaluating_ = {&comp, &last_use, i};
     HLOCACHE_ASSIGN_OR_RETURN(values[i], Eval(comp.instructions[i], values, args));
     for (int32_t k : comp.instructions[i].operands) {
       if (k >= 0 && static_cast<size_t>(k) < count && last_use[static_cast<size_t>(k)] == i &&

@@ -147,17 +147,9 @@ class Evaluator : public EvalContext {
   // Per computation, once: the index of each instruction's last user (LastUses).
   std::vector<std::vector<size_t>> last_uses_;
   const std::vector<size_t>& LastUses(int32_t comp_index);
-  // The instruction Call is at, so that a tuple or get-tuple-element may take an operand's
-  // value rather than copy it where it is that value's last use (LastUseOf). Set before each
-  // instruction; a nested call sets its own, and LastUseOf only answers for the instruction
-  // it was set for.
-  struct Evaluating {
-    const Computation* comp = nullptr;
-    const std::vector<size_t>* last_use = nullptr;
-    size_t index = 0;
-  } evaluating_;
-  // Whether operand `k` of `inst` is used by nothing after it (nor is its computation's root,
-  // nor another operand of `inst`).
+  // Whether operand `k` of `inst`, an instruction of the computation Call is evaluating, is
+  // used by nothing after it (nor is its computation's root, nor another operand of `inst`): a
+  // tuple or get-tuple-element then takes the operand's value rather than copying it.
   bool LastUseOf(const Instruction& inst, size_t k) const;
   std::map<const Instruction*, std::array<uint64_t, 2>> rng_states_;
 
