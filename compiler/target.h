@@ -12,12 +12,12 @@
 namespace hlocache::compiler {
 
 // Names the toolchain, code generator version and optimization level whose output a key stands
-// for: "gcc-12.2.0/hlocache-codegen-6/O2". A new code generator version bumps the number, so keys
+// for: "gcc-12.2.0/hlocache-codegen-7/O2". A new code generator version bumps the number, so keys
 // of old executables stop matching.
 std::string DefaultCompilerId();
 
 // Names NVRTC's version, the CUDA code generator's version and the flags every GPU executable is
-// compiled with: "nvrtc-13.0/hlocache-cuda-2/fmad-off". "nvrtc-missing/..." where NVRTC cannot
+// compiled with: "nvrtc-13.0/hlocache-cuda-3/fmad-off". "nvrtc-missing/..." where NVRTC cannot
 // be loaded: such a host finds GPU executables built elsewhere only with an explicit compiler
 // id (--compiler-id, or HLOCACHE_CUDA_COMPILER_ID for the client library).
 std::string CudaCompilerId();
@@ -28,12 +28,12 @@ std::string CompilerIdFor(std::string_view target, std::string_view cpu_id);
 
 // The CUDA code generator's version and NVRTC flags, parts of CudaCompilerId(). The version is
 // bumped whenever generated kernels or the launch plan change.
-inline constexpr const char* kCudaCodegenVersion = "hlocache-cuda-2";
+inline constexpr const char* kCudaCodegenVersion = "hlocache-cuda-3";
 inline constexpr const char* kCudaFlags = "fmad-off";
 
 // The code generator's version, part of every compiler id. Bumped whenever generated code or
 // its calling convention changes, so that keys of older executables stop matching.
-inline constexpr const char* kCodegenVersion = "hlocache-codegen-6";
+inline constexpr const char* kCodegenVersion = "hlocache-codegen-7";
 // The optimization level every executable is compiled at, also part of the compiler id.
 inline constexpr const char* kOptimization = "O2";
 

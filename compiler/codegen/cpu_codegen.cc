@@ -7,10 +7,10 @@ namespace hlocache::compiler {
 using lowering_internal::Lowering;
 
 const std::string& CpuUnitPrelude() {
-  static const std::string* const prelude =
-      new std::string(std::string(kCpuPrelude) + "namespace hlocache_rt {\n" + kPrngSource + "\n" +
-                      kLinalgSource + "\n" + kCpuLinalgPrelude + kDynamicDimsSource + "\n" +
-                      kCpuDynamicPrelude + "}  // namespace hlocache_rt\n");
+  static const std::string* const prelude = new std::string(
+      std::string(kCpuPrelude) + "namespace hlocache_rt {\n" + kHalfSource + "\n" + kPrngSource +
+      "\n" + kLinalgSource + "\n" + kCpuLinalgPrelude + kDynamicDimsSource + "\n" +
+      kCpuDynamicPrelude + "}  // namespace hlocache_rt\n");
   return *prelude;
 }
 

@@ -1,10 +1,18 @@
 #include "compiler/cuda/cuda_codegen.h"
 
 #include "compiler/cuda/cuda_lowering.h"
+#include "compiler/cuda/cuda_prelude.h"
+#include "compiler/semantics/half.h"
 
 namespace hlocache::compiler {
 
 using cuda_lowering_internal::CudaLowering;
+
+const std::string& CudaUnitPrelude() {
+  static const std::string* const prelude =
+      new std::string(std::string(kCudaPrelude) + "\n" + kHalfSource + "\n");
+  return *prelude;
+}
 
 std::string CudaTargetArch(std::string_view target) {
   if (target == "cuda-sm_80") return "sm_80";

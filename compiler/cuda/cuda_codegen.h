@@ -35,6 +35,10 @@ struct CudaProgram {
 // modules that contradict themselves (the interpreter's shape rules).
 Result<CudaProgram> LowerToCuda(const hlo::Module& module, std::string_view arch);
 
+// The text every program's source begins with: the device prelude (prelude/hc_cuda.h) and the
+// code it shares with the interpreter (the 16-bit float formats, compiler/semantics/half.h).
+const std::string& CudaUnitPrelude();
+
 // "sm_90" for "cuda-sm_90"; empty for targets that are not CUDA targets this builds.
 std::string CudaTargetArch(std::string_view target);
 

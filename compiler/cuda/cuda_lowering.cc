@@ -42,7 +42,7 @@ Result<CudaProgram> CudaLowering::Run() {
     plan_.results.push_back(v.buffer);
   }
   CudaProgram out;
-  out.source = std::string(kCudaPrelude) + "\n" + constants_ + "\n" + functions_ + "\n" + kernels_;
+  out.source = CudaUnitPrelude() + constants_ + "\n" + functions_ + "\n" + kernels_;
   out.plan = std::move(plan_);
   return out;
 }

@@ -111,8 +111,7 @@ Result<std::vector<std::string>> EmulateCudaProgram(const CudaProgram& program,
   HLOCACHE_ASSIGN_OR_RETURN(std::string adapters, Adapters(program, synchronizing));
   HLOCACHE_ASSIGN_OR_RETURN(Toolchain toolchain, Toolchain::Probe({}));
   // The shim and the CUDA prelude begin every emulated program: compiled once (prelude_cache.h).
-  static const std::string* const prelude =
-      new std::string(std::string(kShim) + kCudaPrelude + "\n");
+  static const std::string* const prelude = new std::string(std::string(kShim) + CudaUnitPrelude());
   const std::vector<std::string> units = {std::string(kShim) + program.source + adapters};
   HLOCACHE_ASSIGN_OR_RETURN(std::string so,
                             toolchain.CompileSharedObject(units, HostCpuTarget(), *prelude));
