@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "common/file.h"
+#include "compiler/object_cache.h"
 #include "compiler/prelude_cache.h"
 #include "compiler/subprocess.h"
 #include "compiler/target.h"
@@ -44,6 +46,11 @@ Result<fs::path> FindProgram(const std::string& name) {
 
 fs::path TempRoot(const ToolchainOptions& options) {
   return options.temp_root.empty() ? DefaultTempRoot() : options.temp_root;
+}
+
+fs::path ObjectCacheRoot(const ToolchainOptions& options) {
+  if (options.object_cache == "-") return {};
+  return options.object_cache.empty() ? DefaultObjectCacheRoot() : options.object_cache;
 }
 
 fs::path PreludeCacheRoot(const ToolchainOptions& options) {
@@ -100,7 +107,15 @@ Result<Toolchain> Toolchain::Probe(ToolchainOptions options) {
     return Error(FailedPrecondition("C++ compiler " + cxx.string() +
                                     " is neither GCC nor Clang: " + FirstLines(outcome.output, 1)));
   }
-  return Toolchain(std::move(options), std::move(cxx), std::move(version));
+  std::string identity = cxx.string() + "\n" + FirstLines(outcome.output, 1);
+  std::error_code ec;
+  const fs::path program = fs::canonical(cxx, ec);
+  struct stat st {};
+  if (!ec && ::stat(program.c_str(), &st) == 0) {
+    identity += "\n" + std::to_string(st.st_size) + " " + std::to_string(st.st_mtim.tv_sec) + "." +
+                std::to_string(st.st_mtim.tv_nsec);
+  }
+  return Toolchain(std::move(options), std::move(cxx), std::move(version), std::move(identity));
 }
 
 std::string Toolchain::CompilerId() const {
@@ -195,11 +210,35 @@ Status Toolchain::RunCompiler(const std::vector<std::string>& args, const fs::pa
 Result<std::string> Toolchain::CompileUnits(std::span<const std::string> units,
                                             const std::vector<std::string>& flags,
                                             std::chrono::steady_clock::time_point deadline) const {
+  const ObjectCache cache(ObjectCacheRoot(options_), options_.object_cache_bytes);
+  // A unit's key: the compiler, what it makes of the unit (one object, or a shared object of
+  // the unit alone), its flags (a precompiled prelude's path names its text's hash) and the text.
+  auto key_of = [&](std::string_view output, const std::string& unit) {
+    std::string key = "hlocache-object-1\n" + identity_ + "\n" + std::string(output);
+    for (const std::string& f : flags) key += "\n" + f;
+    return key + "\n\n" + unit;
+  };
+  if (units.size() == 1 && cache.enabled()) {
+    if (auto so = cache.Find(key_of("shared", units[0]))) return std::move(*so);
+  }
   HLOCACHE_ASSIGN_OR_RETURN(TempDir dir, TempDir::Make(TempRoot(options_), "hlocache-compile-"));
   auto name = [&](size_t u, const char* ext) {
     return units.size() == 1 ? std::string("module") + ext : "unit" + std::to_string(u) + ext;
   };
+  // Units whose objects the cache holds are not written or compiled.
+  std::vector<bool> cached(units.size(), false);
+  if (units.size() > 1 && cache.enabled()) {
+    for (size_t u = 0; u < units.size(); ++u) {
+      auto object = cache.Find(key_of("object", units[u]));
+      if (!object) continue;
+      std::ofstream out(dir.path() / name(u, ".o"), std::ios::binary);
+      out.write(object->data(), static_cast<std::streamsize>(object->size()));
+      out.close();
+      cached[u] = static_cast<bool>(out);
+    }
+  }
   for (size_t u = 0; u < units.size(); ++u) {
+    if (cached[u]) continue;
     std::ofstream out(dir.path() / name(u, ".cc"), std::ios::binary);
     out.write(units[u].data(), static_cast<std::streamsize>(units[u].size()));
     out.close();
@@ -210,24 +249,33 @@ Result<std::string> Toolchain::CompileUnits(std::span<const std::string> units,
     args.insert(args.end(), {"-shared", "-o", "module.so", "module.cc"});
     HLOCACHE_RETURN_IF_ERROR(RunCompiler(args, dir.path(), "output.txt", deadline));
   } else {
+    std::vector<size_t> to_compile;
+    for (size_t u = 0; u < units.size(); ++u) {
+      if (!cached[u]) to_compile.push_back(u);
+    }
     // Units are taken in order by up to `jobs` threads, each running one compiler at a time.
     const size_t jobs = std::min<size_t>(
-        units.size(), options_.jobs > 0 ? static_cast<size_t>(options_.jobs)
-                                        : std::max(1u, std::thread::hardware_concurrency()));
+        to_compile.size(), options_.jobs > 0 ? static_cast<size_t>(options_.jobs)
+                                             : std::max(1u, std::thread::hardware_concurrency()));
     std::atomic<size_t> next{0};
     std::vector<Status> results(units.size());
     std::atomic<bool> failed{false};
     auto worker = [&] {
-      for (size_t u; !failed && (u = next.fetch_add(1)) < units.size();) {
+      for (size_t n; !failed && (n = next.fetch_add(1)) < to_compile.size();) {
+        const size_t u = to_compile[n];
         std::vector<std::string> args = flags;
         args.insert(args.end(), {"-c", "-o", name(u, ".o"), name(u, ".cc")});
         results[u] = RunCompiler(args, dir.path(), name(u, ".txt"), deadline);
-        if (!results[u].ok()) failed = true;
+        if (!results[u].ok()) {
+          failed = true;
+        } else if (auto object = ReadWholeFile(dir.path() / name(u, ".o")); object) {
+          cache.Store(key_of("object", units[u]), *object);
+        }
       }
     };
     std::vector<std::thread> threads;
     for (size_t t = 1; t < jobs; ++t) threads.emplace_back(worker);
-    worker();
+    if (jobs > 0) worker();
     for (std::thread& t : threads) t.join();
     for (const Status& s : results) HLOCACHE_RETURN_IF_ERROR(s);
     std::vector<std::string> args = {"-shared", "-fPIC", "-o", "module.so"};
@@ -236,6 +284,7 @@ Result<std::string> Toolchain::CompileUnits(std::span<const std::string> units,
   }
   std::string so = ReadWholeFile(dir.path() / "module.so").value_or("");
   if (so.empty()) return Error(Internal("the C++ compiler succeeded but wrote no shared object"));
+  if (units.size() == 1) cache.Store(key_of("shared", units[0]), so);
   return so;
 }
 

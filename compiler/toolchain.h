@@ -39,6 +39,13 @@ struct ToolchainOptions {
   // Where GCC's precompiled preludes are kept (compiler/prelude_cache.h), shared with every
   // process of this user; empty for the default (~/.cache/hlocache/prelude), "-" for none.
   std::filesystem::path prelude_cache;
+  // Where compiled translation units are kept by their text, compiler and flags
+  // (compiler/object_cache.h), shared with every process of this user: a unit compiled before
+  // is not compiled again. Empty for the default ($HLOCACHE_OBJECT_CACHE, else
+  // ~/.cache/hlocache/objects), "-" for none.
+  std::filesystem::path object_cache;
+  // The bound on the object cache's bytes; least recently used units go first.
+  uint64_t object_cache_bytes = uint64_t{1} << 30;
 };
 
 class Toolchain {
@@ -66,7 +73,8 @@ class Toolchain {
   // The same for several translation units (compiler/codegen/cpu_units.h): each is compiled to an
   // object by its own compiler process, up to `jobs` at a time, then all are linked into one
   // shared object. The time limit covers the whole build; the first failing unit's error is
-  // returned.
+  // returned. Units (and a single unit's shared object) compiled before with the same compiler
+  // and flags are taken from the object cache (ToolchainOptions::object_cache) instead.
   Result<std::string> CompileSharedObject(std::span<const std::string> units,
                                           std::string_view target) const;
 
@@ -91,14 +99,20 @@ class Toolchain {
                                    const std::vector<std::string>& flags,
                                    std::chrono::steady_clock::time_point deadline) const;
 
-  Toolchain(ToolchainOptions options, std::filesystem::path cxx_path, std::string version)
+  Toolchain(ToolchainOptions options, std::filesystem::path cxx_path, std::string version,
+            std::string identity)
       : options_(std::move(options)),
         cxx_path_(std::move(cxx_path)),
-        version_(std::move(version)) {}
+        version_(std::move(version)),
+        identity_(std::move(identity)) {}
 
   ToolchainOptions options_;
   std::filesystem::path cxx_path_;
   std::string version_;
+  // What tells this compiler from another in the object cache's keys: its path, the first
+  // line of its --version, and the size and time of the program the path leads to (a compiler
+  // upgraded in place gets new keys).
+  std::string identity_;
 };
 
 // The flags a target compiles with ("-march=x86-64-v3"), or kInvalidArgument.

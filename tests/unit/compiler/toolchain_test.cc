@@ -39,6 +39,7 @@ class ToolchainTest : public ::testing::Test {
     ToolchainOptions o;
     o.cxx = std::move(cxx);
     o.temp_root = temp_root_;
+    o.object_cache = root_ / "objects";  // Its own: nothing compiled before is taken from it.
     return o;
   }
   // A stand-in compiler: a shell script.
