@@ -12,6 +12,7 @@
 // Usage: compile_bench [CORPUS_DIR [gpu]]   ("gpu": the GPU table alone)
 
 #include <dlfcn.h>
+#include <stdlib.h>
 
 #include <algorithm>
 #include <chrono>
@@ -259,6 +260,9 @@ void GpuTable(hlocache::compiler::WorkerPool& pool, const fs::path& corpus,
 
 int main(int argc, char** argv) {
   using namespace hlocache;
+  // Every compile measured runs the compiler: none is taken from the object cache (the
+  // workers, its children, inherit this).
+  ::setenv("HLOCACHE_OBJECT_CACHE", "-", 1);
   const fs::path corpus = argc > 1 ? argv[1] : HLOCACHE_CORPUS_DIR;
   const std::vector<std::string> modules = {
       "hlo/xla__hlo__translate__hlo_to_mhlo__tests__fusion.hlo",

@@ -301,6 +301,9 @@ int main(int argc, char** argv) {
   if (argc > 2 && std::string(argv[1]) == "--child") {
     return Child(argv[2], std::vector<std::string>(argv + 3, argv + argc));
   }
+  // A cold fleet: every compile runs the compiler, none is taken from this host's object
+  // cache (the children inherit this).
+  ::setenv("HLOCACHE_OBJECT_CACHE", "-", 1);
   const int processes = argc > 1 ? std::atoi(argv[1]) : 8;
   const size_t count = argc > 2 ? static_cast<size_t>(std::atoi(argv[2])) : 12;
   const std::string self = hlocache::CurrentExecutable().string();

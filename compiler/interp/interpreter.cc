@@ -1,6 +1,7 @@
 #include "compiler/interp/interpreter.h"
 
 #include "compiler/interp/evaluator.h"
+#include "compiler/semantics/retained_memory.h"
 
 namespace hlocache::interp {
 
@@ -33,6 +34,9 @@ Result<Literal> Evaluate(const hlo::Module& module, std::span<const Literal> arg
                                    hlo::CanonicalShapeText(want)));
     }
   }
+  // Values' buffers are freed and allocated again instruction after instruction: kept for
+  // reuse while this runs (retained_memory.h).
+  const RetainScope retain;
   return Evaluator(module, host).Call(module.entry, arguments);
 }
 

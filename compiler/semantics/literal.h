@@ -18,6 +18,7 @@
 
 #include "common/status.h"
 #include "compiler/hlo/shape.h"
+#include "compiler/semantics/retained_memory.h"
 
 namespace hlocache::interp {
 
@@ -62,8 +63,9 @@ class Literal {
  private:
   hlo::Shape shape_;
   bool is_float_ = false;
-  std::vector<double> floats_;
-  std::vector<int64_t> ints_;
+  // Large arrays' buffers are reused within an evaluation (retained_memory.h).
+  std::vector<double, RetainableAllocator<double>> floats_;
+  std::vector<int64_t, RetainableAllocator<int64_t>> ints_;
   std::vector<Literal> tuple_;
 };
 
