@@ -41,16 +41,14 @@ struct hc_host_leaf {
 };
 struct hc_host {
   void* context;
-  int (*receive)(void* context, int kind, int64_t channel, int64_t count,
-                 const hc_host_leaf* leaves);
+  int (*receive)(void* context, int kind, int64_t channel, int64_t count, const hc_host_leaf* leaves);
   int (*send)(void* context, int kind, int64_t channel, int64_t count, const hc_host_leaf* leaves);
 };
 inline thread_local const hc_host* hc_current_host = nullptr;
 inline thread_local bool hc_host_failed = false;
 inline bool hc_receive(int kind, int64_t channel, int64_t count, const hc_host_leaf* leaves) {
   const hc_host* h = hc_current_host;
-  if (h == nullptr || h->receive == nullptr ||
-      h->receive(h->context, kind, channel, count, leaves) != 0) {
+  if (h == nullptr || h->receive == nullptr || h->receive(h->context, kind, channel, count, leaves) != 0) {
     hc_host_failed = true;
     return false;
   }
@@ -58,29 +56,21 @@ inline bool hc_receive(int kind, int64_t channel, int64_t count, const hc_host_l
 }
 inline bool hc_send(int kind, int64_t channel, int64_t count, const hc_host_leaf* leaves) {
   const hc_host* h = hc_current_host;
-  if (h == nullptr || h->send == nullptr ||
-      h->send(h->context, kind, channel, count, leaves) != 0) {
+  if (h == nullptr || h->send == nullptr || h->send(h->context, kind, channel, count, leaves) != 0) {
     hc_host_failed = true;
     return false;
   }
   return true;
 }
 
-struct hc_f16 {
-  uint16_t bits;
-};
-struct hc_bf16 {
-  uint16_t bits;
-};
+struct hc_f16 { uint16_t bits; };
+struct hc_bf16 { uint16_t bits; };
 
 // 8-, 6- and 4-bit floats: their bits, and the format as template arguments
-// (compiler/semantics/minifloat.h): exponent and mantissa bits, bias, whether it has infinities,
-// and where its NaN is (0: all-ones exponent, 1: all-ones magnitude, 2: 0x80, 3: none, saturating,
+// (compiler/semantics/minifloat.h): exponent and mantissa bits, bias, whether it has infinities, and
+// where its NaN is (0: all-ones exponent, 1: all-ones magnitude, 2: 0x80, 3: none, saturating,
 // 4: f8e8m0fnu's exponent alone, 0xff).
-template <int E, int M, int Bias, bool Inf, int Nan>
-struct hc_f8 {
-  uint8_t bits;
-};
+template <int E, int M, int Bias, bool Inf, int Nan> struct hc_f8 { uint8_t bits; };
 using hc_f8e5m2 = hc_f8<5, 2, 15, true, 0>;
 using hc_f8e4m3 = hc_f8<4, 3, 7, true, 0>;
 using hc_f8e3m4 = hc_f8<3, 4, 3, true, 0>;
@@ -92,23 +82,17 @@ using hc_f6e2m3fn = hc_f8<2, 3, 1, false, 3>;
 using hc_f6e3m2fn = hc_f8<3, 2, 3, false, 3>;
 using hc_f4e2m1fn = hc_f8<2, 1, 1, false, 3>;
 using hc_f8e8m0fnu = hc_f8<8, 0, 127, false, 4>;
-template <class T>
-struct hc_is_f8 : std::false_type {};
-template <int E, int M, int B, bool I, int N>
-struct hc_is_f8<hc_f8<E, M, B, I, N>> : std::true_type {};
+template <class T> struct hc_is_f8 : std::false_type {};
+template <int E, int M, int B, bool I, int N> struct hc_is_f8<hc_f8<E, M, B, I, N>> : std::true_type {};
 
-template <class T>
-using U = std::make_unsigned_t<T>;
-template <class T>
-constexpr bool kHalf = std::is_same_v<T, hc_f16> || std::is_same_v<T, hc_bf16>;
-template <class T>
-constexpr bool kFloat = std::is_floating_point_v<T> || kHalf<T> || hc_is_f8<T>::value;
-template <class T>
-constexpr int kBits = std::is_same_v<T, bool> ? 1 : 8 * sizeof(T);
+template <class T> using U = std::make_unsigned_t<T>;
+template <class T> constexpr bool kHalf = std::is_same_v<T, hc_f16> || std::is_same_v<T, hc_bf16>;
+template <class T> constexpr bool kFloat =
+    std::is_floating_point_v<T> || kHalf<T> || hc_is_f8<T>::value;
+template <class T> constexpr int kBits = std::is_same_v<T, bool> ? 1 : 8 * sizeof(T);
 // An integer of W bits held in T: its low W bits, sign- or zero-extended (the sub-byte types
 // s1..s4 and u1..u4 live in int8_t and uint8_t this way).
-template <class T, int W>
-T hc_wrap(T v) {
+template <class T, int W> T hc_wrap(T v) {
   if constexpr (W >= kBits<T>) {
     return v;
   } else if constexpr (std::is_signed_v<T>) {
@@ -118,27 +102,18 @@ T hc_wrap(T v) {
   }
 }
 // The smallest and largest values of a W-bit integer held in T.
-template <class T, int W>
-constexpr T hc_min_of() {
-  if constexpr (W >= kBits<T>)
-    return std::numeric_limits<T>::min();
-  else if constexpr (std::is_signed_v<T>)
-    return static_cast<T>(-(int64_t{1} << (W - 1)));
-  else
-    return T{0};
+template <class T, int W> constexpr T hc_min_of() {
+  if constexpr (W >= kBits<T>) return std::numeric_limits<T>::min();
+  else if constexpr (std::is_signed_v<T>) return static_cast<T>(-(int64_t{1} << (W - 1)));
+  else return T{0};
 }
-template <class T, int W>
-constexpr T hc_max_of() {
-  if constexpr (W >= kBits<T>)
-    return std::numeric_limits<T>::max();
-  else if constexpr (std::is_signed_v<T>)
-    return static_cast<T>((int64_t{1} << (W - 1)) - 1);
-  else
-    return static_cast<T>((uint64_t{1} << W) - 1);
+template <class T, int W> constexpr T hc_max_of() {
+  if constexpr (W >= kBits<T>) return std::numeric_limits<T>::max();
+  else if constexpr (std::is_signed_v<T>) return static_cast<T>((int64_t{1} << (W - 1)) - 1);
+  else return static_cast<T>((uint64_t{1} << W) - 1);
 }
 // The W low bits of an integer held in T.
-template <class T, int W>
-uint64_t hc_low_bits(T a) {
+template <class T, int W> uint64_t hc_low_bits(T a) {
   const uint64_t u = static_cast<uint64_t>(static_cast<U<T>>(a));
   return W >= 64 ? u : u & ((uint64_t{1} << W) - 1);
 }
@@ -214,9 +189,8 @@ hc_f8<E, M, Bias, Inf, Nan> hc_encode_f8(double v) {
   const uint32_t nan = Nan == 0   ? sign | exponent_ones | (1u << (M > 0 ? M - 1 : 0))
                        : Nan == 1 ? sign | magnitude_bits
                                   : magnitude_bits + 1u;
-  constexpr uint32_t max = Nan == 0   ? exponent_ones - 1u
-                           : Nan == 1 ? magnitude_bits - 1u
-                                      : magnitude_bits;
+  constexpr uint32_t max = Nan == 0 ? exponent_ones - 1u : Nan == 1 ? magnitude_bits - 1u
+                                                                    : magnitude_bits;
   const uint32_t overflow = Inf ? sign | exponent_ones : Nan == 3 ? sign | max : nan;
   if (std::isnan(v)) return F8{static_cast<uint8_t>(nan)};
   const double a = std::fabs(v);
@@ -237,51 +211,32 @@ hc_f8<E, M, Bias, Inf, Nan> hc_encode_f8(double v) {
   if (bits == 0 && Nan == 2) return F8{0};
   return F8{static_cast<uint8_t>(sign | bits)};
 }
-template <class T>
-struct hc_f8_encoder;
-template <int E, int M, int B, bool I, int N>
-struct hc_f8_encoder<hc_f8<E, M, B, I, N>> {
+template <class T> struct hc_f8_encoder;
+template <int E, int M, int B, bool I, int N> struct hc_f8_encoder<hc_f8<E, M, B, I, N>> {
   static hc_f8<E, M, B, I, N> Encode(double v) { return hc_encode_f8<E, M, B, I, N>(v); }
 };
-template <class T>
-T hc_store(double v) {
-  if constexpr (std::is_same_v<T, hc_f16>)
-    return hc_f16{hc_encode_half(v, 5, 10)};
-  else if constexpr (std::is_same_v<T, hc_bf16>)
-    return hc_bf16{hc_encode_half(v, 8, 7)};
-  else if constexpr (hc_is_f8<T>::value)
-    return hc_f8_encoder<T>::Encode(v);
-  else
-    return static_cast<T>(v);
+template <class T> T hc_store(double v) {
+  if constexpr (std::is_same_v<T, hc_f16>) return hc_f16{hc_encode_half(v, 5, 10)};
+  else if constexpr (std::is_same_v<T, hc_bf16>) return hc_bf16{hc_encode_half(v, 8, 7)};
+  else if constexpr (hc_is_f8<T>::value) return hc_f8_encoder<T>::Encode(v);
+  else return static_cast<T>(v);
 }
 
-template <class T>
-T hc_add(T a, T b) {
-  if constexpr (kFloat<T>)
-    return hc_store<T>(hc_load(a) + hc_load(b));
-  else if constexpr (std::is_same_v<T, bool>)
-    return a || b;
-  else
-    return static_cast<T>(static_cast<U<T>>(a) + static_cast<U<T>>(b));
+template <class T> T hc_add(T a, T b) {
+  if constexpr (kFloat<T>) return hc_store<T>(hc_load(a) + hc_load(b));
+  else if constexpr (std::is_same_v<T, bool>) return a || b;
+  else return static_cast<T>(static_cast<U<T>>(a) + static_cast<U<T>>(b));
 }
-template <class T>
-T hc_sub(T a, T b) {
-  if constexpr (kFloat<T>)
-    return hc_store<T>(hc_load(a) - hc_load(b));
-  else
-    return static_cast<T>(static_cast<U<T>>(a) - static_cast<U<T>>(b));
+template <class T> T hc_sub(T a, T b) {
+  if constexpr (kFloat<T>) return hc_store<T>(hc_load(a) - hc_load(b));
+  else return static_cast<T>(static_cast<U<T>>(a) - static_cast<U<T>>(b));
 }
-template <class T>
-T hc_mul(T a, T b) {
-  if constexpr (kFloat<T>)
-    return hc_store<T>(hc_load(a) * hc_load(b));
-  else if constexpr (std::is_same_v<T, bool>)
-    return a && b;
-  else
-    return static_cast<T>(static_cast<U<T>>(a) * static_cast<U<T>>(b));
+template <class T> T hc_mul(T a, T b) {
+  if constexpr (kFloat<T>) return hc_store<T>(hc_load(a) * hc_load(b));
+  else if constexpr (std::is_same_v<T, bool>) return a && b;
+  else return static_cast<T>(static_cast<U<T>>(a) * static_cast<U<T>>(b));
 }
-template <class T>
-T hc_div(T a, T b) {
+template <class T> T hc_div(T a, T b) {
   if constexpr (kFloat<T>) {
     return hc_store<T>(hc_load(a) / hc_load(b));
   } else {
@@ -292,8 +247,7 @@ T hc_div(T a, T b) {
     return static_cast<T>(a / b);
   }
 }
-template <class T>
-T hc_rem(T a, T b) {
+template <class T> T hc_rem(T a, T b) {
   if constexpr (kFloat<T>) {
     return hc_store<T>(std::fmod(hc_load(a), hc_load(b)));
   } else {
@@ -304,30 +258,25 @@ T hc_rem(T a, T b) {
     return static_cast<T>(a % b);
   }
 }
-template <class T>
-T hc_max(T a, T b) {
+template <class T> T hc_max(T a, T b) {
   if constexpr (kFloat<T>) {
     const double x = hc_load(a), y = hc_load(b);
-    if (std::isnan(x) || std::isnan(y))
-      return hc_store<T>(std::numeric_limits<double>::quiet_NaN());
+    if (std::isnan(x) || std::isnan(y)) return hc_store<T>(std::numeric_limits<double>::quiet_NaN());
     return (x < y) ? b : a;
   } else {
     return (a < b) ? b : a;
   }
 }
-template <class T>
-T hc_min(T a, T b) {
+template <class T> T hc_min(T a, T b) {
   if constexpr (kFloat<T>) {
     const double x = hc_load(a), y = hc_load(b);
-    if (std::isnan(x) || std::isnan(y))
-      return hc_store<T>(std::numeric_limits<double>::quiet_NaN());
+    if (std::isnan(x) || std::isnan(y)) return hc_store<T>(std::numeric_limits<double>::quiet_NaN());
     return (y < x) ? b : a;
   } else {
     return (b < a) ? b : a;
   }
 }
-template <class T>
-T hc_clamp(T lo, T x, T hi) {
+template <class T> T hc_clamp(T lo, T x, T hi) {
   if constexpr (kFloat<T>) {
     const double a = hc_load(x), l = hc_load(lo), h = hc_load(hi);
     const double m = (a < l) ? l : a;
@@ -337,24 +286,16 @@ T hc_clamp(T lo, T x, T hi) {
     return (hi < m) ? hi : m;
   }
 }
-template <class T>
-T hc_neg(T a) {
-  if constexpr (kFloat<T>)
-    return hc_store<T>(-hc_load(a));
-  else
-    return static_cast<T>(U<T>(0) - static_cast<U<T>>(a));
+template <class T> T hc_neg(T a) {
+  if constexpr (kFloat<T>) return hc_store<T>(-hc_load(a));
+  else return static_cast<T>(U<T>(0) - static_cast<U<T>>(a));
 }
-template <class T>
-T hc_abs(T a) {
-  if constexpr (kFloat<T>)
-    return hc_store<T>(std::fabs(hc_load(a)));
-  else if constexpr (std::is_signed_v<T>)
-    return a < 0 ? hc_neg(a) : a;
-  else
-    return a;
+template <class T> T hc_abs(T a) {
+  if constexpr (kFloat<T>) return hc_store<T>(std::fabs(hc_load(a)));
+  else if constexpr (std::is_signed_v<T>) return a < 0 ? hc_neg(a) : a;
+  else return a;
 }
-template <class T>
-T hc_sign(T a) {
+template <class T> T hc_sign(T a) {
   if constexpr (kFloat<T>) {
     const double x = hc_load(a);
     return hc_store<T>(std::isnan(x) ? x : x > 0 ? 1.0 : x < 0 ? -1.0 : x);
@@ -364,41 +305,33 @@ T hc_sign(T a) {
     return static_cast<T>(a != 0);
   }
 }
-template <class T>
-T hc_not(T a) {
-  if constexpr (std::is_same_v<T, bool>)
-    return !a;
-  else
-    return static_cast<T>(~a);
+template <class T> T hc_not(T a) {
+  if constexpr (std::is_same_v<T, bool>) return !a;
+  else return static_cast<T>(~a);
 }
-template <class T>
-T hc_shl(T a, T n) {
+template <class T> T hc_shl(T a, T n) {
   if (static_cast<uint64_t>(static_cast<U<T>>(n)) >= uint64_t(kBits<T>)) return 0;
   return static_cast<T>(static_cast<U<T>>(a) << static_cast<U<T>>(n));
 }
 // The right shifts of a W-bit integer held in T (sub-byte types: their low W bits).
-template <class T, int W = kBits<T>>
-T hc_shrl(T a, T n) {
+template <class T, int W = kBits<T>> T hc_shrl(T a, T n) {
   if (static_cast<uint64_t>(static_cast<U<T>>(n)) >= uint64_t(W)) return 0;
   return static_cast<T>(hc_low_bits<T, W>(a) >> static_cast<U<T>>(n));
 }
-template <class T, int W = kBits<T>>
-T hc_shra(T a, T n) {
+template <class T, int W = kBits<T>> T hc_shra(T a, T n) {
   using S = std::make_signed_t<T>;
   uint64_t count = static_cast<uint64_t>(static_cast<U<T>>(n));
   if (count >= uint64_t(W)) count = W - 1;
   return hc_wrap<T, W>(static_cast<T>(hc_wrap<S, W>(static_cast<S>(a)) >> count));
 }
-template <class T>
-T hc_pow(T a, T b) {
+template <class T> T hc_pow(T a, T b) {
   if constexpr (kFloat<T>) {
     return hc_store<T>(std::pow(hc_load(a), hc_load(b)));
   } else {
     if constexpr (std::is_signed_v<T>) {
       if (b < 0) return a == 1 ? T(1) : a == -1 ? ((b & 1) ? T(-1) : T(1)) : T(0);
     }
-    uint64_t base = static_cast<uint64_t>(static_cast<int64_t>(a)), e = static_cast<uint64_t>(b),
-             r = 1;
+    uint64_t base = static_cast<uint64_t>(static_cast<int64_t>(a)), e = static_cast<uint64_t>(b), r = 1;
     while (e != 0) {
       if (e & 1) r *= base;
       base *= base;
@@ -407,18 +340,13 @@ T hc_pow(T a, T b) {
     return static_cast<T>(r);
   }
 }
-template <class To, class From, int W = kBits<To>>
-To hc_cvt(From x) {
+template <class To, class From, int W = kBits<To>> To hc_cvt(From x) {
   if constexpr (std::is_same_v<To, bool>) {
-    if constexpr (kFloat<From>)
-      return hc_load(x) != 0;
-    else
-      return x != 0;
+    if constexpr (kFloat<From>) return hc_load(x) != 0;
+    else return x != 0;
   } else if constexpr (kFloat<To>) {
-    if constexpr (kFloat<From>)
-      return hc_store<To>(hc_load(x));
-    else
-      return hc_store<To>(static_cast<double>(x));  // Through double, as the interpreter does.
+    if constexpr (kFloat<From>) return hc_store<To>(hc_load(x));
+    else return hc_store<To>(static_cast<double>(x));  // Through double, as the interpreter does.
   } else if constexpr (kFloat<From>) {
     const double v = hc_load(x);
     if (std::isnan(v)) return 0;
@@ -431,8 +359,7 @@ To hc_cvt(From x) {
 }
 // stochastic-convert (compiler/interp/eval_elementwise.cc): float x to signed T, rounded up when
 // the random bits r (unsigned, of x's width) are below the fraction scaled to their range.
-template <class T, class R, class F>
-T hc_stochastic_convert(F xv, R r) {
+template <class T, class R, class F> T hc_stochastic_convert(F xv, R r) {
   using Scaled = std::conditional_t<std::is_same_v<F, hc_f16>, float, F>;
   const double x = hc_load(xv);
   const double magnitude = std::fabs(x), whole = std::floor(magnitude);
@@ -448,17 +375,14 @@ T hc_stochastic_convert(F xv, R r) {
   }
   return t;
 }
-template <class T, int W = kBits<T>>
-T hc_popcnt(T a) {
+template <class T, int W = kBits<T>> T hc_popcnt(T a) {
   return static_cast<T>(__builtin_popcountll(hc_low_bits<T, W>(a)));
 }
-template <class T, int W = kBits<T>>
-T hc_clz(T a) {
+template <class T, int W = kBits<T>> T hc_clz(T a) {
   const uint64_t u = hc_low_bits<T, W>(a);
   return static_cast<T>(u == 0 ? W : __builtin_clzll(u) - (64 - W));
 }
-template <class To, class From>
-To hc_bitcast(From x) {
+template <class To, class From> To hc_bitcast(From x) {
   static_assert(sizeof(To) == sizeof(From));
   To y;
   std::memcpy(&y, &x, sizeof y);
@@ -480,18 +404,15 @@ inline uint64_t hc_reduce_precision_bits(uint64_t u, int se, int sm, int eb, int
     const uint64_t sign = uint64_t{1} << (se + sm);
     const int64_t bias = (int64_t{1} << (se - 1)) - 1, reduced = (int64_t{1} << (eb - 1)) - 1;
     const uint64_t e = r & exponent_mask;
-    if (e > static_cast<uint64_t>(bias + reduced) << sm)
-      r = (r & sign) | exponent_mask;
-    else if (e <= static_cast<uint64_t>(bias - reduced) << sm)
-      r &= sign;
+    if (e > static_cast<uint64_t>(bias + reduced) << sm) r = (r & sign) | exponent_mask;
+    else if (e <= static_cast<uint64_t>(bias - reduced) << sm) r &= sign;
   }
   return nan ? (mb > 0 ? u : exponent_mask) : r;
 }
-template <class T>
-T hc_reduce_precision(T x, int eb, int mb) {
+template <class T> T hc_reduce_precision(T x, int eb, int mb) {
   if constexpr (std::is_same_v<T, float>) {
-    return hc_bitcast<float>(
-        static_cast<uint32_t>(hc_reduce_precision_bits(hc_bitcast<uint32_t>(x), 8, 23, eb, mb)));
+    return hc_bitcast<float>(static_cast<uint32_t>(
+        hc_reduce_precision_bits(hc_bitcast<uint32_t>(x), 8, 23, eb, mb)));
   } else if constexpr (std::is_same_v<T, double>) {
     return hc_bitcast<double>(hc_reduce_precision_bits(hc_bitcast<uint64_t>(x), 11, 52, eb, mb));
   } else if constexpr (std::is_same_v<T, hc_f16>) {
@@ -506,8 +427,7 @@ T hc_reduce_precision(T x, int eb, int mb) {
 // The stable bottom-up merge sort of the n positions in `a` (`b`: scratch of n) by less(x, y),
 // the interpreter's steps exactly (compiler/interp/eval_sort.cc), so that any comparator gives
 // the same permutation there and here; returns whichever of a and b holds the result.
-template <class Less>
-int64_t* hc_merge_sort(int64_t* a, int64_t* b, int64_t n, Less less) {
+template <class Less> int64_t* hc_merge_sort(int64_t* a, int64_t* b, int64_t n, Less less) {
   for (int64_t w = 1; w < n; w *= 2) {
     for (int64_t lo = 0; lo < n; lo += 2 * w) {
       const int64_t mid = std::min(lo + w, n), hi = std::min(lo + 2 * w, n);
@@ -572,21 +492,21 @@ constexpr int64_t hc_rows = 4;
 // operands are narrower than double (or integers), every product is exact in the accumulator's
 // type, so rounding it once with the sum changes nothing; for f64 operands it would, and every
 // other generated line is compiled with -ffp-contract=off.
-#define HC_DOT_BLOCK_BODY                                            \
-  V c[hc_rows][2] = {};                                              \
-  for (int64_t k = 0; k < K; ++k) {                                  \
-    V y0, y1;                                                        \
-    std::memcpy(&y0, tile + k * 2 * hc_lanes, sizeof y0);            \
-    std::memcpy(&y1, tile + k * 2 * hc_lanes + hc_lanes, sizeof y1); \
-    _Pragma("GCC unroll 8") for (int64_t r = 0; r < hc_rows; ++r) {  \
-      const Acc xr = x[r * stride + k];                              \
-      c[r][0] += xr * y0;                                            \
-      c[r][1] += xr * y1;                                            \
-    }                                                                \
-  }                                                                  \
-  _Pragma("GCC unroll 8") for (int64_t r = 0; r < hc_rows; ++r) {    \
-    acc[r][0] = c[r][0];                                             \
-    acc[r][1] = c[r][1];                                             \
+#define HC_DOT_BLOCK_BODY                                              \
+  V c[hc_rows][2] = {};                                                \
+  for (int64_t k = 0; k < K; ++k) {                                    \
+    V y0, y1;                                                          \
+    std::memcpy(&y0, tile + k * 2 * hc_lanes, sizeof y0);              \
+    std::memcpy(&y1, tile + k * 2 * hc_lanes + hc_lanes, sizeof y1);   \
+    _Pragma("GCC unroll 8") for (int64_t r = 0; r < hc_rows; ++r) {    \
+      const Acc xr = x[r * stride + k];                                \
+      c[r][0] += xr * y0;                                              \
+      c[r][1] += xr * y1;                                              \
+    }                                                                  \
+  }                                                                    \
+  _Pragma("GCC unroll 8") for (int64_t r = 0; r < hc_rows; ++r) {      \
+    acc[r][0] = c[r][0];                                               \
+    acc[r][1] = c[r][1];                                               \
   }
 #if defined(__clang__)
 #define HC_CONTRACT_FUNCTION
@@ -607,24 +527,20 @@ void hc_dot_block(const Acc* tile, const Acc* x, int64_t stride, int64_t K, V (*
 }
 // Whether an operand of element type X, as a dot into T loads it, has a product with any other
 // such operand that double holds exactly: narrower floats do; integers are converted to T first.
-template <class T, class X>
-constexpr bool kExactProducts = kFloat<X> ? !std::is_same_v<X, double> : !std::is_same_v<T, double>;
-// dot: out[(b*M + m)*N + n] = sum over k of lhs[lb[b] + lf[m] + lc[k]] * rhs[rb[b] + rf[n] +
-// rc[k]], summed from zero in order of k, in double for floats (rounded once) and modulo 2^64 for
+template <class T, class X> constexpr bool kExactProducts =
+    kFloat<X> ? !std::is_same_v<X, double> : !std::is_same_v<T, double>;
+// dot: out[(b*M + m)*N + n] = sum over k of lhs[lb[b] + lf[m] + lc[k]] * rhs[rb[b] + rf[n] + rc[k]],
+// summed from zero in order of k, in double for floats (rounded once) and modulo 2^64 for
 // integers, as the interpreter does. Blocked: a panel of rhs columns is packed as Acc once per
-// batch, in tiles of kCols (2 * hc_lanes) columns; kRows rows of lhs are packed once per panel;
-// each kRows x kCols block of results is summed in vector registers over all of k. False when out
+// batch, in tiles of kCols (2 * hc_lanes) columns; kRows rows of lhs are packed once per panel; each
+// kRows x kCols block of results is summed in vector registers over all of k. False when out
 // of memory.
 // An element of a dot operand as the sum's type: a float as double (an integer or pred operand
 // of a float result converted to the result's type first, as XLA does), an integer modulo 2^64.
-template <class T, class X>
-auto hc_dot_operand(X x) {
-  if constexpr (kFloat<T> && kFloat<X>)
-    return hc_load(x);
-  else if constexpr (kFloat<T>)
-    return hc_load(hc_cvt<T, X>(x));
-  else
-    return static_cast<uint64_t>(static_cast<int64_t>(x));
+template <class T, class X> auto hc_dot_operand(X x) {
+  if constexpr (kFloat<T> && kFloat<X>) return hc_load(x);
+  else if constexpr (kFloat<T>) return hc_load(hc_cvt<T, X>(x));
+  else return static_cast<uint64_t>(static_cast<int64_t>(x));
 }
 template <class T, class L, class R>
 bool hc_dot(const L* lhs, const R* rhs, T* out, int64_t B, int64_t M, int64_t N, int64_t K,
@@ -676,10 +592,8 @@ bool hc_dot(const L* lhs, const R* rhs, T* out, int64_t B, int64_t M, int64_t N,
             std::memcpy(sums + hc_lanes, &acc[r][1], sizeof(V));
             T* o = out + (b * M + m0 + r) * N + n0;
             for (int64_t j = 0; j < cols; ++j) {
-              if constexpr (kFloat<T>)
-                o[j] = hc_store<T>(sums[j]);
-              else
-                o[j] = static_cast<T>(static_cast<int64_t>(sums[j]));
+              if constexpr (kFloat<T>) o[j] = hc_store<T>(sums[j]);
+              else o[j] = static_cast<T>(static_cast<int64_t>(sums[j]));
             }
           }
         }
@@ -691,8 +605,7 @@ bool hc_dot(const L* lhs, const R* rhs, T* out, int64_t B, int64_t M, int64_t N,
 // ragged-dot (compiler/interp/eval_dots.cc defines it; compiler/semantics/dot_dims.h its tables):
 // dot's sums, each over the contracting positions of its group. The group of ragged position p
 // in a row of group sizes, or -1 past the last.
-template <class G>
-int64_t hc_group_of(const G* row, int64_t groups, int64_t p) {
+template <class G> int64_t hc_group_of(const G* row, int64_t groups, int64_t p) {
   int64_t start = 0;
   for (int64_t j = 0; j < groups; ++j) {
     const auto size = static_cast<int64_t>(row[j]);
@@ -702,17 +615,15 @@ int64_t hc_group_of(const G* row, int64_t groups, int64_t p) {
   return -1;
 }
 template <class T, class L, class R, class G>
-bool hc_ragged_dot(const L* lhs, const R* rhs, const G* sizes, T* out, bool contracting, int64_t B,
-                   int64_t M, int64_t N, int64_t K, int64_t groups, int64_t group_stride,
-                   const int64_t* lb, const int64_t* lf, const int64_t* lc, const int64_t* rb,
-                   const int64_t* rf, const int64_t* rc, const int64_t* gb, const int64_t* outer,
-                   const int64_t* position) {
+bool hc_ragged_dot(const L* lhs, const R* rhs, const G* sizes, T* out, bool contracting,
+                   int64_t B, int64_t M, int64_t N, int64_t K, int64_t groups,
+                   int64_t group_stride, const int64_t* lb, const int64_t* lf, const int64_t* lc,
+                   const int64_t* rb, const int64_t* rf, const int64_t* rc, const int64_t* gb,
+                   const int64_t* outer, const int64_t* position) {
   using Acc = std::conditional_t<kFloat<T>, double, uint64_t>;
   auto put = [&](int64_t at, Acc v) {
-    if constexpr (kFloat<T>)
-      out[at] = hc_store<T>(v);
-    else
-      out[at] = static_cast<T>(static_cast<int64_t>(v));
+    if constexpr (kFloat<T>) out[at] = hc_store<T>(v);
+    else out[at] = static_cast<T>(static_cast<int64_t>(v));
   };
   if (!contracting) {
     for (int64_t b = 0; b < B; ++b) {
@@ -758,16 +669,11 @@ bool hc_ragged_dot(const L* lhs, const R* rhs, const G* sizes, T* out, bool cont
 // result T, every element as pred).
 template <class Acc, class T, class X>
 Acc hc_conv_load(X x) {
-  if constexpr (std::is_same_v<X, bool>)
-    return x ? Acc(1) : Acc(0);
-  else if constexpr (std::is_same_v<T, bool> && kFloat<X>)
-    return hc_load(x) != 0 ? Acc(1) : Acc(0);
-  else if constexpr (std::is_same_v<T, bool>)
-    return x != 0 ? Acc(1) : Acc(0);
-  else if constexpr (std::is_same_v<Acc, double>)
-    return hc_load(x);
-  else
-    return static_cast<uint64_t>(static_cast<int64_t>(x));
+  if constexpr (std::is_same_v<X, bool>) return x ? Acc(1) : Acc(0);
+  else if constexpr (std::is_same_v<T, bool> && kFloat<X>) return hc_load(x) != 0 ? Acc(1) : Acc(0);
+  else if constexpr (std::is_same_v<T, bool>) return x != 0 ? Acc(1) : Acc(0);
+  else if constexpr (std::is_same_v<Acc, double>) return hc_load(x);
+  else return static_cast<uint64_t>(static_cast<int64_t>(x));
 }
 // convolution (compiler/interp/eval_convolution.cc defines it): one spatial dimension of the
 // window, and the whole shape of the work. Strides are in elements of each array.
@@ -803,10 +709,8 @@ struct hc_conv_run {
 
   static Acc load(L x) { return hc_conv_load<Acc, T>(x); }
   void store(T* at, Acc v) const {
-    if constexpr (kFloat<T>)
-      *at = hc_store<T>(v);
-    else
-      *at = static_cast<T>(static_cast<int64_t>(v));
+    if constexpr (kFloat<T>) *at = hc_store<T>(v);
+    else *at = static_cast<T>(static_cast<int64_t>(v));
   }
   // The input offset window position `pos` reads at placement `p` (both row-major indices),
   // or -1.
@@ -933,8 +837,8 @@ struct hc_conv_run {
               int64_t base = 0;
               bool hit = true;
               for (int64_t d = n - 2, qq = q, pp = op; d >= 0; --d) {
-                const int64_t t =
-                    tap[d][(qq % s.dims[d].out_extent) * s.dims[d].size + pp % s.dims[d].size];
+                const int64_t t = tap[d][(qq % s.dims[d].out_extent) * s.dims[d].size +
+                                         pp % s.dims[d].size];
                 hit = hit && t >= 0;
                 base += t;
                 qq /= s.dims[d].out_extent;
@@ -1015,9 +919,8 @@ bool hc_conv(const L* lhs, const R* rhs, T* out, const hc_conv_spec& s) {
       for (int64_t c = 0; c < kif; ++c) {
         for (int64_t o = 0; o < width; ++o) {
           to[c * width + o] =
-              o < opg
-                  ? load(rhs[koff + c * s.kernel_in_stride + (g * opg + o) * s.kernel_out_stride])
-                  : Acc(0);
+              o < opg ? load(rhs[koff + c * s.kernel_in_stride + (g * opg + o) * s.kernel_out_stride])
+                      : Acc(0);
         }
       }
     }
@@ -1029,9 +932,9 @@ bool hc_conv(const L* lhs, const R* rhs, T* out, const hc_conv_spec& s) {
 // operand viewed as [outer][features][inner]: in double, sums in row-major order, each result
 // rounded once. Training passes no mean_in and var_in and gets mean_out and var_out.
 template <class T>
-void hc_batch_norm(const T* x, const T* scale, const T* offset, const T* mean_in, const T* var_in,
-                   T* y, T* mean_out, T* var_out, int64_t outer, int64_t features, int64_t inner,
-                   double eps) {
+void hc_batch_norm(const T* x, const T* scale, const T* offset, const T* mean_in,
+                   const T* var_in, T* y, T* mean_out, T* var_out, int64_t outer,
+                   int64_t features, int64_t inner, double eps) {
   const double n = static_cast<double>(outer * inner);
   for (int64_t c = 0; c < features; ++c) {
     double mean = 0, var = 0;
@@ -1059,16 +962,15 @@ void hc_batch_norm(const T* x, const T* scale, const T* offset, const T* mean_in
     for (int64_t o = 0; o < outer; ++o) {
       const T* xc = x + (o * features + c) * inner;
       T* yc = y + (o * features + c) * inner;
-      for (int64_t i = 0; i < inner; ++i)
-        yc[i] = hc_store<T>((hc_load(xc[i]) - mean) / root * s + b);
+      for (int64_t i = 0; i < inner; ++i) yc[i] = hc_store<T>((hc_load(xc[i]) - mean) / root * s + b);
     }
   }
 }
 // batch-norm-grad, likewise.
 template <class T>
-void hc_batch_norm_grad(const T* x, const T* scale, const T* mean_in, const T* var_in, const T* dy,
-                        T* dx, T* dscale_out, T* doffset_out, int64_t outer, int64_t features,
-                        int64_t inner, double eps) {
+void hc_batch_norm_grad(const T* x, const T* scale, const T* mean_in, const T* var_in,
+                        const T* dy, T* dx, T* dscale_out, T* doffset_out, int64_t outer,
+                        int64_t features, int64_t inner, double eps) {
   const double n = static_cast<double>(outer * inner);
   for (int64_t c = 0; c < features; ++c) {
     const double mean = hc_load(mean_in[c]), s = hc_load(scale[c]);
@@ -1086,8 +988,7 @@ void hc_batch_norm_grad(const T* x, const T* scale, const T* mean_in, const T* v
       const int64_t at = (o * features + c) * inner;
       for (int64_t i = 0; i < inner; ++i) {
         const double centered = hc_load(x[at + i]) - mean;
-        dx[at + i] = hc_store<T>(s * inv / n *
-                                 (n * hc_load(dy[at + i]) - doffset - centered * inv * dscale));
+        dx[at + i] = hc_store<T>(s * inv / n * (n * hc_load(dy[at + i]) - doffset - centered * inv * dscale));
       }
     }
     dscale_out[c] = hc_store<T>(dscale);
@@ -1129,13 +1030,11 @@ inline int64_t hc_total_key(double v) {
   std::memcpy(&bits, &v, sizeof bits);
   return bits < 0 ? bits ^ std::numeric_limits<int64_t>::max() : bits;
 }
-template <class T>
-auto hc_key(T x) {
-  if constexpr (kFloat<T>)
-    return hc_load(x);
-  else
-    return x;
+template <class T> auto hc_key(T x) {
+  if constexpr (kFloat<T>) return hc_load(x);
+  else return x;
 }
 
 }  // namespace hlocache_rt
 using namespace hlocache_rt;
+
