@@ -298,7 +298,12 @@ class ConnectionStream final : public httplib::Stream {
 
   template <typename... Args>
   void TraceIo(const char* format, Args... args) const {
-    if (trace_area_[0] != '\0') Trace(trace_area_, format, args...);
+    if (trace_area_[0] == '\0') return;
+    if constexpr (sizeof...(args) == 0) {
+      Trace(trace_area_, "%s", format);  // A format with no arguments is printed as it is.
+    } else {
+      Trace(trace_area_, format, args...);
+    }
   }
 
   ssize_t Recv(char* ptr, size_t size, int flags) {
