@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
 #include <sys/stat.h>
 
 #include <filesystem>
@@ -17,6 +16,7 @@
 #include "compiler/object_cache.h"
 #include "compiler/target.h"
 #include "compiler/toolchain.h"
+#include "tests/integration/test_directory.h"
 #include "tests/unit/status_matchers.h"
 
 namespace hlocache::compiler {
@@ -30,15 +30,12 @@ std::string Function(const std::string& name, int value) {
          std::to_string(value) + "; }\n";
 }
 
-class ObjectCacheTest : public ::testing::Test {
+class ObjectCacheTest : public testing::TestDirectory {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/hlocache-object-cache-test-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
+    TestDirectory::SetUp();
     fs::create_directories(root_ / "tmp");
   }
-  void TearDown() override { fs::remove_all(root_); }
 
   // A compiler that logs each of its command lines, then runs the real one.
   ToolchainOptions LoggingToolchain() {
@@ -87,7 +84,6 @@ class ObjectCacheTest : public ::testing::Test {
     return entries;
   }
 
-  fs::path root_;
   int loaded_ = 0;
 };
 
