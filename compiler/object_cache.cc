@@ -120,19 +120,23 @@ void ObjectCache::Prune() const {
   uint64_t total = 0;
   std::error_code ec;
   const auto an_hour_ago = fs::file_time_type::clock::now() - std::chrono::hours(1);
-  for (const fs::directory_entry& shard : fs::directory_iterator(root_, ec)) {
-    if (!shard.is_directory(ec)) continue;
-    for (const fs::directory_entry& e : fs::directory_iterator(shard.path(), ec)) {
-      const auto used = e.last_write_time(ec);
-      if (ec) continue;
-      if (e.path().filename().string().starts_with(".storing-")) {
-        if (used < an_hour_ago) fs::remove(e.path(), ec);
+  // Iterated with error codes throughout: entries and shards may vanish meanwhile (another
+  // process pruning), which must not throw.
+  for (fs::directory_iterator shard(root_, ec), end; !ec && shard != end; shard.increment(ec)) {
+    std::error_code inner;
+    if (!shard->is_directory(inner)) continue;
+    for (fs::directory_iterator e(shard->path(), inner); !inner && e != end; e.increment(inner)) {
+      std::error_code stat_error;
+      const auto used = e->last_write_time(stat_error);
+      if (stat_error) continue;
+      if (e->path().filename().string().starts_with(".storing-")) {
+        if (used < an_hour_ago) fs::remove(e->path(), stat_error);
         continue;
       }
-      const uint64_t bytes = e.file_size(ec);
-      if (ec) continue;
+      const uint64_t bytes = e->file_size(stat_error);
+      if (stat_error) continue;
       total += bytes;
-      entries.push_back({used, bytes, e.path()});
+      entries.push_back({used, bytes, e->path()});
     }
   }
   if (total <= max_bytes_) return;

@@ -54,15 +54,21 @@ void Prune(const fs::path& root) {
   std::vector<std::pair<fs::file_time_type, fs::path>> folders;
   std::error_code ec;
   const auto an_hour_ago = fs::file_time_type::clock::now() - std::chrono::hours(1);
-  for (const fs::directory_entry& e : fs::directory_iterator(root, ec)) {
+  // Iterated with error codes: folders may vanish meanwhile (another process pruning), which
+  // must not throw.
+  for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::directory_entry& e = *it;
     const std::string name = e.path().filename().string();
-    if (!e.is_directory(ec)) continue;
+    std::error_code entry_error;
+    if (!e.is_directory(entry_error)) continue;
+    const auto used = e.last_write_time(entry_error);
+    if (entry_error) continue;
     if (name.starts_with("making-")) {
-      if (e.last_write_time(ec) < an_hour_ago) fs::remove_all(e.path(), ec);
+      if (used < an_hour_ago) fs::remove_all(e.path(), entry_error);
       continue;
     }
     if (name.size() != 32) continue;
-    folders.emplace_back(e.last_write_time(ec), e.path());
+    folders.emplace_back(used, e.path());
   }
   if (folders.size() <= kMaxPreludes) return;
   std::sort(folders.begin(), folders.end(), [](const auto& a, const auto& b) { return a > b; });
