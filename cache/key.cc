@@ -43,13 +43,10 @@ Status ValidateName(std::string_view what, std::string_view name) {
 }  // namespace
 
 std::string Hash128::Hex() const {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out(32, '0');
-  for (int i = 0; i < 16; ++i) {
-    out[15 - i] = kDigits[(high >> (4 * i)) & 0xf];
-    out[31 - i] = kDigits[(low >> (4 * i)) & 0xf];
-  }
-  return out;
+  XXH128_hash_t h;
+  h.low64 = low;
+  h.high64 = high;
+  return Hex128(h);
 }
 
 Hash128 HashBytes(std::string_view bytes) {

@@ -12,19 +12,12 @@
 #include "cache/store.h"
 #include "client/cache.h"
 #include "client/commands.h"
+#include "common/fast_hash.h"
 
 namespace hlocache::client {
 namespace {
 
 constexpr std::string_view kBundleMagic = "hlocache-bundle 1\n";
-
-std::string Hex128(const void* data, size_t size) {
-  const XXH128_hash_t h = XXH3_128bits(data, size);
-  char buf[33];
-  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(h.high64),
-                static_cast<unsigned long long>(h.low64));
-  return buf;
-}
 
 // Streams bytes through one zstd frame into a file.
 class ZstdWriter {

@@ -17,6 +17,9 @@
 
 #include <xxhash.h>
 
+#include <cstdio>
+#include <string>
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <xxh_x86dispatch.h>
 
@@ -65,3 +68,20 @@ inline XXH_errorcode Update128(XXH3_state_t* state, const void* data, size_t siz
 #define XXH3_64bits_update ::hlocache::fast_hash_internal::Update64
 #define XXH3_128bits_update ::hlocache::fast_hash_internal::Update128
 #endif
+
+namespace hlocache {
+
+// A 128-bit digest as 32 lowercase hex digits, high half first.
+inline std::string Hex128(XXH128_hash_t h) {
+  char hex[33];
+  std::snprintf(hex, sizeof hex, "%016llx%016llx", static_cast<unsigned long long>(h.high64),
+                static_cast<unsigned long long>(h.low64));
+  return hex;
+}
+
+// The XXH3-128 of `size` bytes at `data`, as Hex128 writes it.
+inline std::string Hex128(const void* data, size_t size) {
+  return Hex128(XXH3_128bits(data, size));
+}
+
+}  // namespace hlocache

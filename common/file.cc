@@ -1,5 +1,6 @@
 #include "common/file.h"
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -18,6 +19,16 @@ std::filesystem::path CurrentExecutable() {
   std::error_code ec;
   std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
   return ec ? std::filesystem::path("hlocache") : self;
+}
+
+std::filesystem::path UserCacheFolder() {
+  if (const char* xdg = ::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg == '/') {
+    return std::filesystem::path(xdg) / "hlocache";
+  }
+  if (const char* home = ::getenv("HOME"); home != nullptr && *home == '/') {
+    return std::filesystem::path(home) / ".cache" / "hlocache";
+  }
+  return {};
 }
 
 }  // namespace hlocache

@@ -18,4 +18,8 @@ Result<std::string> ReadWholeFile(const std::filesystem::path& path);
 // cannot be read. Compile workers are started as this binary.
 std::filesystem::path CurrentExecutable();
 
+// This user's cache folder for hlocache: $XDG_CACHE_HOME/hlocache, else $HOME/.cache/hlocache
+// (either only when absolute); empty when neither is set.
+std::filesystem::path UserCacheFolder();
+
 }  // namespace hlocache

@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -20,14 +19,6 @@ namespace fs = std::filesystem;
 
 constexpr char kMagic[8] = {'H', 'L', 'C', 'O', 'B', 'J', '0', '1'};
 constexpr size_t kHeaderBytes = sizeof kMagic + sizeof(uint64_t);
-
-std::string KeyDigits(std::string_view key) {
-  const XXH128_hash_t h = XXH3_128bits(key.data(), key.size());
-  char hex[33];
-  std::snprintf(hex, sizeof hex, "%016llx%016llx", static_cast<unsigned long long>(h.high64),
-                static_cast<unsigned long long>(h.low64));
-  return hex;
-}
 
 uint64_t BodyHash(std::string_view bytes) { return XXH3_64bits(bytes.data(), bytes.size()); }
 
@@ -47,20 +38,15 @@ fs::path DefaultObjectCacheRoot() {
   if (const char* chosen = ::getenv("HLOCACHE_OBJECT_CACHE"); chosen != nullptr && *chosen != 0) {
     return std::string_view(chosen) == "-" ? fs::path() : fs::path(chosen);
   }
-  if (const char* xdg = ::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg == '/') {
-    return fs::path(xdg) / "hlocache" / "objects";
-  }
-  if (const char* home = ::getenv("HOME"); home != nullptr && *home == '/') {
-    return fs::path(home) / ".cache" / "hlocache" / "objects";
-  }
-  return {};
+  const fs::path folder = UserCacheFolder();
+  return folder.empty() ? folder : folder / "objects";
 }
 
 ObjectCache::ObjectCache(fs::path root, uint64_t max_bytes)
     : root_(std::move(root)), max_bytes_(max_bytes) {}
 
 fs::path ObjectCache::PathOf(std::string_view key) const {
-  const std::string digits = KeyDigits(key);
+  const std::string digits = Hex128(key.data(), key.size());
   return root_ / digits.substr(0, 2) / digits.substr(2);
 }
 
@@ -80,7 +66,8 @@ std::optional<std::string> ObjectCache::Find(std::string_view key) const {
     return std::nullopt;
   }
   ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // Recently used, for Prune.
-  return std::string(body);
+  entry->erase(0, kHeaderBytes);
+  return std::move(*entry);
 }
 
 void ObjectCache::Store(std::string_view key, std::string_view bytes) const {

@@ -8,13 +8,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "common/fast_hash.h"
+#include "common/file.h"
 
 namespace hlocache::compiler {
 namespace {
@@ -33,10 +33,7 @@ std::string FolderName(std::string_view identity, std::string_view prelude) {
   XXH3_128bits_update(state, prelude.data(), prelude.size());
   const XXH128_hash_t h = XXH3_128bits_digest(state);
   XXH3_freeState(state);
-  char hex[33];
-  std::snprintf(hex, sizeof hex, "%016llx%016llx", static_cast<unsigned long long>(h.high64),
-                static_cast<unsigned long long>(h.low64));
-  return hex;
+  return Hex128(h);
 }
 
 bool IsComplete(const fs::path& folder) {
@@ -102,13 +99,8 @@ class FileLock {
 }  // namespace
 
 fs::path DefaultPreludeCacheRoot() {
-  if (const char* xdg = ::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg == '/') {
-    return fs::path(xdg) / "hlocache" / "prelude";
-  }
-  if (const char* home = ::getenv("HOME"); home != nullptr && *home == '/') {
-    return fs::path(home) / ".cache" / "hlocache" / "prelude";
-  }
-  return {};
+  const fs::path folder = UserCacheFolder();
+  return folder.empty() ? folder : folder / "prelude";
 }
 
 std::optional<fs::path> FindOrMakePrecompiledPrelude(const fs::path& root,
