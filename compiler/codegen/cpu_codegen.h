@@ -24,7 +24,7 @@
 //
 // Errors: kFailedPrecondition for an op, type or form it does not lower, naming the op, its
 // file:line and the instruction; kInvalidArgument for a module whose shapes do not follow from
-// its ops (the reference interpreter's rules, interp::CheckShapes).
+// its ops (the rules the reference interpreter checks too, compiler/semantics/shape_rules.h).
 //
 // Thread safety: pure function.
 #pragma once

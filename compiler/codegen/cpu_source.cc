@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstdio>
 
-#include "compiler/interp/interpreter.h"
+#include "compiler/semantics/constant.h"
+#include "compiler/semantics/core_ops.h"
+#include "compiler/semantics/shape_rules.h"
 #include "compiler/semantics/half.h"
 #include "compiler/semantics/minifloat.h"
 

@@ -16,7 +16,9 @@
 #include "compiler/codegen/fusion.h"
 #include "compiler/cuda/cuda_codegen.h"
 #include "compiler/cuda/cuda_prelude.h"
-#include "compiler/interp/interpreter.h"
+#include "compiler/semantics/constant.h"
+#include "compiler/semantics/core_ops.h"
+#include "compiler/semantics/shape_rules.h"
 #include "compiler/semantics/literal.h"
 #include "compiler/semantics/shape_context.h"
 

@@ -1,98 +1,8 @@
-// The core ops that only move elements: constants, slice, reverse, pad, concatenate,
+// The core ops that only move elements: slice, reverse, pad, concatenate,
 // dynamic-slice and dynamic-update-slice.
 #include "compiler/interp/evaluator.h"
 
 namespace hlocache::interp::internal {
-
-Status Evaluator::FillConstant(const Instruction& inst, Literal& out) const {
-  if (inst.literal_elided) return Unsupported(inst, "elided constants ({...})");
-  if (out.is_tuple()) return Unsupported(inst, "tuple constants");
-  std::vector<std::string_view> scalars;
-  for (uint32_t t = inst.literal.begin; t < inst.literal.end; ++t) {
-    const hlo::Token& tok = m_.tokens[t];
-    if (tok.kind == hlo::TokenKind::kInt || tok.kind == hlo::TokenKind::kFloat ||
-        tok.kind == hlo::TokenKind::kIdent) {
-      scalars.push_back(m_.TokenText(tok));
-    }
-  }
-  if (scalars.size() != out.size() && scalars.size() != 1) {
-    return Unsupported(inst, "a constant of " + std::to_string(scalars.size()) + " values for " +
-                                 std::to_string(out.size()) + " elements");
-  }
-  for (size_t i = 0; i < out.size(); ++i) {
-    const std::string text(scalars.size() == 1 ? scalars[0] : scalars[i]);
-    if (text == "true" || text == "false") {
-      Store(out, i, text == "true", text == "true");
-    } else if (out.is_float()) {
-      out.SetFloat(i, std::strtod(text.c_str(), nullptr));
-    } else {
-      int64_t v = 0;
-      uint64_t u = 0;
-      if (std::from_chars(text.data(), text.data() + text.size(), v).ec == std::errc()) {
-        out.SetInt(i, v);
-      } else if (std::from_chars(text.data(), text.data() + text.size(), u).ec == std::errc()) {
-        out.SetInt(i, static_cast<int64_t>(u));
-      } else {
-        return Unsupported(inst, "the constant value '" + text + "'");
-      }
-    }
-  }
-  return Status::Ok();
-}
-
-Result<std::vector<int64_t>> Evaluator::SliceSpec(const Instruction& inst) const {
-  const hlo::Attribute* a = inst.FindAttribute("slice");
-  if (a == nullptr) return Error(Unsupported(inst, "slice without slice={...}"));
-  std::vector<int64_t> out;
-  std::vector<int64_t> dim;
-  for (uint32_t t = a->value.begin; t < a->value.end; ++t) {
-    const hlo::Token& tok = m_.tokens[t];
-    if (tok.kind == hlo::TokenKind::kInt) {
-      int64_t v = 0;
-      std::string_view text = m_.TokenText(tok);
-      std::from_chars(text.data(), text.data() + text.size(), v);
-      dim.push_back(v);
-    } else if (tok.kind == hlo::TokenKind::kRBracket) {
-      if (dim.size() == 2) dim.push_back(1);
-      if (dim.size() != 3) return Error(Unsupported(inst, "this slice={...} spelling"));
-      out.insert(out.end(), dim.begin(), dim.end());
-      dim.clear();
-    }
-  }
-  return out;
-}
-
-// padding=low_high_interior per dimension, joined by 'x'.
-Result<std::vector<int64_t>> Evaluator::PaddingSpec(const Instruction& inst) const {
-  const hlo::Attribute* a = inst.FindAttribute("padding");
-  if (a == nullptr) return Error(Unsupported(inst, "pad without padding="));
-  std::string text;
-  for (uint32_t t = a->value.begin; t < a->value.end; ++t) text += m_.TokenText(t);
-  std::vector<int64_t> out;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    size_t end = text.find('x', pos);
-    if (end == std::string::npos) end = text.size();
-    const std::string dim = text.substr(pos, end - pos);
-    std::vector<int64_t> parts;
-    size_t p = 0;
-    while (p <= dim.size()) {
-      size_t q = dim.find('_', p);
-      if (q == std::string::npos) q = dim.size();
-      int64_t v = 0;
-      if (std::from_chars(dim.data() + p, dim.data() + q, v).ec != std::errc()) {
-        return Error(Unsupported(inst, "padding=" + text));
-      }
-      parts.push_back(v);
-      p = q + 1;
-    }
-    if (parts.size() == 2) parts.push_back(0);
-    if (parts.size() != 3) return Error(Unsupported(inst, "padding=" + text));
-    out.insert(out.end(), parts.begin(), parts.end());
-    pos = end + 1;
-  }
-  return out;
-}
 
 // The ops that only move elements: slice, reverse, pad, concatenate, dynamic-slice and
 // dynamic-update-slice. Each output element names its source by index arithmetic.
@@ -154,10 +64,10 @@ Status Evaluator::MoveData(const Instruction& inst, const std::vector<Literal>& 
   std::vector<int64_t> spec;
   std::vector<bool> reversed(rank, false);
   if (op == Opcode::kSlice) {
-    HLOCACHE_ASSIGN_OR_RETURN(spec, SliceSpec(inst));
+    HLOCACHE_ASSIGN_OR_RETURN(spec, SliceSpec(m_, inst));
     if (spec.size() != 3 * rank) return Unsupported(inst, "a slice of another rank");
   } else if (op == Opcode::kPad) {
-    HLOCACHE_ASSIGN_OR_RETURN(spec, PaddingSpec(inst));
+    HLOCACHE_ASSIGN_OR_RETURN(spec, PaddingSpec(m_, inst));
     if (spec.size() != 3 * rank) return Unsupported(inst, "padding of another rank");
   } else if (op == Opcode::kReverse) {
     HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> dims, Ints(inst, "dimensions"));

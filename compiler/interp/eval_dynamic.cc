@@ -12,6 +12,7 @@
 
 #include "compiler/interp/eval_families.h"
 #include "compiler/semantics/dynamic_shapes.h"
+#include "compiler/semantics/rules/families.h"
 #include "compiler/semantics/signature.h"
 
 namespace hlocache::interp {
@@ -22,83 +23,20 @@ using hlo::Opcode;
 using hlo::PrimitiveType;
 using hlo::Shape;
 
-bool Takes(Opcode op) {
-  return op == Opcode::kSetDimensionSize || op == Opcode::kGetDimensionSize ||
-         op == Opcode::kDynamicReshape;
-}
-
-bool IsIntegerScalar(const Shape& s) {
-  return s.IsArray() && s.dims.empty() && (hlo::IsSignedInt(s.type) || hlo::IsUnsignedInt(s.type));
-}
-
-Result<size_t> Dimension(const ShapeContext& ctx, const Instruction& inst, size_t rank) {
-  HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> d, ctx.Ints(inst, "dimensions"));
-  if (d.size() != 1 || d[0] < 0 || static_cast<size_t>(d[0]) >= rank) {
-    return Error(ctx.Malformed(inst, "dimensions={...} is not one dimension of the operand"));
-  }
-  return static_cast<size_t>(d[0]);
-}
-
-Status Check(const ShapeContext& ctx, const Instruction& inst,
-             std::span<const Shape* const> operands) {
-  const Shape& r = inst.shape;
-  if (operands.empty() || !operands[0]->IsArray() || !r.IsArray()) {
-    return ctx.Malformed(inst, "takes and returns arrays");
-  }
-  const Shape& x = *operands[0];
-  switch (inst.opcode.opcode) {
-    case Opcode::kGetDimensionSize:
-      if (operands.size() != 1) return ctx.Malformed(inst, "takes one operand");
-      if (auto d = Dimension(ctx, inst, x.dims.size()); !d) return d.error();
-      if (!IsIntegerScalar(r)) return ctx.Malformed(inst, "the result is not an integer scalar");
-      return Status::Ok();
-    case Opcode::kSetDimensionSize: {
-      if (operands.size() != 2 || !IsIntegerScalar(*operands[1])) {
-        return ctx.Malformed(inst, "takes an array and an integer scalar size");
-      }
-      if (auto d = Dimension(ctx, inst, x.dims.size()); !d) return d.error();
-      if (r.type != x.type || r.dims.size() != x.dims.size()) {
-        return ctx.Malformed(inst, "the result is not of the operand's type and rank");
-      }
-      for (size_t k = 0; k < r.dims.size(); ++k) {
-        // Each dimension holds the operand's: equal when static, within the bound when dynamic.
-        const bool fits = r.IsDynamicDim(k) ? x.dims[k] <= r.dims[k] : x.dims[k] == r.dims[k];
-        if (!fits || x.IsDynamicDim(k) != (r.IsDynamicDim(k) && x.IsDynamicDim(k))) {
-          return ctx.Malformed(
-              inst, "the result's dimension " + std::to_string(k) + " does not hold the operand's");
-        }
-      }
-      return Status::Ok();
-    }
-    default: {  // dynamic-reshape.
-      if (operands.size() != r.dims.size() + 1) {
-        return ctx.Malformed(inst, "takes an array and one size per result dimension");
-      }
-      for (size_t k = 1; k < operands.size(); ++k) {
-        if (!IsIntegerScalar(*operands[k]))
-          return ctx.Malformed(inst, "a size is not an integer scalar");
-      }
-      if (r.type != x.type) return ctx.Malformed(inst, "the result is not of the operand's type");
-      if (!r.BoundElementCount()) return ctx.Unsupported(inst, "unbounded dynamic dimensions");
-      return Status::Ok();
-    }
-  }
-}
-
 Result<Literal> Eval(EvalContext& ctx, const Instruction& inst,
                      std::span<const Literal* const> operands) {
   const Literal& x = *operands[0];
   const std::vector<int64_t>& xd = x.shape().dims;
   const Shape& r = inst.shape;
   if (inst.opcode.opcode == Opcode::kGetDimensionSize) {
-    HLOCACHE_ASSIGN_OR_RETURN(size_t d, Dimension(ctx, inst, xd.size()));
+    HLOCACHE_ASSIGN_OR_RETURN(size_t d, DynamicOpDimension(ctx, inst, xd.size()));
     Literal out(ArrayShape(r.type, {}));
     out.SetInt(0, xd[d]);
     return out;
   }
   std::vector<int64_t> dims;
   if (inst.opcode.opcode == Opcode::kSetDimensionSize) {
-    HLOCACHE_ASSIGN_OR_RETURN(size_t d, Dimension(ctx, inst, xd.size()));
+    HLOCACHE_ASSIGN_OR_RETURN(size_t d, DynamicOpDimension(ctx, inst, xd.size()));
     dims = xd;
     dims[d] = ClampedSize(operands[1]->GetInt(0), xd[d]);
     // The first dims[d] positions along d: row-major over the new dimensions, each element at
@@ -139,6 +77,6 @@ Result<Literal> Eval(EvalContext& ctx, const Instruction& inst,
 
 }  // namespace
 
-OpFamily DynamicOps() { return {Takes, Check, Eval}; }
+OpFamily DynamicOps() { return {DynamicRules().takes, Eval}; }
 
 }  // namespace hlocache::interp

@@ -1,5 +1,6 @@
 // The interpreter's op families outside the core, one file each (see extended_ops.h for what a
-// family provides). Internal to compiler/interp.
+// family provides; its shape rules are in compiler/semantics/rules/). Internal to
+// compiler/interp.
 #pragma once
 
 #include "compiler/interp/extended_ops.h"

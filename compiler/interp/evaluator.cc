@@ -6,13 +6,6 @@
 
 namespace hlocache::interp::internal {
 
-Result<Literal> Evaluator::Constant(const Instruction& inst) const {
-  auto made = Literal::MakeZeros(inst.shape);
-  if (!made) return Error(Unsupported(inst, made.error().message()));
-  HLOCACHE_RETURN_IF_ERROR(FillConstant(inst, *made));
-  return std::move(*made);
-}
-
 const std::vector<size_t>& Evaluator::LastUses(int32_t comp_index) {
   if (last_uses_.empty()) last_uses_.resize(m_.computations.size());
   std::vector<size_t>& last_use = last_uses_[static_cast<size_t>(comp_index)];
@@ -147,7 +140,7 @@ Result<Literal> Evaluator::CallMapped(int32_t c, std::span<const Literal> args, 
         continue;
       }
       case Opcode::kConstant: {
-        HLOCACHE_ASSIGN_OR_RETURN(Literal scalar, Constant(inst));
+        HLOCACHE_ASSIGN_OR_RETURN(Literal scalar, ConstantValue(m_, inst));
         Literal spread(ArrayOf(inst.shape.type, {n}));
         for (size_t j = 0; j < spread.size(); ++j) CopyElement(scalar, 0, spread, j);
         values[i] = std::move(spread);
@@ -176,11 +169,11 @@ Result<Literal> Evaluator::CallMapped(int32_t c, std::span<const Literal> args, 
       default:
         break;
     }
-    HLOCACHE_RETURN_IF_ERROR(OperandCountStatus(m_, inst));
+    HLOCACHE_RETURN_IF_ERROR(CheckOperandCount(m_, inst));
     Literal out(ArrayOf(inst.shape.type, {n}));
-    std::vector<ShapeView> operand_shapes;
-    for (int32_t k : inst.operands) operand_shapes.emplace_back(values[k].shape());
-    HLOCACHE_RETURN_IF_ERROR(CheckShapes(inst, operand_shapes, ShapeView(out.shape())));
+    std::vector<const Shape*> operand_shapes;
+    for (int32_t k : inst.operands) operand_shapes.push_back(&values[k].shape());
+    HLOCACHE_RETURN_IF_ERROR(CheckCoreShapes(*this, inst, operand_shapes, out.shape()));
     HLOCACHE_ASSIGN_OR_RETURN(values[i], EvalInto(inst, values, std::move(out)));
   }
   return std::move(values[static_cast<size_t>(comp.root)]);
@@ -253,7 +246,7 @@ Result<Literal> Evaluator::Eval(const Instruction& inst, std::vector<Literal>& v
     return Call(inst.callees[0], call_args);
   }
   if (!inst.has_shape()) return Error(Unsupported(inst, "instructions without a shape"));
-  HLOCACHE_RETURN_IF_ERROR(OperandCountStatus(m_, inst));
+  HLOCACHE_RETURN_IF_ERROR(CheckOperandCount(m_, inst));
   if (dynamic && inst.shape.IsDynamic()) {
     // The op on its operands' values at their sizes, into a result of the sizes they give.
     std::vector<const Shape*> declared;
@@ -302,9 +295,9 @@ Result<Literal> Evaluator::EvalStatic(const Instruction& inst, std::vector<Liter
   auto made = Literal::MakeZeros(inst.shape);
   if (!made) return Error(Unsupported(inst, made.error().message()));
   Literal out = std::move(*made);
-  std::vector<ShapeView> operand_shapes;
-  for (int32_t k : inst.operands) operand_shapes.emplace_back(values[k].shape());
-  HLOCACHE_RETURN_IF_ERROR(CheckShapes(inst, operand_shapes, ShapeView(out.shape())));
+  std::vector<const Shape*> operand_shapes;
+  for (int32_t k : inst.operands) operand_shapes.push_back(&values[k].shape());
+  HLOCACHE_RETURN_IF_ERROR(CheckCoreShapes(*this, inst, operand_shapes, out.shape()));
   return EvalInto(inst, values, std::move(out));
 }
 
@@ -316,7 +309,7 @@ Result<Literal> Evaluator::EvalInto(const Instruction& inst, std::vector<Literal
   const Opcode op = inst.opcode.opcode;
   switch (op) {
     case Opcode::kConstant:
-      HLOCACHE_RETURN_IF_ERROR(FillConstant(inst, out));
+      HLOCACHE_RETURN_IF_ERROR(FillConstant(m_, inst, out));
       return out;
     case Opcode::kIota: {
       HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> d, Ints(inst, "iota_dimension"));

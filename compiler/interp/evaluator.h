@@ -1,7 +1,7 @@
 // The reference interpreter's evaluator: the driver that walks a computation and the core
 // ops, evaluated on literals. Internal to compiler/interp: the driver is in evaluator.cc, each
-// family of core ops in a core_*.cc (elementwise, data movement, reduce, dot, shape checks);
-// interpreter.h is the interface.
+// family of core ops in a core_*.cc (elementwise, data movement, reduce, dot; their shape rules
+// are compiler/semantics/rules/core.cc); interpreter.h is the interface.
 //
 // Thread safety: an Evaluator evaluates one computation at a time; the module is only read.
 #pragma once
@@ -21,6 +21,7 @@
 #include "compiler/interp/eval_context.h"
 #include "compiler/interp/extended_ops.h"
 #include "compiler/interp/interpreter.h"
+#include "compiler/semantics/constant.h"
 #include "compiler/semantics/dynamic_shapes.h"
 
 namespace hlocache::interp::internal {
@@ -65,39 +66,10 @@ inline std::pair<double, double> IntRange(PrimitiveType t) {
   return {-std::ldexp(1.0, bits - 1), std::ldexp(1.0, bits - 1) - 1};
 }
 
-// The parser takes any operand count; the core ops index their operands, so a module with
-// the wrong number is refused before it is evaluated or lowered.
-Status OperandCountStatus(const hlo::Module& m, const hlo::Instruction& inst);
-
-// What shape checking needs to know of a value: its shape. Lets one checker serve the
-// interpreter (on literals) and the code generator (on declared shapes).
-class ShapeView {
- public:
-  explicit ShapeView(const Shape& shape) : shape_(&shape) {}
-  const Shape& shape() const { return *shape_; }
-  PrimitiveType type() const { return shape_->type; }
-  bool is_tuple() const { return shape_->IsTuple(); }
-  bool is_float() const { return hlo::IsFloat(shape_->type); }
-  size_t size() const {
-    auto n = shape_->BoundElementCount();  // A declared dynamic shape at its bounds.
-    return n ? static_cast<size_t>(*n) : 0;
-  }
-  std::vector<ShapeView> elements() const {
-    std::vector<ShapeView> out;
-    for (const Shape& e : shape_->tuple_elements) out.emplace_back(e);
-    return out;
-  }
-
- private:
-  const Shape* shape_;
-};
-
 class Evaluator : public EvalContext {
  public:
   explicit Evaluator(const hlo::Module& m, HostTransfers* host = nullptr)
       : EvalContext(m), m_(m), host_(host) {}
-
-  Result<Literal> Constant(const Instruction& inst) const;
 
   Result<Literal> Call(int32_t comp_index, std::span<const Literal> args) override;
 
@@ -183,23 +155,11 @@ class Evaluator : public EvalContext {
   Result<Literal> EvalInto(const Instruction& inst, std::vector<Literal>& values, Literal out);
 
  public:
-  // The parser does not infer shapes, so a module may claim any shape for any instruction. The
-  // evaluation below indexes operands by the output's shape; this refuses every combination that
-  // would make it read or write out of bounds, or mix element kinds.
-  Status Bad(const Instruction& inst, const std::string& why) const;
-
   // dot on operands that are not the instruction's own (scaled-dot's, dequantized).
   Status DotOf(const Instruction& inst, const Literal& lhs, const Literal& rhs,
                Literal& out) const {
     return Dot(inst, lhs, rhs, out);
   }
-
-  // dot's shape rules, on the operands `lhs` and `rhs` (scaled-dot's dequantized operands too).
-  Status CheckDot(const Instruction& inst, const ShapeView& lhs, const ShapeView& rhs,
-                  const ShapeView& out) const;
-
-  Status CheckShapes(const Instruction& inst, std::span<const ShapeView> operands,
-                     const ShapeView& out) const;
 
  private:
   template <typename Fn>
@@ -230,16 +190,6 @@ class Evaluator : public EvalContext {
 
   static void Convert(const Literal& in, size_t from, Literal& out, size_t to);
 
-  Status FillConstant(const Instruction& inst, Literal& out) const;
-
- public:
-  // slice={[start:limit:stride], ...}: the numbers, three a dimension (stride 1 when absent).
-  Result<std::vector<int64_t>> SliceSpec(const Instruction& inst) const;
-
-  // padding=low_high_interior per dimension, joined by 'x'.
-  Result<std::vector<int64_t>> PaddingSpec(const Instruction& inst) const;
-
- private:
   // The ops that only move elements: slice, reverse, pad, concatenate, dynamic-slice and
   // dynamic-update-slice. Each output element names its source by index arithmetic.
   Status MoveData(const Instruction& inst, const std::vector<Literal>& values, Literal& out);

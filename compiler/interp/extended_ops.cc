@@ -37,17 +37,6 @@ std::span<const OpFamily> ExtendedOpFamilies() {
   return std::span<const OpFamily>(kFamilies, sizeof kFamilies / sizeof kFamilies[0]);
 }
 
-bool IsExtendedOp(hlo::Opcode op) { return FamilyOf(op) != nullptr; }
-
-Status CheckExtendedShapes(const ShapeContext& ctx, const hlo::Instruction& inst,
-                           std::span<const hlo::Shape* const> operands) {
-  const OpFamily* f = FamilyOf(inst.opcode.opcode);
-  if (f == nullptr) {
-    return ctx.Unsupported(inst, "'" + std::string(hlo::OpcodeName(inst.opcode.opcode)) + "'");
-  }
-  return f->check(ctx, inst, operands);
-}
-
 Result<Literal> EvalExtended(EvalContext& ctx, const hlo::Instruction& inst,
                              std::span<const Literal* const> operands) {
   const OpFamily* f = FamilyOf(inst.opcode.opcode);

@@ -9,8 +9,6 @@ using hlo::Computation;
 using hlo::Opcode;
 using hlo::Shape;
 using internal::Evaluator;
-using internal::OperandCountStatus;
-using internal::ShapeView;
 
 Result<Literal> Evaluate(const hlo::Module& module, std::span<const Literal> arguments) {
   return Evaluate(module, arguments, nullptr);
@@ -40,32 +38,6 @@ Result<Literal> Evaluate(const hlo::Module& module, std::span<const Literal> arg
   return Evaluator(module, host).Call(module.entry, arguments);
 }
 
-Result<Literal> ConstantValue(const hlo::Module& module, const hlo::Instruction& constant) {
-  if (constant.opcode.opcode != Opcode::kConstant) {
-    return Error(InvalidArgument("'" + std::string(constant.name) + "' is not a constant"));
-  }
-  return Evaluator(module).Constant(constant);
-}
-
-Status CheckShapes(const hlo::Module& module, const hlo::Instruction& inst,
-                   std::span<const hlo::Shape* const> operand_shapes) {
-  if (IsExtendedOp(inst.opcode.opcode)) {
-    return CheckExtendedShapes(ShapeContext(module), inst, operand_shapes);
-  }
-  HLOCACHE_RETURN_IF_ERROR(OperandCountStatus(module, inst));
-  std::vector<ShapeView> operands;
-  for (const hlo::Shape* s : operand_shapes) operands.emplace_back(*s);
-  return Evaluator(module).CheckShapes(inst, operands, ShapeView(inst.shape));
-}
-
-Status CheckDotShapes(const hlo::Module& module, const hlo::Instruction& inst,
-                      const hlo::Shape& lhs, const hlo::Shape& rhs) {
-  if (!lhs.IsArray() || !rhs.IsArray() || !inst.shape.IsArray()) {
-    return MalformedInstruction(module, inst, "takes and returns arrays");
-  }
-  return Evaluator(module).CheckDot(inst, ShapeView(lhs), ShapeView(rhs), ShapeView(inst.shape));
-}
-
 Result<Literal> EvaluateDot(const hlo::Module& module, const hlo::Instruction& inst,
                             const Literal& lhs, const Literal& rhs) {
   Literal out(inst.shape);
@@ -73,18 +45,6 @@ Result<Literal> EvaluateDot(const hlo::Module& module, const hlo::Instruction& i
   return out;
 }
 
-Result<std::vector<int64_t>> SliceSpec(const hlo::Module& module, const hlo::Instruction& slice) {
-  return Evaluator(module).SliceSpec(slice);
-}
-
-Result<std::vector<int64_t>> PaddingSpec(const hlo::Module& module, const hlo::Instruction& pad) {
-  return Evaluator(module).PaddingSpec(pad);
-}
-
 bool IsSupportedOp(hlo::Opcode op) { return IsCoreOp(op) || IsExtendedOp(op); }
-
-Status CheckOperandCount(const hlo::Module& module, const hlo::Instruction& inst) {
-  return OperandCountStatus(module, inst);
-}
 
 }  // namespace hlocache::interp

@@ -20,9 +20,11 @@
 
 #include "common/status.h"
 #include "compiler/hlo/module.h"
+#include "compiler/semantics/constant.h"
 #include "compiler/semantics/core_ops.h"
 #include "compiler/semantics/host_transfers.h"
 #include "compiler/semantics/literal.h"
+#include "compiler/semantics/shape_rules.h"  // The rules Evaluate checks with.
 
 namespace hlocache::interp {
 
@@ -35,35 +37,14 @@ Result<Literal> Evaluate(const hlo::Module& module, std::span<const Literal> arg
 Result<Literal> Evaluate(const hlo::Module& module, std::span<const Literal> arguments,
                          HostTransfers* host);
 
-// kInvalidArgument (naming file:line) when `inst` has an operand count its op does not take.
-// The parser accepts any count; the interpreter and the code generator index operands by it.
-Status CheckOperandCount(const hlo::Module& module, const hlo::Instruction& inst);
-
 // Whether the interpreter evaluates `op`: a core op, or one of the op families of
 // extended_ops.h (gather, scatter, sort, while, convolution, collectives, ...).
 bool IsSupportedOp(hlo::Opcode op);
 
-// kInvalidArgument (naming file:line) when `inst`'s declared shape does not follow from its
-// operands' shapes and attributes, for the ops whose evaluation indexes by shape (everything but
-// parameter, tuple, get-tuple-element and call). The parser infers nothing, so a module may
-// claim any shape; both the interpreter and the code generator refuse such a module this way.
-Status CheckShapes(const hlo::Module& module, const hlo::Instruction& inst,
-                   std::span<const hlo::Shape* const> operand_shapes);
-
-// dot's shape rules and evaluation for an instruction that carries dot's dimension numbers
-// (lhs_batch_dims, ..., rhs_contracting_dims) and result shape, on operands `lhs` and `rhs`
-// that are not its own: scaled-dot's, once dequantized.
-Status CheckDotShapes(const hlo::Module& module, const hlo::Instruction& inst,
-                      const hlo::Shape& lhs, const hlo::Shape& rhs);
+// dot's evaluation for an instruction that carries dot's dimension numbers (lhs_batch_dims,
+// ..., rhs_contracting_dims) and result shape, on operands `lhs` and `rhs` that are not its
+// own: scaled-dot's, once dequantized (CheckDotShapes, shape_rules.h, accepted them).
 Result<Literal> EvaluateDot(const hlo::Module& module, const hlo::Instruction& inst,
                             const Literal& lhs, const Literal& rhs);
-
-// slice={[start:limit:stride], ...} and padding=low_high_interior x ... as start, limit, stride
-// (or low, high, interior) per dimension.
-Result<std::vector<int64_t>> SliceSpec(const hlo::Module& module, const hlo::Instruction& slice);
-Result<std::vector<int64_t>> PaddingSpec(const hlo::Module& module, const hlo::Instruction& pad);
-
-// The value of a constant instruction of `module` (the code generator embeds it).
-Result<Literal> ConstantValue(const hlo::Module& module, const hlo::Instruction& constant);
 
 }  // namespace hlocache::interp
