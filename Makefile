@@ -13,14 +13,18 @@ APT_PACKAGES := cmake ninja-build g++ clang libclang-rt-14-dev lld pkg-config cc
   libleveldb-dev libsnappy-dev libsqlite3-dev libxxhash-dev libcpp-httplib-dev libcurl4-openssl-dev \
   libcli11-dev nlohmann-json3-dev libzstd-dev libgtest-dev libgmock-dev libssl-dev openssl python3 python3-yaml iproute2 \
   fuse3 libfuse3-dev
+# What only the tests use: a Ceph cluster (monitor, OSDs, RADOS Gateway) for the bucket tests.
+TEST_APT_PACKAGES := ceph-mon ceph-osd radosgw ceph-common curl
 
-.PHONY: all deps build test unit sanitize serve bench format clean
+.PHONY: all deps test-deps build test unit sanitize serve bench format clean
 
 all: build
 
-deps:
+deps test-deps: PACKAGES = $(APT_PACKAGES)
+test-deps: PACKAGES += $(TEST_APT_PACKAGES)
+deps test-deps:
 	@missing=""; \
-	for p in $(APT_PACKAGES); do \
+	for p in $(PACKAGES); do \
 	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -39,12 +43,12 @@ build: deps
 	  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$(RELWITHDEBINFO_FLAGS)"
 	cmake --build $(BUILD)
 
-unit: build
+unit: test-deps build
 	ctest --test-dir $(BUILD) --output-on-failure -j2
 
 # The same suite under AddressSanitizer + UndefinedBehaviorSanitizer (clang), plus the libFuzzer
 # target for a bounded time.
-sanitize: deps
+sanitize: test-deps
 	CC=clang CXX=clang++ cmake -S . -B $(SAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$(RELWITHDEBINFO_FLAGS)" \
 	  -DHLOCACHE_SANITIZE=ON -DHLOCACHE_FUZZ=ON -DHLOCACHE_BENCH=OFF \

@@ -1,6 +1,7 @@
 #include "client/tier.h"
 
 #include "cache/dir_lock.h"
+#include "storage/s3_backend.h"
 #include "storage/store_backend.h"
 
 namespace hlocache::client {
@@ -9,6 +10,11 @@ Result<std::unique_ptr<Tier>> MakeTier(const std::string& part, bool read_only,
                                        const storage::HttpBackendOptions& http) {
   if (part.starts_with("http://") || part.starts_with("https://")) {
     return storage::MakeHttpBackend(part, http);
+  }
+  if (storage::IsS3Url(part)) {
+    storage::S3Options s3;
+    s3.ca_cert = http.ca_cert;
+    return storage::MakeS3Backend(part, std::move(s3));
   }
   cache::StoreOptions options;
   options.read_only = read_only;

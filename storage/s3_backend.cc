@@ -1,0 +1,460 @@
+#include "storage/s3_backend.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <deque>
+#include <future>
+#include <random>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "common/fast_hash.h"
+#include "storage/s3_connection.h"
+
+namespace hlocache::storage {
+namespace {
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? v : "";
+}
+
+// S3's rules for bucket names: 3 to 63 lowercase letters, digits, dots and hyphens, starting
+// and ending with a letter or digit.
+bool IsBucketName(std::string_view b) {
+  if (b.size() < 3 || b.size() > 63) return false;
+  for (const char c : b) {
+    if (!(std::islower(static_cast<unsigned char>(c)) ||
+          std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == '-')) {
+      return false;
+    }
+  }
+  return std::isalnum(static_cast<unsigned char>(b.front())) &&
+         std::isalnum(static_cast<unsigned char>(b.back()));
+}
+
+bool IsHex(char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }
+
+// Two hex digits that spread keys over 256 prefixes: the digest's first two (keys are "v1-"
+// and hex), else those of an XXH3 of the key.
+std::string ShardOf(std::string_view key) {
+  const size_t dash = key.find('-');
+  if (dash != std::string_view::npos && key.size() >= dash + 3 && IsHex(key[dash + 1]) &&
+      IsHex(key[dash + 2])) {
+    std::string s(key.substr(dash + 1, 2));
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  }
+  return Hex128(key.data(), key.size()).substr(0, 2);
+}
+
+bool IsRetryable(int status) {
+  return status == 500 || status == 502 || status == 503 || status == 504;
+}
+
+std::chrono::milliseconds Jittered(std::chrono::milliseconds pause) {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  std::uniform_int_distribution<int64_t> d(pause.count() / 2, pause.count());
+  return std::chrono::milliseconds(d(rng));
+}
+
+class S3Backend final : public Backend {
+ public:
+  S3Backend(std::string name, std::string bucket_url, std::string prefix, S3Options options,
+            S3ConnectionOptions connection)
+      : name_(std::move(name)),
+        bucket_url_(std::move(bucket_url)),
+        prefix_(std::move(prefix)),
+        options_(std::move(options)),
+        pool_(std::move(connection)) {}
+
+  const std::string& name() const override { return name_; }
+  bool remote() const override { return true; }
+  bool CanCompile(std::string_view) const override { return false; }
+  Result<RemoteCompile> Compile(std::string_view, std::string_view) override {
+    return Error(FailedPrecondition(name_ + " is a bucket: it compiles nothing"));
+  }
+
+  Result<std::optional<uint64_t>> Head(std::string_view key) override {
+    S3Request request;
+    request.method = "HEAD";
+    request.url = ObjectUrl(key);
+    HLOCACHE_ASSIGN_OR_RETURN(S3Reply reply, Send(request, nullptr));
+    if (reply.status == 404) return std::optional<uint64_t>();
+    if (reply.status != 200) return Error(RefusedHead(reply, key));
+    return std::optional<uint64_t>(reply.content_length.value_or(0));
+  }
+
+  Result<bool> Read(std::string_view key, const ReadSink& sink) override;
+
+  Status Write(std::string_view key, uint64_t size, const ChunkSource& next,
+               const cache::ArtifactInfo& info) override;
+
+ private:
+  std::string ObjectUrl(std::string_view key) const {
+    std::string object = prefix_.empty() ? "" : prefix_ + "/";
+    object += ShardOf(key) + "/" + std::string(key);
+    return bucket_url_ + "/" + UriEncode(object, /*keep_slash=*/true);
+  }
+
+  // Sends `request`, again after a pause when it had no answer or a 5xx one, unless
+  // `delivered` says part of its body reached the caller already.
+  Result<S3Reply> Send(const S3Request& request, const bool* delivered) {
+    Status last = Status::Ok();
+    std::chrono::milliseconds pause = options_.retry_pause;
+    for (int attempt = 0; attempt < std::max(1, options_.attempts); ++attempt) {
+      if (attempt > 0) {
+        if (delivered != nullptr && *delivered) break;
+        std::this_thread::sleep_for(Jittered(pause));
+        pause *= 2;
+      }
+      std::unique_ptr<S3Connection> connection = pool_.Take();
+      Result<S3Reply> reply = connection->Perform(request);
+      if (!reply) {
+        last = reply.error();  // The connection is dropped with its broken transfer.
+        continue;
+      }
+      if (!reply->stopped) pool_.GiveBack(std::move(connection));
+      if (IsRetryable(reply->status) && !reply->stopped) {
+        const std::string code = XmlElement(reply->body, "Code");
+        last = Unavailable(request.method + " " + request.url + ": " +
+                           std::to_string(reply->status) + (code.empty() ? "" : " " + code));
+        continue;
+      }
+      return reply;
+    }
+    return Error(Unavailable(name_ + ": " + last.message()));
+  }
+
+  // The error for an answer that is neither success nor "not found".
+  Status Refused(const S3Reply& reply, std::string_view what, std::string_view key) const {
+    const std::string code = XmlElement(reply.body, "Code");
+    const std::string why = std::string(what) + " " + std::string(key) + " answered " +
+                            std::to_string(reply.status) + (code.empty() ? "" : " " + code);
+    if (reply.status == 401 || reply.status == 403) {
+      return PermissionDenied(name_ + ": " + why +
+                              " (credentials from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and "
+                              "AWS_SESSION_TOKEN)");
+    }
+    if (code == "NoSuchBucket") return FailedPrecondition(name_ + ": no such bucket");
+    if (reply.status >= 500) return Unavailable(name_ + ": " + why);
+    return InvalidArgument(name_ + ": " + why);
+  }
+
+  // A HEAD's answer has no body to say why it was refused: a GET of one byte says it.
+  Status RefusedHead(const S3Reply& head, std::string_view key) {
+    if (head.status == 401 || head.status == 403) {
+      S3Request probe;
+      probe.url = ObjectUrl(key);
+      probe.headers.emplace_back("Range", "bytes=0-0");
+      if (auto reply = Send(probe, nullptr); reply && reply->status == head.status) {
+        return Refused(*reply, "HEAD", key);
+      }
+    }
+    return Refused(head, "HEAD", key);
+  }
+
+  Status WriteWhole(std::string_view key, std::string bytes);
+  Status WriteMultipart(std::string_view key, uint64_t size, const ChunkSource& next);
+  Result<std::string> ReadRange(const std::string& url, const std::string& etag,
+                                std::string_view key, uint64_t first, uint64_t last);
+
+  const std::string name_;
+  const std::string bucket_url_;  // ENDPOINT/BUCKET, or https://BUCKET.s3.REGION.amazonaws.com.
+  const std::string prefix_;      // Without slashes at its ends; may be empty.
+  const S3Options options_;
+  S3ConnectionPool pool_;
+};
+
+Result<bool> S3Backend::Read(std::string_view key, const ReadSink& sink) {
+  const std::string url = ObjectUrl(key);
+  const uint64_t range = std::max<uint64_t>(1, options_.range_bytes);
+  bool delivered = false, stopped = false;
+  uint64_t total = 0, received = 0;
+  std::string etag;
+  S3Request first;
+  first.url = url;
+  first.headers.emplace_back("Range", "bytes=0-" + std::to_string(range - 1));
+  first.on_start = [&](const S3Reply& r) {
+    if (r.status != 200 && r.status != 206) return true;  // Its answer is read for the reason.
+    total = r.status == 206 ? r.range_total.value_or(0) : r.content_length.value_or(0);
+    etag = r.etag;
+    delivered = true;  // The sink has seen this answer: it cannot be sent again.
+    if (!sink.start(total)) stopped = true;
+    return !stopped;
+  };
+  first.on_body = [&](std::string_view bytes) {
+    received += bytes.size();
+    if (!sink.chunk(bytes)) stopped = true;
+    return !stopped;
+  };
+  HLOCACHE_ASSIGN_OR_RETURN(S3Reply reply, Send(first, &delivered));
+  if (stopped) return true;
+  if (reply.status == 404) {
+    if (XmlElement(reply.body, "Code") == "NoSuchBucket") {
+      return Error(FailedPrecondition(name_ + ": no such bucket"));
+    }
+    return false;
+  }
+  if (reply.status == 416) {  // An empty object: no range of it exists.
+    (void)sink.start(0);
+    return true;
+  }
+  if (reply.status != 200 && reply.status != 206) return Error(Refused(reply, "GET", key));
+  const uint64_t expected = reply.status == 200 ? total : std::min(total, range);
+  if (received != expected) {
+    return Error(Unavailable(name_ + ": GET " + std::string(key) + " broke off after " +
+                             std::to_string(received) + " of " + std::to_string(expected) +
+                             " bytes"));
+  }
+  if (reply.status == 200 || total <= range) return true;
+
+  // The rest in ranges, `parallel` at a time, handed over in order.
+  std::deque<std::future<Result<std::string>>> in_flight;
+  uint64_t offset = range;
+  const size_t parallel = static_cast<size_t>(std::max(1, options_.parallel));
+  while (offset < total || !in_flight.empty()) {
+    while (in_flight.size() < parallel && offset < total) {
+      const uint64_t last = std::min(total, offset + range) - 1;
+      in_flight.push_back(std::async(std::launch::async, [this, &url, &etag, key, offset, last] {
+        return ReadRange(url, etag, key, offset, last);
+      }));
+      offset = last + 1;
+    }
+    Result<std::string> part = in_flight.front().get();
+    in_flight.pop_front();
+    if (!part) return Error(part.error());  // The others finish as their futures go.
+    if (!sink.chunk(*part)) return true;
+  }
+  return true;
+}
+
+Result<std::string> S3Backend::ReadRange(const std::string& url, const std::string& etag,
+                                         std::string_view key, uint64_t first, uint64_t last) {
+  S3Request request;
+  request.url = url;
+  request.headers.emplace_back("Range",
+                               "bytes=" + std::to_string(first) + "-" + std::to_string(last));
+  if (!etag.empty()) request.headers.emplace_back("If-Match", etag);
+  HLOCACHE_ASSIGN_OR_RETURN(S3Reply reply, Send(request, nullptr));
+  if (reply.status == 412) {
+    return Error(Unavailable(name_ + ": " + std::string(key) + " was replaced while it was read"));
+  }
+  if (reply.status != 206) return Error(Refused(reply, "GET", key));
+  if (reply.body.size() != last - first + 1) {
+    return Error(Unavailable(name_ + ": a range of " + std::string(key) + " came back short"));
+  }
+  return std::move(reply.body);
+}
+
+Status S3Backend::Write(std::string_view key, uint64_t size, const ChunkSource& next,
+                        const cache::ArtifactInfo&) {
+  if (size > options_.multipart_threshold) return WriteMultipart(key, size, next);
+  std::string bytes;
+  bytes.reserve(size);
+  while (bytes.size() <= size) {
+    Result<std::string_view> piece = next();
+    if (!piece) return piece.error();
+    if (piece->empty()) break;
+    bytes.append(*piece);
+  }
+  if (bytes.size() != size) {
+    return InvalidArgument(name_ + ": " + std::string(key) + " was to be " + std::to_string(size) +
+                           " bytes, got " + std::to_string(bytes.size()));
+  }
+  return WriteWhole(key, std::move(bytes));
+}
+
+Status S3Backend::WriteWhole(std::string_view key, std::string bytes) {
+  const std::string url = ObjectUrl(key);
+  const std::string sum = Hex128(bytes.data(), bytes.size());
+  S3Request head;
+  head.method = "HEAD";
+  head.url = url;
+  HLOCACHE_ASSIGN_OR_RETURN(S3Reply there, Send(head, nullptr));
+  if (there.status == 200 && there.content_length == bytes.size() && there.meta_sum == sum) {
+    return Status::Ok();  // Already uploaded, by this host or another.
+  }
+  if (there.status != 200 && there.status != 404) return RefusedHead(there, key);
+  S3Request put;
+  put.method = "PUT";
+  put.url = url;
+  put.headers = {{"Content-Type", "application/octet-stream"}, {"x-amz-meta-hlocache-xxh3", sum}};
+  put.body = bytes;
+  HLOCACHE_ASSIGN_OR_RETURN(S3Reply reply, Send(put, nullptr));
+  if (reply.status != 200) return Refused(reply, "PUT", key);
+  return Status::Ok();
+}
+
+Status S3Backend::WriteMultipart(std::string_view key, uint64_t size, const ChunkSource& next) {
+  const std::string url = ObjectUrl(key);
+  S3Request head;
+  head.method = "HEAD";
+  head.url = url;
+  HLOCACHE_ASSIGN_OR_RETURN(S3Reply there, Send(head, nullptr));
+  if (there.status == 200 && there.content_length == size && !there.meta_sum.empty()) {
+    return Status::Ok();
+  }
+  if (there.status != 200 && there.status != 404) return RefusedHead(there, key);
+
+  S3Request start;
+  start.method = "POST";
+  start.url = url;
+  start.query = CanonicalQuery({{"uploads", ""}});
+  start.headers = {{"Content-Type", "application/octet-stream"},
+                   {"x-amz-meta-hlocache-xxh3", "multipart"}};
+  HLOCACHE_ASSIGN_OR_RETURN(S3Reply started, Send(start, nullptr));
+  if (started.status != 200) return Refused(started, "POST ?uploads", key);
+  const std::string upload_id = XmlElement(started.body, "UploadId");
+  if (upload_id.empty()) {
+    return Unavailable(name_ + ": starting a multipart upload of " + std::string(key) +
+                       " gave no UploadId");
+  }
+  auto abort = [&](Status why) {
+    S3Request request;
+    request.method = "DELETE";
+    request.url = url;
+    request.query = CanonicalQuery({{"uploadId", upload_id}});
+    (void)Send(request, nullptr);  // What it leaves, the bucket's lifecycle rules clean up.
+    return why;
+  };
+
+  const uint64_t part_bytes = std::max<uint64_t>(options_.part_bytes, uint64_t{5} << 20);
+  const size_t parallel = static_cast<size_t>(std::max(1, options_.parallel));
+  std::deque<std::future<Result<std::string>>> in_flight;  // Each part's ETag.
+  std::vector<std::string> etags;
+  std::string part, carry;
+  uint64_t sent = 0;
+  int number = 0;
+  bool source_done = false;
+  Status failed = Status::Ok();
+  auto collect_one = [&] {
+    Result<std::string> etag = in_flight.front().get();
+    in_flight.pop_front();
+    if (!etag) {
+      if (failed.ok()) failed = etag.error();
+    } else {
+      etags.push_back(std::move(*etag));
+    }
+  };
+  while (failed.ok() && (sent < size || !carry.empty())) {
+    part = std::move(carry);
+    carry.clear();
+    while (part.size() < part_bytes && !source_done) {
+      Result<std::string_view> piece = next();
+      if (!piece) {
+        failed = piece.error();
+        break;
+      }
+      if (piece->empty()) {
+        source_done = true;
+        break;
+      }
+      const size_t room = static_cast<size_t>(part_bytes - part.size());
+      part.append(piece->substr(0, room));
+      if (piece->size() > room) carry.assign(piece->substr(room));
+    }
+    if (!failed.ok() || part.empty()) break;
+    sent += part.size();
+    if (sent > size) break;
+    ++number;
+    auto body = std::make_shared<std::string>(std::move(part));
+    in_flight.push_back(std::async(
+        std::launch::async, [this, &url, &upload_id, key, number, body]() -> Result<std::string> {
+          S3Request request;
+          request.method = "PUT";
+          request.url = url;
+          request.query =
+              CanonicalQuery({{"partNumber", std::to_string(number)}, {"uploadId", upload_id}});
+          request.body = *body;
+          HLOCACHE_ASSIGN_OR_RETURN(S3Reply reply, Send(request, nullptr));
+          if (reply.status != 200 || reply.etag.empty()) {
+            return Error(Refused(reply, "PUT part " + std::to_string(number) + " of", key));
+          }
+          return reply.etag;
+        }));
+    if (in_flight.size() >= parallel) collect_one();
+  }
+  while (!in_flight.empty()) collect_one();
+  if (!failed.ok()) return abort(failed);
+  if (sent != size) {
+    return abort(InvalidArgument(name_ + ": " + std::string(key) + " was to be " +
+                                 std::to_string(size) + " bytes, got " + std::to_string(sent) +
+                                 (sent > size ? " or more" : "")));
+  }
+  std::string xml = "<CompleteMultipartUpload>";
+  for (size_t i = 0; i < etags.size(); ++i) {
+    xml += "<Part><PartNumber>" + std::to_string(i + 1) + "</PartNumber><ETag>" + etags[i] +
+           "</ETag></Part>";
+  }
+  xml += "</CompleteMultipartUpload>";
+  S3Request complete;
+  complete.method = "POST";
+  complete.url = url;
+  complete.query = CanonicalQuery({{"uploadId", upload_id}});
+  complete.headers = {{"Content-Type", "application/xml"}};
+  complete.body = xml;
+  HLOCACHE_ASSIGN_OR_RETURN(S3Reply done, Send(complete, nullptr));
+  // S3 may answer 200 and report a failure in the body.
+  if (done.status != 200 || done.body.find("<Error>") != std::string::npos) {
+    return abort(Refused(done, "completing the upload of", key));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+bool IsS3Url(std::string_view spec) { return spec.starts_with("s3://"); }
+
+Result<std::unique_ptr<Backend>> MakeS3Backend(const std::string& url, S3Options options) {
+  if (!IsS3Url(url)) return Error(InvalidArgument(url + ": not an s3:// URL"));
+  std::string_view rest = std::string_view(url).substr(5);
+  const size_t slash = rest.find('/');
+  const std::string bucket(rest.substr(0, slash));
+  std::string prefix(slash == std::string_view::npos ? "" : rest.substr(slash + 1));
+  while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
+  while (!prefix.empty() && prefix.front() == '/') prefix.erase(prefix.begin());
+  if (!IsBucketName(bucket)) {
+    return Error(InvalidArgument(url + ": '" + bucket +
+                                 "' is not a bucket name (3 to 63 lowercase letters, digits, "
+                                 "dots and hyphens)"));
+  }
+  S3ConnectionOptions connection;
+  connection.region = Env("AWS_REGION");
+  if (connection.region.empty()) connection.region = Env("AWS_DEFAULT_REGION");
+  if (connection.region.empty()) connection.region = "us-east-1";
+  connection.credentials.access_key_id = Env("AWS_ACCESS_KEY_ID");
+  connection.credentials.secret_access_key = Env("AWS_SECRET_ACCESS_KEY");
+  connection.credentials.session_token = Env("AWS_SESSION_TOKEN");
+  if (connection.credentials.access_key_id.empty() ||
+      connection.credentials.secret_access_key.empty()) {
+    return Error(PermissionDenied(
+        url + ": no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"));
+  }
+  connection.ca_cert = options.ca_cert;
+  connection.connect_timeout = options.connect_timeout;
+  connection.stall_timeout = options.stall_timeout;
+
+  std::string endpoint = options.endpoint;
+  if (endpoint.empty()) endpoint = Env("AWS_ENDPOINT_URL_S3");
+  if (endpoint.empty()) endpoint = Env("AWS_ENDPOINT_URL");
+  std::string bucket_url;
+  if (endpoint.empty()) {
+    bucket_url = "https://" + bucket + ".s3." + connection.region + ".amazonaws.com";
+  } else {
+    while (!endpoint.empty() && endpoint.back() == '/') endpoint.pop_back();
+    if (!endpoint.starts_with("http://") && !endpoint.starts_with("https://")) {
+      return Error(InvalidArgument(url + ": the endpoint " + endpoint +
+                                   " is not an http:// or https:// URL"));
+    }
+    bucket_url = endpoint + "/" + bucket;
+  }
+  std::string name = "s3://" + bucket + (prefix.empty() ? "" : "/" + prefix);
+  return std::unique_ptr<Backend>(new S3Backend(std::move(name), std::move(bucket_url),
+                                                std::move(prefix), std::move(options),
+                                                std::move(connection)));
+}
+
+}  // namespace hlocache::storage
