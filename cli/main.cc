@@ -214,7 +214,9 @@ int Main(int argc, char** argv) {
   serve->add_option("--cxx", so.cxx, "the C++ compiler the compile workers use")
       ->capture_default_str();
   serve->add_option("--upstream", so.upstream_url,
-                    "origin server to read through to, forward compiles and uploads to");
+                    "origin server (http(s)://HOST:PORT) to read through to, forward compiles "
+                    "and uploads to; or a bucket (s3://BUCKET[/PREFIX]) to read through to and "
+                    "upload to");
   serve->add_option("--upstream-token", so.upstream_token,
                     "bearer token for the origin (default: $HLOCACHE_UPSTREAM_TOKEN)");
   serve->add_option("--upstream-ca-cert", so.upstream_ca_cert,

@@ -15,6 +15,7 @@
 #include "server/verified_put.h"
 #include "storage/availability.h"
 #include "storage/http_backend.h"
+#include "storage/s3_backend.h"
 
 namespace hlocache::server {
 namespace {
@@ -62,6 +63,9 @@ class UpstreamImpl final : public Upstream {
 
   Result<std::vector<FileEntry>> ListFiles(std::string_view file_namespace, std::string_view prefix,
                                            size_t limit) override {
+    if (!options_.url.starts_with("http")) {
+      return Error(Unavailable("upstream " + options_.url + " lists no files (a bucket)"));
+    }
     if (!availability_.Admit()) return Error(availability_.Resting());
     httplib::Params params{{"prefix", std::string(prefix)}};
     if (limit != 0) params.emplace("limit", std::to_string(limit));
@@ -159,6 +163,23 @@ class UpstreamImpl final : public Upstream {
 
   Result<UpstreamCompile> CompileNow(std::string_view key, std::string_view hlo_text,
                                      std::string_view target) {
+    if (!origin_->CanCompile(target)) {
+      // A bucket: what it holds is fetched (checked, and kept here); what it lacks this host
+      // compiles, and its upload queue puts the artifact in the bucket.
+      auto fetched = FetchNow(key);
+      if (fetched && *fetched) {
+        auto stored = store_.Get(key);
+        if (stored && *stored) {
+          UpstreamCompile out;
+          out.origin_cache = "hit";
+          out.artifact = std::move(**stored);
+          return out;
+        }
+      }
+      return Error(Unavailable(
+          "upstream " + options_.url +
+          (fetched ? " does not hold " + std::string(key) : ": " + fetched.error().message())));
+    }
     if (!availability_.Admit()) return Error(availability_.Resting());
     auto r = origin_->Compile(hlo_text, target);
     if (!r) {
@@ -318,6 +339,15 @@ class UpstreamImpl final : public Upstream {
 }  // namespace
 
 Result<std::unique_ptr<Upstream>> Upstream::Make(UpstreamOptions options, cache::Store& store) {
+  if (storage::IsS3Url(options.url)) {
+    storage::S3Options s3;
+    s3.ca_cert = options.ca_cert;
+    HLOCACHE_ASSIGN_OR_RETURN(std::unique_ptr<storage::Backend> bucket,
+                              storage::MakeS3Backend(options.url, std::move(s3)));
+    options.url = bucket->name();
+    return std::unique_ptr<Upstream>(
+        new UpstreamImpl(std::move(options), store, std::move(bucket), HttpGetOptions{}));
+  }
   auto url = ParseServerUrl(options.url);
   if (!url) return Error(InvalidArgument("--upstream: " + url.error().message()));
   options.url = std::move(*url);

@@ -13,6 +13,11 @@
 // connect timeout per rest, not one per request. The upload queue retries after each rest,
 // which is how this host catches up once the origin is back.
 //
+// The origin may also be a bucket (`--upstream s3://BUCKET[/PREFIX]`, storage/s3_backend.h):
+// then misses are fetched from the bucket, this host compiles what the bucket lacks, and its
+// upload queue puts the artifact in the bucket, so hosts on one bucket share every compile
+// without an origin server. A bucket lists no file artifacts.
+//
 // Concurrent fetches and forwarded compiles of one key share one request to the origin.
 //
 // Thread safety: every method may be called from any thread. The store must outlive this.
@@ -35,7 +40,7 @@
 namespace hlocache::server {
 
 struct UpstreamOptions {
-  std::string url;      // http://host:port or https://host:port of the origin.
+  std::string url;      // http(s)://host:port of the origin, or s3://BUCKET[/PREFIX].
   std::string token;    // Bearer token for the origin (read to fetch and compile, write to upload).
   std::string ca_cert;  // PEM file of the CA that signs an https origin; empty: the system's.
   std::chrono::milliseconds connect_timeout{1000};

@@ -308,6 +308,57 @@ TEST_F(S3BackendTest, ClientsShareExecutablesThroughTheBucketAndReplaceACorruptO
   }
 }
 
+// Two hosts' servers on one bucket and no origin: the first compiles and uploads; the second
+// fetches from the bucket, checked as an upload is, and compiles nothing.
+TEST_F(S3BackendTest, HostServersShareCompilesThroughTheBucket) {
+  char tmpl[] = "/tmp/hlocache-s3-hosts-XXXXXX";
+  const fs::path root = ::mkdtemp(tmpl);
+  const std::string upstream = std::string(kBucket) + "/hosts";
+  auto start_host = [&](const char* name) {
+    return std::make_unique<ServerProcess>(HLOCACHE_BINARY, root / name,
+                                           std::vector<std::string>{"--upstream", upstream});
+  };
+  auto compile = [](ServerProcess& host) {
+    auto r = host.Client()->Post("/v1/compile?target=cpu-x86-64-v2", Module(7), "text/plain");
+    EXPECT_TRUE(r && r->status == 200) << (r ? r->body : "no answer") << host.output();
+    return r;
+  };
+  auto host_a = start_host("a");
+  ASSERT_TRUE(host_a->started()) << host_a->output();
+  auto first = compile(*host_a);
+  ASSERT_TRUE(first && first->status == 200);
+  EXPECT_EQ(first->get_header_value("X-Hlocache-Cache"), "miss");
+  const std::string key = first->get_header_value("X-Hlocache-Key");
+  // The upload is queued: wait until the bucket has it.
+  auto bucket = Make(upstream);
+  for (int i = 0; i < 200; ++i) {
+    auto head = bucket->Head(key);
+    if (head && head->has_value()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  auto head = bucket->Head(key);
+  ASSERT_THAT(head, IsOk());
+  ASSERT_TRUE(head->has_value()) << host_a->output();
+
+  auto host_b = start_host("b");
+  ASSERT_TRUE(host_b->started()) << host_b->output();
+  auto again = compile(*host_b);
+  ASSERT_TRUE(again && again->status == 200);
+  EXPECT_EQ(again->get_header_value("X-Hlocache-Key"), key);
+  // A miss on this host, a hit in the bucket.
+  EXPECT_EQ(again->get_header_value("X-Hlocache-Cache"), "miss") << host_b->output();
+  EXPECT_EQ(again->get_header_value("X-Hlocache-Origin"), "hit") << host_b->output();
+  EXPECT_TRUE(again->body == first->body);
+  auto stats = host_b->Client()->Get("/metrics");
+  ASSERT_TRUE(stats);
+  EXPECT_THAT(stats->body, HasSubstr("hlocache_upstream_fetches_total 1"));
+  EXPECT_THAT(stats->body, HasSubstr("hlocache_compiles_total 0"));
+  EXPECT_EQ(host_a->Stop(), 0);
+  EXPECT_EQ(host_b->Stop(), 0);
+  std::error_code ec;
+  fs::remove_all(root, ec);
+}
+
 }  // namespace
 }  // namespace hlocache::testing
 
