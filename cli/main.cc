@@ -45,6 +45,11 @@ int Main(int argc, char** argv) {
   CLI::App app{"hlocache: a persistent compilation cache for HLO modules"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "hlocache 0.1.0");
+  app.fallthrough();  // Its options may come after the subcommand too.
+  std::string s3_endpoint;
+  app.add_option("--s3-endpoint", s3_endpoint,
+                 "S3 endpoint for s3:// tiers and upstreams (default: $AWS_ENDPOINT_URL_S3, "
+                 "$AWS_ENDPOINT_URL, else AWS)");
 
   hlocache::keying::KeySettings settings;
   std::vector<std::string> raw_options;
@@ -231,6 +236,8 @@ int Main(int argc, char** argv) {
     return rc == 0 ? 0 : 2;
   }
   if (!SplitOptions(raw_options, settings)) return 2;
+  // Where every s3:// backend of this process looks first (storage/s3_backend.h).
+  if (!s3_endpoint.empty()) ::setenv("AWS_ENDPOINT_URL_S3", s3_endpoint.c_str(), 1);
 
   if (*key) return RunKey(files, settings, std::cout, std::cerr);
   if (*canon) return RunCanon(file_a, settings, std::cout, std::cerr);

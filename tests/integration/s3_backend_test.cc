@@ -308,6 +308,27 @@ TEST_F(S3BackendTest, ClientsShareExecutablesThroughTheBucketAndReplaceACorruptO
   }
 }
 
+// The command line names the endpoint with --s3-endpoint (here with no AWS_ENDPOINT_URL_S3 in
+// the environment): one `hlocache run` compiles and uploads, the next runs what it uploaded.
+TEST_F(S3BackendTest, CommandsShareThroughTheBucketWithTheEndpointOnTheCommandLine) {
+  char tmpl[] = "/tmp/hlocache-s3-cli-XXXXXX";
+  const fs::path root = ::mkdtemp(tmpl);
+  std::ofstream(root / "m.hlo") << Module(9);
+  const std::string command = "env -u AWS_ENDPOINT_URL_S3 -u AWS_ENDPOINT_URL " +
+                              std::string(HLOCACHE_BINARY) + " run --s3-endpoint " +
+                              Cluster::endpoint + " --cache " + kBucket + "/cli " +
+                              (root / "m.hlo").string() + "; echo status=$?";
+  const std::string first = CommandOutput(command);
+  EXPECT_THAT(first, HasSubstr("from: compiled here"));
+  EXPECT_THAT(first, HasSubstr("status=0"));
+  const std::string second = CommandOutput(command);
+  EXPECT_THAT(second, HasSubstr("from: remote (s3://hlocache-test/cli)"));
+  EXPECT_THAT(second, HasSubstr("status=0"));
+  EXPECT_THAT(first + second, Not(HasSubstr(std::getenv("AWS_SECRET_ACCESS_KEY"))));
+  std::error_code ec;
+  fs::remove_all(root, ec);
+}
+
 // Two hosts' servers on one bucket and no origin: the first compiles and uploads; the second
 // fetches from the bucket, checked as an upload is, and compiles nothing.
 TEST_F(S3BackendTest, HostServersShareCompilesThroughTheBucket) {
