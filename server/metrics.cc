@@ -194,6 +194,30 @@ std::string Metrics::RenderPrometheus(const cache::StoreStats* store,
           n(upstream->pending_uploads));
     gauge("hlocache_upstream_up", "1 when the last request reached the upstream.",
           upstream->up ? 1 : 0);
+    const storage::RequestStats& r = upstream->requests;
+    if (r.kept) {
+      counter("hlocache_upstream_requests_total", "Requests sent to the bucket, retries included.",
+              n(r.requests));
+      counter("hlocache_upstream_request_retries_total",
+              "Requests sent again after no answer or a 5xx.", n(r.retries));
+      counter("hlocache_upstream_request_seconds_total", "Time from sending to the whole answer.",
+              static_cast<double>(r.latency_micros) / 1e6);
+      counter("hlocache_upstream_bytes_sent_total", "Request bodies sent to the bucket.",
+              n(r.bytes_sent));
+      counter("hlocache_upstream_bytes_received_total", "Answer bodies received from the bucket.",
+              n(r.bytes_received));
+      out +=
+          "# HELP hlocache_upstream_request_errors_total Bucket requests that failed, by kind.\n"
+          "# TYPE hlocache_upstream_request_errors_total counter\n";
+      const std::pair<const char*, uint64_t> kinds[] = {{"unavailable", r.errors_unavailable},
+                                                        {"throttled", r.throttled},
+                                                        {"denied", r.errors_denied},
+                                                        {"refused", r.errors_refused}};
+      for (const auto& [kind, count] : kinds) {
+        out += std::string("hlocache_upstream_request_errors_total{kind=\"") + kind + "\"} " +
+               std::to_string(count) + "\n";
+      }
+    }
   }
   return out;
 }
@@ -243,6 +267,18 @@ std::string Metrics::RenderStatsJson(const cache::StoreStats* store,
                      {"failures", upstream->failures},
                      {"skipped", upstream->skipped},
                      {"pending_uploads", upstream->pending_uploads}};
+    const storage::RequestStats& r = upstream->requests;
+    if (r.kept) {
+      j["upstream"]["requests"] = {{"sent", r.requests},
+                                   {"retries", r.retries},
+                                   {"seconds", static_cast<double>(r.latency_micros) / 1e6},
+                                   {"bytes_sent", r.bytes_sent},
+                                   {"bytes_received", r.bytes_received},
+                                   {"errors_unavailable", r.errors_unavailable},
+                                   {"throttled", r.throttled},
+                                   {"errors_denied", r.errors_denied},
+                                   {"errors_refused", r.errors_refused}};
+    }
   }
   return j.dump(2) + "\n";
 }

@@ -124,6 +124,7 @@ class UpstreamImpl final : public Upstream {
     s.failures = a.failures;
     s.skipped = a.skipped;
     s.up = a.up;
+    s.requests = origin_->request_stats();
     {
       std::lock_guard<std::mutex> lock(queue_mu_);
       s.pending_uploads = queue_.size();

@@ -36,6 +36,7 @@
 #include "common/backoff.h"
 #include "common/status.h"
 #include "server/file_listing.h"
+#include "storage/backend.h"
 
 namespace hlocache::server {
 
@@ -70,8 +71,9 @@ struct UpstreamStats {
   uint64_t upload_refused = 0;  // Uploads the origin refused (4xx); not retried.
   uint64_t failures = 0;  // Requests that could not reach the origin or were refused (not 404).
   uint64_t skipped = 0;   // Requests not tried because the origin was backing off.
-  uint64_t pending_uploads = 0;  // Queued now.
-  bool up = true;                // The last request reached the origin.
+  uint64_t pending_uploads = 0;    // Queued now.
+  bool up = true;                  // The last request reached the origin.
+  storage::RequestStats requests;  // The origin backend's request counters (a bucket keeps them).
 };
 
 class Upstream {

@@ -47,6 +47,20 @@ struct RemoteCompile {
   std::string key;           // The key the server computed for the module (X-Hlocache-Key).
 };
 
+// What a backend that keeps request counters (a bucket) has sent and received since it was
+// made. `kept` is false for backends that keep none.
+struct RequestStats {
+  bool kept = false;
+  uint64_t requests = 0;        // Requests sent, each retry counted.
+  uint64_t retries = 0;         // Requests sent again after no answer or a 5xx.
+  uint64_t bytes_sent = 0;      // Request bodies.
+  uint64_t bytes_received = 0;  // Answer bodies.
+  uint64_t latency_micros = 0;  // Summed from send to the whole answer.
+  // Calls that failed, by kind: no answer or a 5xx after every try; 503 SlowDown answers (each
+  // one, retried or not); 401/403; other 4xx (not 404).
+  uint64_t errors_unavailable = 0, throttled = 0, errors_denied = 0, errors_refused = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -75,6 +89,9 @@ class Backend {
   // Asks the backend to compile (or find) the module. Only when CanCompile; else
   // kFailedPrecondition.
   virtual Result<RemoteCompile> Compile(std::string_view hlo_text, std::string_view target) = 0;
+
+  // Its request counters; `kept` false (the default) when it keeps none.
+  virtual RequestStats request_stats() const { return {}; }
 
   // The whole artifact as the backend holds it, or nullopt (Read into one string).
   Result<std::optional<std::string>> Get(std::string_view key);

@@ -1,6 +1,7 @@
 #include "storage/s3_backend.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdlib>
 #include <deque>
@@ -89,6 +90,22 @@ class S3Backend final : public Backend {
 
   Result<bool> Read(std::string_view key, const ReadSink& sink) override;
 
+  RequestStats request_stats() const override {
+    RequestStats s;
+    s.kept = true;
+    auto load = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+    s.requests = load(requests_);
+    s.retries = load(retries_);
+    s.bytes_sent = load(bytes_sent_);
+    s.bytes_received = load(bytes_received_);
+    s.latency_micros = load(latency_micros_);
+    s.errors_unavailable = load(errors_unavailable_);
+    s.throttled = load(throttled_);
+    s.errors_denied = load(errors_denied_);
+    s.errors_refused = load(errors_refused_);
+    return s;
+  }
+
   Status Write(std::string_view key, uint64_t size, const ChunkSource& next,
                const cache::ArtifactInfo& info) override;
 
@@ -109,23 +126,43 @@ class S3Backend final : public Backend {
         if (delivered != nullptr && *delivered) break;
         std::this_thread::sleep_for(Jittered(pause));
         pause *= 2;
+        Add(retries_, 1);
       }
       std::unique_ptr<S3Connection> connection = pool_.Take();
+      const auto start = std::chrono::steady_clock::now();
       Result<S3Reply> reply = connection->Perform(request);
+      Add(requests_, 1);
+      Add(latency_micros_,
+          static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                    std::chrono::steady_clock::now() - start)
+                                    .count()));
+      Add(bytes_sent_, request.body.size());
       if (!reply) {
         last = reply.error();  // The connection is dropped with its broken transfer.
         continue;
       }
+      Add(bytes_received_, reply->body.size());
       if (!reply->stopped) pool_.GiveBack(std::move(connection));
+      if (reply->status == 503) Add(throttled_, 1);
       if (IsRetryable(reply->status) && !reply->stopped) {
         const std::string code = XmlElement(reply->body, "Code");
         last = Unavailable(request.method + " " + request.url + ": " +
                            std::to_string(reply->status) + (code.empty() ? "" : " " + code));
         continue;
       }
+      if (reply->status == 401 || reply->status == 403) {
+        Add(errors_denied_, 1);
+      } else if (reply->status >= 400 && reply->status != 404) {
+        Add(errors_refused_, 1);
+      }
       return reply;
     }
+    Add(errors_unavailable_, 1);
     return Error(Unavailable(name_ + ": " + last.message()));
+  }
+
+  static void Add(std::atomic<uint64_t>& counter, uint64_t n) {
+    counter.fetch_add(n, std::memory_order_relaxed);
   }
 
   // The error for an answer that is neither success nor "not found".
@@ -166,6 +203,9 @@ class S3Backend final : public Backend {
   const std::string prefix_;      // Without slashes at its ends; may be empty.
   const S3Options options_;
   S3ConnectionPool pool_;
+  std::atomic<uint64_t> requests_{0}, retries_{0}, bytes_sent_{0}, bytes_received_{0},
+      latency_micros_{0}, errors_unavailable_{0}, throttled_{0}, errors_denied_{0},
+      errors_refused_{0};
 };
 
 Result<bool> S3Backend::Read(std::string_view key, const ReadSink& sink) {
@@ -187,6 +227,7 @@ Result<bool> S3Backend::Read(std::string_view key, const ReadSink& sink) {
   };
   first.on_body = [&](std::string_view bytes) {
     received += bytes.size();
+    Add(bytes_received_, bytes.size());
     if (!sink.chunk(bytes)) stopped = true;
     return !stopped;
   };

@@ -374,6 +374,14 @@ TEST_F(S3BackendTest, HostServersShareCompilesThroughTheBucket) {
   ASSERT_TRUE(stats);
   EXPECT_THAT(stats->body, HasSubstr("hlocache_upstream_fetches_total 1"));
   EXPECT_THAT(stats->body, HasSubstr("hlocache_compiles_total 0"));
+  // The bucket's own requests: counted, with the bytes that came down (the artifact at least).
+  EXPECT_THAT(stats->body, ::testing::ContainsRegex("hlocache_upstream_requests_total [1-9]"));
+  EXPECT_THAT(stats->body,
+              ::testing::ContainsRegex("hlocache_upstream_bytes_received_total [1-9][0-9]{2,}"));
+  EXPECT_THAT(stats->body, HasSubstr("hlocache_upstream_request_errors_total{kind=\"denied\"} 0"));
+  auto json = host_b->Client()->Get("/v1/stats");
+  ASSERT_TRUE(json);
+  EXPECT_THAT(json->body, HasSubstr("\"bytes_received\""));
   EXPECT_EQ(host_a->Stop(), 0);
   EXPECT_EQ(host_b->Stop(), 0);
   std::error_code ec;
