@@ -13,6 +13,13 @@
 //   new hosts           two fresh per-host caches (empty) in front of the warm origin.
 // Prints compiles on the origin and on each host.
 //
+// Then, where Ceph is installed (`make test` installs it), the same processes with no server at
+// all: each with a directory of its own (its host's disk) in front of one bucket on a Ceph
+// cluster started for the run (tests/integration/ceph_cluster.sh):
+//   bucket, cold        every directory and the bucket empty;
+//   bucket, warm        the same directories again;
+//   bucket, new hosts   fresh directories in front of the warm bucket.
+//
 // Usage: fleet_bench [processes, default 8] [graphs, default 12]
 #include <fcntl.h>
 #include <sched.h>
@@ -41,6 +48,9 @@
 #endif
 #ifndef HLOCACHE_CORPUS_DIR
 #error "HLOCACHE_CORPUS_DIR names the corpus"
+#endif
+#ifndef HLOCACHE_CEPH_SCRIPT
+#error "HLOCACHE_CEPH_SCRIPT names tests/integration/ceph_cluster.sh"
 #endif
 
 namespace fs = std::filesystem;
@@ -108,7 +118,8 @@ struct Outcome {
   int here = 0, by_server = 0, hits = 0, failed = 0;
 };
 
-// Runs `processes` children at once; process p runs under `launcher(p)` (empty: directly).
+// Runs `processes` children at once; process p runs under `launcher(p)` (empty: directly), with
+// "%p" in `spec` replaced by p.
 Outcome RunFleet(const std::string& self, const std::string& spec, int processes,
                  const std::vector<std::string>& graphs, const fs::path& root,
                  const std::string& mode,
@@ -118,7 +129,11 @@ Outcome RunFleet(const std::string& self, const std::string& spec, int processes
   for (int p = 0; p < processes; ++p) {
     const fs::path out = root / (mode + "-child" + std::to_string(p) + ".json");
     std::vector<std::string> args = launcher ? launcher(p) : std::vector<std::string>();
-    args.insert(args.end(), {self, "--child", spec});
+    std::string child_spec = spec;
+    if (const size_t at = child_spec.find("%p"); at != std::string::npos) {
+      child_spec.replace(at, 2, std::to_string(p));
+    }
+    args.insert(args.end(), {self, "--child", child_spec});
     args.insert(args.end(), graphs.begin(), graphs.end());
     const pid_t pid = ::fork();
     if (pid == 0) {
@@ -295,6 +310,47 @@ bool RunHosts(const std::string& self, int processes, const std::vector<std::str
   return true;
 }
 
+struct BucketRow {
+  std::string mode;
+  Outcome outcome;
+};
+
+// The bucket mode; false when no Ceph cluster can be started here (the reason printed).
+bool RunBucket(const std::string& self, int processes, const std::vector<std::string>& graphs,
+               const fs::path& root, std::vector<BucketRow>& rows) {
+  const fs::path cluster = root / "ceph";
+  const std::string script = std::string("bash ") + HLOCACHE_CEPH_SCRIPT;
+  if (std::system(
+          (script + " start " + cluster.string() + " >" + (root / "ceph.log").string() + " 2>&1")
+              .c_str()) != 0) {
+    std::printf("\nbucket mode skipped: no Ceph cluster (ceph-mon, ceph-osd, radosgw) here\n");
+    return false;
+  }
+  auto env = hlocache::ReadWholeFile(cluster / "env");
+  std::string line;
+  for (const char c : env ? *env : "") {
+    if (c != '\n') {
+      line += c;
+      continue;
+    }
+    if (const size_t eq = line.find('='); eq != std::string::npos) {
+      ::setenv(line.substr(0, eq).c_str(), line.substr(eq + 1).c_str(), 1);  // The children's.
+    }
+    line.clear();
+  }
+  const std::string bucket = "s3://hlocache-test/fleet" + std::to_string(::getpid());
+  auto run = [&](const std::string& mode, int generation) {
+    const std::string spec =
+        (root / ("disk" + std::to_string(generation) + "-%p")).string() + "," + bucket;
+    rows.push_back({mode, RunFleet(self, spec, processes, graphs, root, "bucket")});
+  };
+  run("bucket, cold", 0);
+  run("bucket, warm", 0);
+  run("bucket, new hosts", 1);
+  std::system((script + " stop " + cluster.string() + " >/dev/null 2>&1").c_str());
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -336,6 +392,8 @@ int main(int argc, char** argv) {
   server.Stop();
   std::vector<HostsRow> host_rows;
   const bool multi_host = RunHosts(self, processes, graphs, root, host_rows);
+  std::vector<BucketRow> bucket_rows;
+  const bool on_bucket = RunBucket(self, processes, graphs, root, bucket_rows);
   // What the processes noted (tiers skipped, artifacts dropped): the reasons behind any compile
   // a process had to do itself in a shared mode.
   for (int p = 0; p < processes; ++p) {
@@ -371,6 +429,18 @@ int main(int argc, char** argv) {
         "\nhosts, cold: %d compiles on the origin for %zu graphs (target: exactly %zu), "
         "%d on the hosts (target: 0)\n",
         host_rows[0].origin, count, count, host_rows[0].host_a + host_rows[0].host_b);
+  }
+  if (on_bucket) {
+    std::printf(
+        "\n%d processes, each with a directory of its own in front of one bucket (Ceph, "
+        "loopback), no server:\n\n| mode | wall s | compiles in the processes | hits | vs no "
+        "cache |\n|---|---:|---:|---:|---:|\n",
+        processes);
+    for (const BucketRow& r : bucket_rows) {
+      std::printf("| %s | %.2f | %d | %d | %.1fx |\n", r.mode.c_str(), r.outcome.seconds,
+                  r.outcome.here, r.outcome.hits, none.seconds / r.outcome.seconds);
+      ok = ok && r.outcome.failed == 0;
+    }
   }
   std::printf(
       "\ncold: %d compiles for %zu graphs (target: exactly %zu); warm: %.1fx faster than "
