@@ -18,7 +18,8 @@
 // cluster started for the run (tests/integration/ceph_cluster.sh):
 //   bucket, cold        every directory and the bucket empty;
 //   bucket, warm        the same directories again;
-//   bucket, new hosts   fresh directories in front of the warm bucket.
+//   bucket, new hosts   fresh directories in front of the warm bucket;
+//   bucket alone        the processes again with the bucket as their only tier.
 //
 // Usage: fleet_bench [processes, default 8] [graphs, default 12]
 #include <fcntl.h>
@@ -341,12 +342,16 @@ bool RunBucket(const std::string& self, int processes, const std::vector<std::st
   const std::string bucket = "s3://hlocache-test/fleet" + std::to_string(::getpid());
   auto run = [&](const std::string& mode, int generation) {
     const std::string spec =
-        (root / ("disk" + std::to_string(generation) + "-%p")).string() + "," + bucket;
+        generation < 0
+            ? bucket
+            : (root / ("disk" + std::to_string(generation) + "-%p")).string() + "," + bucket;
     rows.push_back({mode, RunFleet(self, spec, processes, graphs, root, "bucket")});
   };
   run("bucket, cold", 0);
   run("bucket, warm", 0);
   run("bucket, new hosts", 1);
+  // The bucket as the only tier: what fetching costs, without the copy into a new directory.
+  run("bucket alone, new processes", -1);
   std::system((script + " stop " + cluster.string() + " >/dev/null 2>&1").c_str());
   return true;
 }
