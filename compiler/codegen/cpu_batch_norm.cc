@@ -5,6 +5,7 @@
 
 #include "compiler/codegen/cpu_families.h"
 #include "compiler/codegen/cpu_source.h"
+#include "compiler/semantics/rules/families.h"
 
 namespace hlocache::compiler {
 namespace {
@@ -12,10 +13,6 @@ namespace {
 using hlo::Instruction;
 using hlo::Opcode;
 
-bool Takes(Opcode op) {
-  return op == Opcode::kBatchNormTraining || op == Opcode::kBatchNormInference ||
-         op == Opcode::kBatchNormGrad;
-}
 bool NotElementwise(Opcode) { return false; }
 
 Status Lower(CpuEmitter& e, int32_t index, const Instruction& inst) {
@@ -58,6 +55,6 @@ Status Lower(CpuEmitter& e, int32_t index, const Instruction& inst) {
 
 }  // namespace
 
-CpuOpFamily CpuBatchNormOps() { return {Takes, NotElementwise, Lower}; }
+CpuOpFamily CpuBatchNormOps() { return {interp::BatchNormRules().takes, NotElementwise, Lower}; }
 
 }  // namespace hlocache::compiler

@@ -5,34 +5,13 @@
 
 #include "compiler/codegen/cpu_families.h"
 #include "compiler/codegen/cpu_source.h"
+#include "compiler/semantics/rules/families.h"
 
 namespace hlocache::compiler {
 namespace {
 
 using hlo::Instruction;
 using hlo::Opcode;
-
-bool Takes(Opcode op) {
-  switch (op) {
-    case Opcode::kAllReduce:
-    case Opcode::kAllReduceStart:
-    case Opcode::kAllReduceDone:
-    case Opcode::kAllGather:
-    case Opcode::kAllGatherStart:
-    case Opcode::kAllGatherDone:
-    case Opcode::kReduceScatter:
-    case Opcode::kAllToAll:
-    case Opcode::kCollectiveBroadcast:
-    case Opcode::kCollectivePermute:
-    case Opcode::kCollectivePermuteStart:
-    case Opcode::kCollectivePermuteDone:
-    case Opcode::kPartitionId:
-    case Opcode::kReplicaId:
-      return true;
-    default:
-      return false;
-  }
-}
 
 bool NotElementwise(Opcode) { return false; }
 
@@ -101,6 +80,6 @@ Status Lower(CpuEmitter& e, int32_t index, const Instruction& inst) {
 
 }  // namespace
 
-CpuOpFamily CpuCollectiveOps() { return {Takes, NotElementwise, Lower}; }
+CpuOpFamily CpuCollectiveOps() { return {interp::CollectiveRules().takes, NotElementwise, Lower}; }
 
 }  // namespace hlocache::compiler

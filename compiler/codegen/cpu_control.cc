@@ -24,6 +24,7 @@
 #include "compiler/codegen/cpu_calls.h"
 #include "compiler/codegen/cpu_families.h"
 #include "compiler/codegen/cpu_source.h"
+#include "compiler/semantics/rules/families.h"
 
 namespace hlocache::compiler {
 namespace {
@@ -32,10 +33,6 @@ using hlo::Computation;
 using hlo::Instruction;
 using hlo::Opcode;
 using hlo::Shape;
-
-bool Takes(Opcode op) {
-  return op == Opcode::kWhile || op == Opcode::kConditional || op == Opcode::kMap;
-}
 
 bool NotElementwise(Opcode) { return false; }
 
@@ -134,6 +131,6 @@ Status Lower(CpuEmitter& e, int32_t index, const Instruction& inst) {
 
 }  // namespace
 
-CpuOpFamily CpuControlOps() { return {Takes, NotElementwise, Lower}; }
+CpuOpFamily CpuControlOps() { return {interp::ControlRules().takes, NotElementwise, Lower}; }
 
 }  // namespace hlocache::compiler

@@ -7,6 +7,7 @@
 #include "compiler/codegen/cpu_source.h"
 #include "compiler/hlo/convolution_dims.h"
 #include "compiler/hlo/window.h"
+#include "compiler/semantics/rules/families.h"
 
 namespace hlocache::compiler {
 namespace {
@@ -15,7 +16,6 @@ using hlo::Instruction;
 using hlo::Opcode;
 using hlo::Shape;
 
-bool Takes(Opcode op) { return op == Opcode::kConvolution; }
 bool NotElementwise(Opcode) { return false; }
 
 int64_t IntOr(const hlo::Module& m, const Instruction& inst, const char* name, int64_t fallback) {
@@ -89,6 +89,8 @@ Status Lower(CpuEmitter& e, int32_t index, const Instruction& inst) {
 
 }  // namespace
 
-CpuOpFamily CpuConvolutionOps() { return {Takes, NotElementwise, Lower}; }
+CpuOpFamily CpuConvolutionOps() {
+  return {interp::ConvolutionRules().takes, NotElementwise, Lower};
+}
 
 }  // namespace hlocache::compiler

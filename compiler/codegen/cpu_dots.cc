@@ -9,6 +9,7 @@
 #include "compiler/codegen/cpu_families.h"
 #include "compiler/codegen/cpu_source.h"
 #include "compiler/semantics/dot_dims.h"
+#include "compiler/semantics/rules/families.h"
 
 namespace hlocache::compiler {
 namespace {
@@ -17,7 +18,6 @@ using hlo::Instruction;
 using hlo::Opcode;
 using hlo::Shape;
 
-bool Takes(Opcode op) { return op == Opcode::kScaledDot || op == Opcode::kRaggedDot; }
 bool NotElementwise(Opcode) { return false; }
 
 // Operand k dequantized by operand `scale` into a fresh buffer of `shape`: its leaf.
@@ -87,6 +87,6 @@ Status Lower(CpuEmitter& e, int32_t index, const Instruction& inst) {
 
 }  // namespace
 
-CpuOpFamily CpuDotOps() { return {Takes, NotElementwise, Lower}; }
+CpuOpFamily CpuDotOps() { return {interp::DotRules().takes, NotElementwise, Lower}; }
 
 }  // namespace hlocache::compiler

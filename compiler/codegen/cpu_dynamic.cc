@@ -5,6 +5,7 @@
 
 #include "compiler/codegen/cpu_families.h"
 #include "compiler/codegen/cpu_source.h"
+#include "compiler/semantics/rules/families.h"
 
 namespace hlocache::compiler {
 namespace {
@@ -13,10 +14,6 @@ using hlo::Instruction;
 using hlo::Opcode;
 using hlo::Shape;
 
-bool Takes(Opcode op) {
-  return op == Opcode::kSetDimensionSize || op == Opcode::kGetDimensionSize ||
-         op == Opcode::kDynamicReshape;
-}
 bool NotElementwise(Opcode) { return false; }
 
 Status Lower(CpuEmitter& e, int32_t index, const Instruction& inst) {
@@ -68,6 +65,6 @@ Status Lower(CpuEmitter& e, int32_t index, const Instruction& inst) {
 
 }  // namespace
 
-CpuOpFamily CpuDynamicOps() { return {Takes, NotElementwise, Lower}; }
+CpuOpFamily CpuDynamicOps() { return {interp::DynamicRules().takes, NotElementwise, Lower}; }
 
 }  // namespace hlocache::compiler

@@ -5,6 +5,7 @@
 
 #include "compiler/codegen/cpu_families.h"
 #include "compiler/codegen/cpu_source.h"
+#include "compiler/semantics/rules/families.h"
 
 namespace hlocache::compiler {
 namespace {
@@ -12,33 +13,11 @@ namespace {
 using hlo::Instruction;
 using hlo::Opcode;
 
-bool Takes(Opcode op) {
-  switch (op) {
-    case Opcode::kPopulationCount:
-    case Opcode::kClz:
-    case Opcode::kCbrt:
-    case Opcode::kTan:
-    case Opcode::kErf:
-    case Opcode::kAcos:
-    case Opcode::kAcosh:
-    case Opcode::kAsin:
-    case Opcode::kAsinh:
-    case Opcode::kAtan:
-    case Opcode::kAtanh:
-    case Opcode::kCosh:
-    case Opcode::kSinh:
-    case Opcode::kReducePrecision:
-    case Opcode::kBitcastConvert:
-    case Opcode::kStochasticConvert:
-      return true;
-    default:
-      return false;
-  }
-}
-
 // A bitcast-convert may change the element count; every other op of the family maps element i
 // to element i.
-bool Elementwise(Opcode op) { return Takes(op) && op != Opcode::kBitcastConvert; }
+bool Elementwise(Opcode op) {
+  return interp::ElementwiseRules().takes(op) && op != Opcode::kBitcastConvert;
+}
 
 // The libm function of a transcendental op.
 const char* MathFunction(Opcode op) {
@@ -115,6 +94,6 @@ Status Lower(CpuEmitter& e, int32_t index, const Instruction& inst) {
 
 }  // namespace
 
-CpuOpFamily CpuElementwiseOps() { return {Takes, Elementwise, Lower}; }
+CpuOpFamily CpuElementwiseOps() { return {interp::ElementwiseRules().takes, Elementwise, Lower}; }
 
 }  // namespace hlocache::compiler

@@ -16,6 +16,7 @@
 #include "compiler/codegen/cpu_families.h"
 #include "compiler/codegen/cpu_source.h"
 #include "compiler/hlo/gather_scatter_dims.h"
+#include "compiler/semantics/rules/families.h"
 
 namespace hlocache::compiler {
 namespace {
@@ -27,7 +28,6 @@ using hlo::PrimitiveType;
 using hlo::Shape;
 using hlo::SliceAddressing;
 
-bool Takes(Opcode op) { return op == Opcode::kGather || op == Opcode::kScatter; }
 bool NotElementwise(Opcode) { return false; }
 
 // Appends each line of `text` to `out`, indented by `pad`.
@@ -287,6 +287,8 @@ Status Lower(CpuEmitter& e, int32_t index, const Instruction& inst) {
 
 }  // namespace
 
-CpuOpFamily CpuGatherScatterOps() { return {Takes, NotElementwise, Lower}; }
+CpuOpFamily CpuGatherScatterOps() {
+  return {interp::GatherScatterRules().takes, NotElementwise, Lower};
+}
 
 }  // namespace hlocache::compiler

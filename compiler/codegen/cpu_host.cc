@@ -6,6 +6,7 @@
 
 #include "compiler/codegen/cpu_families.h"
 #include "compiler/codegen/cpu_source.h"
+#include "compiler/semantics/rules/families.h"
 
 namespace hlocache::compiler {
 namespace {
@@ -13,7 +14,6 @@ namespace {
 using hlo::Instruction;
 using hlo::Opcode;
 
-bool Takes(Opcode op) { return hlo::IsHostTransfer(op); }
 bool NotElementwise(Opcode) { return false; }
 
 // Statements declaring `name`, an array of hc_host_leaf describing `leaves`.
@@ -99,6 +99,6 @@ Status Lower(CpuEmitter& e, int32_t index, const Instruction& inst) {
 
 }  // namespace
 
-CpuOpFamily CpuHostOps() { return {Takes, NotElementwise, Lower}; }
+CpuOpFamily CpuHostOps() { return {interp::HostRules().takes, NotElementwise, Lower}; }
 
 }  // namespace hlocache::compiler

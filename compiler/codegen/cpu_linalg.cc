@@ -5,6 +5,7 @@
 #include "compiler/codegen/cpu_families.h"
 #include "compiler/codegen/cpu_source.h"
 #include "compiler/semantics/linalg_options.h"
+#include "compiler/semantics/rules/families.h"
 
 namespace hlocache::compiler {
 namespace {
@@ -12,7 +13,6 @@ namespace {
 using hlo::Instruction;
 using hlo::Opcode;
 
-bool Takes(Opcode op) { return op == Opcode::kCholesky || op == Opcode::kTriangularSolve; }
 bool NotElementwise(Opcode) { return false; }
 
 const char* Bool(bool b) { return b ? "true" : "false"; }
@@ -42,6 +42,6 @@ Status Lower(CpuEmitter& e, int32_t index, const Instruction& inst) {
 
 }  // namespace
 
-CpuOpFamily CpuLinalgOps() { return {Takes, NotElementwise, Lower}; }
+CpuOpFamily CpuLinalgOps() { return {interp::LinalgRules().takes, NotElementwise, Lower}; }
 
 }  // namespace hlocache::compiler

@@ -7,6 +7,7 @@
 #include "compiler/codegen/cpu_families.h"
 #include "compiler/codegen/cpu_source.h"
 #include "compiler/semantics/prng.h"
+#include "compiler/semantics/rules/families.h"
 
 namespace hlocache::compiler {
 namespace {
@@ -15,10 +16,6 @@ using hlo::Instruction;
 using hlo::Opcode;
 using hlo::Shape;
 
-bool Takes(Opcode op) {
-  return op == Opcode::kRngBitGenerator || op == Opcode::kRngGetAndUpdateState ||
-         op == Opcode::kRng;
-}
 bool NotElementwise(Opcode) { return false; }
 
 std::string Attribute(const hlo::Module& m, const Instruction& inst, const char* name) {
@@ -97,6 +94,6 @@ Status Lower(CpuEmitter& e, int32_t index, const Instruction& inst) {
 
 }  // namespace
 
-CpuOpFamily CpuRngOps() { return {Takes, NotElementwise, Lower}; }
+CpuOpFamily CpuRngOps() { return {interp::RngRules().takes, NotElementwise, Lower}; }
 
 }  // namespace hlocache::compiler

@@ -8,6 +8,7 @@
 
 #include "compiler/codegen/cpu_families.h"
 #include "compiler/codegen/cpu_source.h"
+#include "compiler/semantics/rules/families.h"
 #include "compiler/semantics/shape_context.h"
 
 namespace hlocache::compiler {
@@ -16,8 +17,6 @@ namespace {
 using hlo::Instruction;
 using hlo::Opcode;
 using hlo::Shape;
-
-bool Takes(Opcode op) { return op == Opcode::kScan; }
 
 bool NotElementwise(Opcode) { return false; }
 
@@ -101,6 +100,6 @@ Status Lower(CpuEmitter& e, int32_t index, const Instruction& inst) {
 
 }  // namespace
 
-CpuOpFamily CpuScanOps() { return {Takes, NotElementwise, Lower}; }
+CpuOpFamily CpuScanOps() { return {interp::ScanRules().takes, NotElementwise, Lower}; }
 
 }  // namespace hlocache::compiler

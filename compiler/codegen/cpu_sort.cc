@@ -6,6 +6,7 @@
 
 #include "compiler/codegen/cpu_families.h"
 #include "compiler/codegen/cpu_source.h"
+#include "compiler/semantics/rules/families.h"
 
 namespace hlocache::compiler {
 namespace {
@@ -13,8 +14,6 @@ namespace {
 using hlo::Instruction;
 using hlo::Opcode;
 using hlo::Shape;
-
-bool Takes(Opcode op) { return op == Opcode::kSort || op == Opcode::kTopK; }
 
 bool NotElementwise(Opcode) { return false; }
 
@@ -96,6 +95,6 @@ Status Lower(CpuEmitter& e, int32_t index, const Instruction& inst) {
 
 }  // namespace
 
-CpuOpFamily CpuSortOps() { return {Takes, NotElementwise, Lower}; }
+CpuOpFamily CpuSortOps() { return {interp::SortRules().takes, NotElementwise, Lower}; }
 
 }  // namespace hlocache::compiler

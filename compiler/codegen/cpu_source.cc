@@ -6,9 +6,9 @@
 
 #include "compiler/semantics/constant.h"
 #include "compiler/semantics/core_ops.h"
-#include "compiler/semantics/shape_rules.h"
 #include "compiler/semantics/half.h"
 #include "compiler/semantics/minifloat.h"
+#include "compiler/semantics/shape_rules.h"
 
 namespace hlocache::compiler {
 

@@ -13,6 +13,7 @@
 #include "compiler/codegen/cpu_families.h"
 #include "compiler/codegen/cpu_source.h"
 #include "compiler/hlo/window.h"
+#include "compiler/semantics/rules/families.h"
 
 namespace hlocache::compiler {
 namespace {
@@ -23,7 +24,6 @@ using hlo::Opcode;
 using hlo::Shape;
 using hlo::WindowDimension;
 
-bool Takes(Opcode op) { return op == Opcode::kReduceWindow || op == Opcode::kSelectAndScatter; }
 bool NotElementwise(Opcode) { return false; }
 
 bool Trivial(const WindowDimension& w) {
@@ -196,6 +196,6 @@ Status Lower(CpuEmitter& e, int32_t index, const Instruction& inst) {
 
 }  // namespace
 
-CpuOpFamily CpuWindowOps() { return {Takes, NotElementwise, Lower}; }
+CpuOpFamily CpuWindowOps() { return {interp::WindowRules().takes, NotElementwise, Lower}; }
 
 }  // namespace hlocache::compiler

@@ -11,6 +11,7 @@
 #include "compiler/codegen/cpu_calls.h"
 #include "compiler/codegen/cpu_families.h"
 #include "compiler/codegen/cpu_source.h"
+#include "compiler/semantics/rules/families.h"
 
 namespace hlocache::compiler {
 namespace {
@@ -18,23 +19,6 @@ namespace {
 using hlo::Instruction;
 using hlo::Opcode;
 using hlo::Shape;
-
-bool Takes(Opcode op) {
-  switch (op) {
-    case Opcode::kAfterAll:
-    case Opcode::kAddDependency:
-    case Opcode::kOptimizationBarrier:
-    case Opcode::kDomain:
-    case Opcode::kCopyStart:
-    case Opcode::kCopyDone:
-    case Opcode::kAsyncStart:
-    case Opcode::kAsyncUpdate:
-    case Opcode::kAsyncDone:
-      return true;
-    default:
-      return false;
-  }
-}
 
 bool NotElementwise(Opcode) { return false; }
 
@@ -112,6 +96,6 @@ Status Lower(CpuEmitter& e, int32_t index, const Instruction& inst) {
 
 }  // namespace
 
-CpuOpFamily CpuWrapperOps() { return {Takes, NotElementwise, Lower}; }
+CpuOpFamily CpuWrapperOps() { return {interp::WrapperRules().takes, NotElementwise, Lower}; }
 
 }  // namespace hlocache::compiler
