@@ -221,7 +221,8 @@ int Main(int argc, char** argv) {
   serve->add_option("--upstream", so.upstream_url,
                     "origin server (http(s)://HOST:PORT) to read through to, forward compiles "
                     "and uploads to; or a bucket (s3://BUCKET[/PREFIX]) to read through to and "
-                    "upload to");
+                    "upload to; or several origins and one bucket, comma-separated (each key's "
+                    "compiles go to one origin, by rendezvous hashing)");
   serve->add_option("--upstream-token", so.upstream_token,
                     "bearer token for the origin (default: $HLOCACHE_UPSTREAM_TOKEN)");
   serve->add_option("--upstream-ca-cert", so.upstream_ca_cert,

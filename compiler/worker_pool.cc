@@ -72,6 +72,25 @@ Result<CompileOutcome> WorkerPool::Compile(const CompileRequest& request) {
     }
     flight = std::make_shared<Flight>();
     flights_.emplace(request.key, flight);
+  }
+  // Looked up once the flight is registered: a compile of the key that finished between the
+  // caller's own lookup and here is found, not repeated.
+  if (std::optional<std::string> found = request.find ? request.find() : std::nullopt; found) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.coalesced;
+      flights_.erase(request.key);
+    }
+    {
+      std::lock_guard<std::mutex> lock(flight->mu);
+      flight->result = *found;
+    }
+    flight->done_cv.notify_all();
+    return CompileOutcome{std::move(*found), true, elapsed()};
+  }
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    const size_t workers = std::max<size_t>(options_.workers, 1);
     ++stats_.waiting;
     slot_free_.wait(lock, [&] { return stats_.running < workers; });
     --stats_.waiting;
@@ -133,8 +152,8 @@ Result<std::string> WorkerPool::RunJob(const CompileRequest& request) {
   if (outcome.timed_out) {
     return Error(
         DeadlineExceeded("the compile ran past its time limit of " +
-                          std::to_string(std::chrono::duration<double>(options_.timeout).count()) +
-                          " s; its worker and compilers were killed"));
+                         std::to_string(std::chrono::duration<double>(options_.timeout).count()) +
+                         " s; its worker and compilers were killed"));
   }
   if (outcome.signal != 0) {
     return Error(Internal("the compile worker was killed by signal " +

@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,11 @@ struct CompileRequest {
   // released and before the key is free for a new compile (a server stores it here, so no
   // request for the key can miss in between). Optional; must not call back into the pool.
   std::function<void(const std::string& artifact)> publish;
+  // Called by the compiling request once its flight is registered, before it waits for a
+  // worker: an artifact it returns is the outcome (coalesced, nothing compiled). A server
+  // looks in its store, so a compile that was published after the server's own lookup is
+  // not run again. Optional; must not call back into the pool.
+  std::function<std::optional<std::string>()> find;
 };
 
 struct CompileOutcome {

@@ -147,7 +147,16 @@ void HandleCompile(ServerContext& ctx, const httplib::Request& req, const std::s
       ctx.metrics.store_errors.fetch_add(1, std::memory_order_relaxed);
       std::fprintf(stderr, "hlocache: serve: cannot store %s: %s\n", key.c_str(),
                    put.error().ToString().c_str());
+      return;
     }
+    // Before any waiter is answered: in front of a bucket, hosts that read the bucket find
+    // the artifact there from now on.
+    if (ctx.upstream) ctx.upstream->Publish(key);
+  };
+  request.find = [&ctx, &key]() -> std::optional<std::string> {
+    auto found = ctx.store->Get(key);
+    if (!found || !*found) return std::nullopt;
+    return std::move(**found);
   };
   auto outcome = ctx.pool->Compile(request);
   if (!outcome) {
@@ -175,7 +184,6 @@ void HandleCompile(ServerContext& ctx, const httplib::Request& req, const std::s
   if (!outcome->coalesced) {
     ctx.metrics.compile_micros.fetch_add(static_cast<uint64_t>(outcome->seconds * 1e6),
                                          std::memory_order_relaxed);
-    if (ctx.upstream) ctx.upstream->QueueUpload(key);
   }
   SendArtifact(ctx, res, key, std::move(outcome->artifact),
                outcome->coalesced ? "coalesced" : "miss");

@@ -267,6 +267,14 @@ std::string Metrics::RenderStatsJson(const cache::StoreStats* store,
                      {"failures", upstream->failures},
                      {"skipped", upstream->skipped},
                      {"pending_uploads", upstream->pending_uploads}};
+    nlohmann::json parts = nlohmann::json::array();
+    for (const UpstreamPartStats& part : upstream->parts) {
+      parts.push_back({{"url", part.url},
+                       {"up", part.up},
+                       {"failures", part.failures},
+                       {"skipped", part.skipped}});
+    }
+    j["upstream"]["parts"] = std::move(parts);
     const storage::RequestStats& r = upstream->requests;
     if (r.kept) {
       j["upstream"]["requests"] = {{"sent", r.requests},

@@ -11,13 +11,11 @@
 
 #include "cache/dir_lock.h"
 #include "common/file.h"
-#include "common/http_client.h"
 #include "compiler/target.h"
 #include "compiler/toolchain.h"
 #include "server/access_log.h"
 #include "server/connection.h"
 #include "server/context.h"
-#include "storage/s3_backend.h"
 
 namespace hlocache::server {
 namespace {
@@ -316,10 +314,7 @@ Status CheckServerOptions(const ServerOptions& o) {
           "--readonly and --upstream do not go together: a server reading through keeps what it "
           "fetches");
     }
-    if (storage::IsS3Url(o.upstream_url)) return Status::Ok();  // Checked when it is made.
-    if (auto url = ParseServerUrl(o.upstream_url); !url) {
-      return InvalidArgument("--upstream: " + url.error().message());
-    }
+    HLOCACHE_RETURN_IF_ERROR(CheckUpstreamList(o.upstream_url));
   }
   return Status::Ok();
 }

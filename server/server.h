@@ -46,7 +46,8 @@ struct ServerOptions {
   bool access_log_json = false;
   std::filesystem::path worker_binary;  // The `hlocache` executable that runs compile-worker.
   std::string cxx = "c++";
-  // The origin this server reads through to (server/upstream.h); empty for none.
+  // The origins and bucket this server reads through to (server/upstream.h: a comma-separated
+  // list); empty for none.
   std::string upstream_url;
   std::string upstream_token;    // Its bearer token.
   std::string upstream_ca_cert;  // The CA of an https origin; empty for the system's.

@@ -1,5 +1,6 @@
 #include "server/upstream.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
@@ -15,6 +16,7 @@
 #include "server/verified_put.h"
 #include "storage/availability.h"
 #include "storage/http_backend.h"
+#include "storage/rendezvous.h"
 #include "storage/s3_backend.h"
 
 namespace hlocache::server {
@@ -22,21 +24,36 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// One origin server or the bucket, with its own rest after failures.
+struct Part {
+  std::string url;  // Normalized: the name rendezvous hashing scores.
+  std::unique_ptr<storage::Backend> backend;
+  std::unique_ptr<HttpGetterPool> getters;  // An origin's file listings; null for a bucket.
+  std::unique_ptr<storage::Availability> availability;  // Made by the upstream that owns it.
+};
+
 class UpstreamImpl final : public Upstream {
  public:
-  UpstreamImpl(UpstreamOptions options, cache::Store& store,
-               std::unique_ptr<storage::Backend> origin, const HttpGetOptions& get_options)
+  UpstreamImpl(UpstreamOptions options, cache::Store& store, std::vector<Part> origins,
+               std::unique_ptr<Part> bucket)
       : options_(std::move(options)),
         store_(store),
-        origin_(std::move(origin)),
-        getters_(options_.url, get_options),
-        availability_(
-            "upstream " + options_.url, options_.backoff,
-            [](std::string_view line) {
-              std::fprintf(stderr, "hlocache: %.*s\n", static_cast<int>(line.size()), line.data());
-            },
-            // The uploader catches up as soon as the origin is back.
-            [this] { queue_changed_.notify_all(); }) {
+        origins_(std::move(origins)),
+        bucket_(std::move(bucket)) {
+    auto rest = [this](Part& part) {
+      part.availability = std::make_unique<storage::Availability>(
+          "upstream " + part.url, options_.backoff,
+          [](std::string_view line) {
+            std::fprintf(stderr, "hlocache: %.*s\n", static_cast<int>(line.size()), line.data());
+          },
+          // The uploader catches up as soon as an upstream is back.
+          [this] { queue_changed_.notify_all(); });
+    };
+    for (Part& origin : origins_) {
+      rest(origin);
+      origin_urls_.push_back(origin.url);
+    }
+    if (bucket_) rest(*bucket_);
     LoadPending();
     uploader_ = std::thread([this] { RunUploader(); });
   }
@@ -57,43 +74,31 @@ class UpstreamImpl final : public Upstream {
   }
 
   Result<std::optional<uint64_t>> Head(std::string_view key) override {
-    if (!availability_.Admit()) return Error(availability_.Resting());
-    return availability_.Record(origin_->Head(key));
+    Status last = NothingToAsk();
+    for (Part* part : ReadOrder(key)) {
+      if (!part->availability->Admit()) {
+        last = part->availability->Resting();
+        continue;
+      }
+      auto r = part->availability->Record(part->backend->Head(key));
+      if (r || r.error().code() != StatusCode::kUnavailable) return r;
+      last = r.error();
+    }
+    return Error(last);
   }
 
   Result<std::vector<FileEntry>> ListFiles(std::string_view file_namespace, std::string_view prefix,
                                            size_t limit) override {
-    if (!options_.url.starts_with("http")) {
+    if (origins_.empty()) {
       return Error(Unavailable("upstream " + options_.url + " lists no files (a bucket)"));
     }
-    if (!availability_.Admit()) return Error(availability_.Resting());
-    httplib::Params params{{"prefix", std::string(prefix)}};
-    if (limit != 0) params.emplace("limit", std::to_string(limit));
-    const std::string path =
-        httplib::append_query_params("/v1/files/" + std::string(file_namespace), params);
-    std::unique_ptr<HttpGetter> getter = getters_.Take();
-    auto r = getter->GetWhole(path);
-    if (!r) {
-      return Error(availability_.Record(Unavailable(
-          "upstream " + options_.url + ": GET /v1/files failed: " + r.error().message())));
+    Status last = NothingToAsk();
+    for (Part& origin : origins_) {
+      auto listed = ListFilesAt(origin, file_namespace, prefix, limit);
+      if (listed) return listed;
+      last = listed.error();
     }
-    getters_.GiveBack(std::move(getter));
-    if (r->first != 200) {
-      httplib::Response reply;
-      reply.status = r->first;
-      reply.body = std::move(r->second);
-      const std::string why =
-          "upstream " + options_.url + ": GET /v1/files answered " + DescribeReply(reply);
-      // Counted; a 5xx rests the origin as any request's does.
-      (void)availability_.Record(reply.status >= 500 ? Unavailable(why) : InvalidArgument(why));
-      return Error(Unavailable(why));
-    }
-    (void)availability_.Record(Status::Ok());
-    auto parsed = ParseFileListing(r->second);
-    if (!parsed) {
-      return Error(Unavailable("upstream " + options_.url + ": " + parsed.error().message()));
-    }
-    return parsed;
+    return Error(last);
   }
 
   Result<UpstreamCompile> Compile(std::string_view key, std::string_view hlo_text,
@@ -114,17 +119,42 @@ class UpstreamImpl final : public Upstream {
     queue_changed_.notify_all();
   }
 
+  void Publish(std::string_view key) override {
+    if (bucket_ && bucket_->availability->Admit() &&
+        UploadTo(*bucket_, std::string(key)) == UploadResult::kDone) {
+      return;
+    }
+    QueueUpload(key);
+  }
+
   UpstreamStats stats() const override {
     UpstreamStats s;
     {
       std::lock_guard<std::mutex> lock(stats_mu_);
       s = stats_;
     }
-    const storage::AvailabilityStats a = availability_.stats();
-    s.failures = a.failures;
-    s.skipped = a.skipped;
-    s.up = a.up;
-    s.requests = origin_->request_stats();
+    auto add = [&s](const Part& part) {
+      const storage::AvailabilityStats a = part.availability->stats();
+      s.failures += a.failures;
+      s.skipped += a.skipped;
+      s.up = s.up && a.up;
+      s.parts.push_back({part.url, a.up, a.failures, a.skipped});
+      const storage::RequestStats r = part.backend->request_stats();
+      if (!r.kept) return;
+      storage::RequestStats& t = s.requests;
+      t.kept = true;
+      t.requests += r.requests;
+      t.retries += r.retries;
+      t.bytes_sent += r.bytes_sent;
+      t.bytes_received += r.bytes_received;
+      t.latency_micros += r.latency_micros;
+      t.errors_unavailable += r.errors_unavailable;
+      t.throttled += r.throttled;
+      t.errors_denied += r.errors_denied;
+      t.errors_refused += r.errors_refused;
+    };
+    for (const Part& origin : origins_) add(origin);
+    if (bucket_) add(*bucket_);
     {
       std::lock_guard<std::mutex> lock(queue_mu_);
       s.pending_uploads = queue_.size();
@@ -138,8 +168,38 @@ class UpstreamImpl final : public Upstream {
     ++(stats_.*counter);
   }
 
+  Status NothingToAsk() const { return Unavailable("upstream " + options_.url + ": none is up"); }
+
+  // The key's origins, its first choice first.
+  std::vector<Part*> OriginOrder(std::string_view key) {
+    std::vector<Part*> order;
+    for (size_t i : storage::RendezvousOrder(origin_urls_, key)) order.push_back(&origins_[i]);
+    return order;
+  }
+
+  // Where an artifact is read from: the bucket (the authority on what exists), then, should
+  // it not answer, the key's origins in order.
+  std::vector<Part*> ReadOrder(std::string_view key) {
+    std::vector<Part*> order;
+    if (bucket_) order.push_back(bucket_.get());
+    for (Part* origin : OriginOrder(key)) order.push_back(origin);
+    return order;
+  }
+
+  // Asks each in ReadOrder until one answers (a hit or a miss); one that cannot be reached
+  // (or rests) hands the read to the next.
   Result<bool> FetchNow(std::string_view key) {
-    if (!availability_.Admit()) return Error(availability_.Resting());
+    Status last = NothingToAsk();
+    for (Part* part : ReadOrder(key)) {
+      auto fetched = FetchFrom(*part, key);
+      if (fetched || fetched.error().code() != StatusCode::kUnavailable) return fetched;
+      last = fetched.error();
+    }
+    return Error(last);
+  }
+
+  Result<bool> FetchFrom(Part& part, std::string_view key) {
+    if (!part.availability->Admit()) return Error(part.availability->Resting());
     // The body goes through the same checks as an upload, into the store as it arrives.
     std::unique_ptr<VerifiedPut> put;
     storage::ReadSink sink;
@@ -148,26 +208,61 @@ class UpstreamImpl final : public Upstream {
       return true;
     };
     sink.chunk = [&](std::string_view bytes) { return put->Receive(bytes); };
-    HLOCACHE_ASSIGN_OR_RETURN(bool found, availability_.Record(origin_->Read(key, sink)));
+    HLOCACHE_ASSIGN_OR_RETURN(bool found, part.availability->Record(part.backend->Read(key, sink)));
     if (!found) {
       Count(&UpstreamStats::fetch_misses);
       return false;
     }
     auto stored = put->Finish();
     if (!stored) {
-      return Error(Status(stored.error().code(), "artifact from upstream " + options_.url + ": " +
-                                                     stored.error().message()));
+      return Error(Status(stored.error().code(),
+                          "artifact from upstream " + part.url + ": " + stored.error().message()));
     }
     Count(&UpstreamStats::fetches);
     return true;
   }
 
+  Result<std::vector<FileEntry>> ListFilesAt(Part& origin, std::string_view file_namespace,
+                                             std::string_view prefix, size_t limit) {
+    storage::Availability& availability = *origin.availability;
+    if (!availability.Admit()) return Error(availability.Resting());
+    httplib::Params params{{"prefix", std::string(prefix)}};
+    if (limit != 0) params.emplace("limit", std::to_string(limit));
+    const std::string path =
+        httplib::append_query_params("/v1/files/" + std::string(file_namespace), params);
+    std::unique_ptr<HttpGetter> getter = origin.getters->Take();
+    auto r = getter->GetWhole(path);
+    if (!r) {
+      return Error(availability.Record(Unavailable(
+          "upstream " + origin.url + ": GET /v1/files failed: " + r.error().message())));
+    }
+    origin.getters->GiveBack(std::move(getter));
+    if (r->first != 200) {
+      httplib::Response reply;
+      reply.status = r->first;
+      reply.body = std::move(r->second);
+      const std::string why =
+          "upstream " + origin.url + ": GET /v1/files answered " + DescribeReply(reply);
+      // Counted; a 5xx rests the origin as any request's does.
+      (void)availability.Record(reply.status >= 500 ? Unavailable(why) : InvalidArgument(why));
+      return Error(Unavailable(why));
+    }
+    (void)availability.Record(Status::Ok());
+    auto parsed = ParseFileListing(r->second);
+    if (!parsed) {
+      return Error(Unavailable("upstream " + origin.url + ": " + parsed.error().message()));
+    }
+    return parsed;
+  }
+
+  // The bucket first (what it holds is fetched, checked and kept here); then the origins in the
+  // key's order, so every host sends a key's compile to the same origin while it is up, and to
+  // the next one while it is not.
   Result<UpstreamCompile> CompileNow(std::string_view key, std::string_view hlo_text,
                                      std::string_view target) {
-    if (!origin_->CanCompile(target)) {
-      // A bucket: what it holds is fetched (checked, and kept here); what it lacks this host
-      // compiles, and its upload queue puts the artifact in the bucket.
-      auto fetched = FetchNow(key);
+    Status last = NothingToAsk();
+    if (bucket_) {
+      auto fetched = FetchFrom(*bucket_, key);
       if (fetched && *fetched) {
         auto stored = store_.Get(key);
         if (stored && *stored) {
@@ -177,26 +272,42 @@ class UpstreamImpl final : public Upstream {
           return out;
         }
       }
-      return Error(Unavailable(
-          "upstream " + options_.url +
-          (fetched ? " does not hold " + std::string(key) : ": " + fetched.error().message())));
+      last = fetched
+                 ? Unavailable("upstream " + bucket_->url + " does not hold " + std::string(key))
+                 : Unavailable("upstream " + bucket_->url + ": " + fetched.error().message());
     }
-    if (!availability_.Admit()) return Error(availability_.Resting());
-    auto r = origin_->Compile(hlo_text, target);
+    for (Part* origin : OriginOrder(key)) {
+      if (!origin->backend->CanCompile(target)) continue;
+      auto compiled = CompileAt(*origin, key, hlo_text, target);
+      if (compiled) return compiled;
+      const StatusCode code = compiled.error().code();
+      if (code == StatusCode::kInvalidArgument || code == StatusCode::kFailedPrecondition) {
+        return compiled;  // The module's fault: the next origin would refuse it alike.
+      }
+      last = compiled.error();
+    }
+    return Error(last);
+  }
+
+  Result<UpstreamCompile> CompileAt(Part& origin, std::string_view key, std::string_view hlo_text,
+                                    std::string_view target) {
+    storage::Availability& availability = *origin.availability;
+    if (!availability.Admit()) return Error(availability.Resting());
+    auto r = origin.backend->Compile(hlo_text, target);
     if (!r) {
       const StatusCode code = r.error().code();
       if (code == StatusCode::kInvalidArgument || code == StatusCode::kFailedPrecondition) {
         // The origin's verdict on the module: it is up, and compiling here would fail alike.
-        (void)availability_.Record(Status::Ok());
+        (void)availability.Record(Status::Ok());
         return Error(Status(code, "upstream " + r.error().message()));
       }
       // Unreachable, busy, read-only or refusing this host's token: compiling here is right.
-      return Error(Unavailable(availability_.Record(Status(r.error())).message()));
+      return Error(Unavailable(availability.Record(Status(r.error())).message()));
     }
-    (void)availability_.Record(Status::Ok());
+    (void)availability.Record(Status::Ok());
     if (r->key != key) {
       // Another compiler id on the origin: its executable is not the one this key names.
-      return Error(Unavailable("upstream " + options_.url + " keys this module as " + r->key +
+      return Error(Unavailable("upstream " + origin.url + " keys this module as " + r->key +
                                ", not " + std::string(key) + " (another compiler)"));
     }
     VerifiedPut put(store_, std::string(key), r->artifact.size(), options_.strict_checks);
@@ -205,7 +316,7 @@ class UpstreamImpl final : public Upstream {
     if (!stored) {
       if (stored.error().code() == StatusCode::kInvalidArgument) {
         return Error(
-            Unavailable("upstream " + options_.url +
+            Unavailable("upstream " + origin.url +
                         " sent an artifact that fails its check: " + stored.error().message()));
       }
       // It passed every check; only keeping a copy here failed (a full disk, say).
@@ -221,7 +332,28 @@ class UpstreamImpl final : public Upstream {
 
   enum class UploadResult { kDone, kRetry };
 
-  UploadResult UploadNow(const std::string& key) {
+  // Where a queued upload goes: the bucket, else the key's first origin that is not resting
+  // (where a read of the key looks first); null while every one rests.
+  Part* UploadDestination(std::string_view key) {
+    if (bucket_)
+      return bucket_->availability->RestLeft() > Clock::duration::zero() ? nullptr : bucket_.get();
+    for (Part* origin : OriginOrder(key)) {
+      if (origin->availability->RestLeft() <= Clock::duration::zero()) return origin;
+    }
+    return nullptr;
+  }
+
+  // How long until an upload destination may be asked again.
+  Clock::duration ShortestRest() const {
+    Clock::duration shortest = Clock::duration::max();
+    if (bucket_) return bucket_->availability->RestLeft();
+    for (const Part& origin : origins_) {
+      shortest = std::min(shortest, origin.availability->RestLeft());
+    }
+    return shortest == Clock::duration::max() ? Clock::duration::zero() : shortest;
+  }
+
+  UploadResult UploadTo(Part& part, const std::string& key) {
     auto opened = store_.OpenReader(key);
     if (!opened || !*opened) return UploadResult::kDone;  // Gone (evicted) or unreadable.
     std::unique_ptr<cache::ArtifactReader> reader = std::move(*opened);
@@ -229,24 +361,25 @@ class UpstreamImpl final : public Upstream {
       HLOCACHE_ASSIGN_OR_RETURN(std::span<const char> chunk, reader->Next());
       return std::string_view(chunk.data(), chunk.size());
     };
-    const Status sent = origin_->Write(key, reader->info().size, next, reader->info().artifact);
+    const Status sent =
+        part.backend->Write(key, reader->info().size, next, reader->info().artifact);
     if (sent.ok()) {
-      (void)availability_.Record(sent);
+      (void)part.availability->Record(sent);
       Count(&UpstreamStats::uploads);
       return UploadResult::kDone;
     }
     if (sent.code() == StatusCode::kDataLoss) {
       // The local copy failed its check while it was read (and is quarantined): nothing to send.
       std::fprintf(stderr, "hlocache: upload of %s to upstream %s dropped: %s\n", key.c_str(),
-                   options_.url.c_str(), sent.message().c_str());
+                   part.url.c_str(), sent.message().c_str());
       return UploadResult::kDone;
     }
-    if (availability_.Record(sent).code() == StatusCode::kUnavailable) {
-      return UploadResult::kRetry;  // The origin rests; the key stays queued.
+    if (part.availability->Record(sent).code() == StatusCode::kUnavailable) {
+      return UploadResult::kRetry;  // It rests; the key stays queued.
     }
     Count(&UpstreamStats::upload_refused);
-    std::fprintf(stderr, "hlocache: upstream %s refused %s: %s\n", options_.url.c_str(),
-                 key.c_str(), sent.message().c_str());
+    std::fprintf(stderr, "hlocache: upstream %s refused %s: %s\n", part.url.c_str(), key.c_str(),
+                 sent.message().c_str());
     return UploadResult::kDone;
   }
 
@@ -300,13 +433,14 @@ class UpstreamImpl final : public Upstream {
     while (true) {
       queue_changed_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
       if (stopping_) break;
-      if (const auto wait = availability_.RestLeft(); wait > Clock::duration::zero()) {
-        queue_changed_.wait_for(lock, wait);
+      const std::string key = queue_.front();
+      Part* destination = UploadDestination(key);
+      if (destination == nullptr) {
+        queue_changed_.wait_for(lock, ShortestRest());
         continue;
       }
-      const std::string key = queue_.front();
       lock.unlock();
-      const UploadResult result = UploadNow(key);
+      const UploadResult result = UploadTo(*destination, key);
       lock.lock();
       if (result == UploadResult::kDone) {
         queue_.pop_front();
@@ -318,14 +452,14 @@ class UpstreamImpl final : public Upstream {
 
   const UpstreamOptions options_;
   cache::Store& store_;
-  const std::unique_ptr<storage::Backend> origin_;  // Artifacts: HEAD, reads, uploads, compiles.
-  HttpGetterPool getters_;  // The origin's file listings, on connections kept between them.
+  std::vector<Part> origins_;     // hlocache servers: reads, compiles, uploads without a bucket.
+  std::unique_ptr<Part> bucket_;  // Null without one: reads, and every upload.
+  std::vector<std::string> origin_urls_;  // What rendezvous hashing scores, in origins_' order.
   SingleFlight<Result<bool>> fetches_;
   SingleFlight<Result<UpstreamCompile>> compiles_;
 
   mutable std::mutex stats_mu_;  // Guards stats_.
   UpstreamStats stats_;
-  storage::Availability availability_;  // The origin's rest after failures.
 
   // Guards the upload queue. The uploader takes stats_mu_ while holding it; nothing takes
   // them the other way round.
@@ -339,31 +473,77 @@ class UpstreamImpl final : public Upstream {
 
 }  // namespace
 
-Result<std::unique_ptr<Upstream>> Upstream::Make(UpstreamOptions options, cache::Store& store) {
-  if (storage::IsS3Url(options.url)) {
-    storage::S3Options s3;
-    s3.ca_cert = options.ca_cert;
-    HLOCACHE_ASSIGN_OR_RETURN(std::unique_ptr<storage::Backend> bucket,
-                              storage::MakeS3Backend(options.url, std::move(s3)));
-    options.url = bucket->name();
-    return std::unique_ptr<Upstream>(
-        new UpstreamImpl(std::move(options), store, std::move(bucket), HttpGetOptions{}));
+std::vector<std::string> SplitUpstreamList(std::string_view list) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = list.find(',', start);
+    if (comma == std::string_view::npos) comma = list.size();
+    std::string_view part = list.substr(start, comma - start);
+    while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
+    while (!part.empty() && part.back() == ' ') part.remove_suffix(1);
+    if (!part.empty()) parts.emplace_back(part);
+    start = comma + 1;
   }
-  auto url = ParseServerUrl(options.url);
-  if (!url) return Error(InvalidArgument("--upstream: " + url.error().message()));
-  options.url = std::move(*url);
-  storage::HttpBackendOptions http;
-  http.token = options.token;
-  http.ca_cert = options.ca_cert;
-  http.connect_timeout = options.connect_timeout;
-  http.io_timeout = options.io_timeout;
-  http.compile_timeout = options.compile_timeout;
-  http.headers = options.headers;
-  const HttpGetOptions get_options = storage::HttpGetOptionsOf(http);
-  HLOCACHE_ASSIGN_OR_RETURN(std::unique_ptr<storage::Backend> origin,
-                            storage::MakeHttpBackend(options.url, std::move(http)));
+  return parts;
+}
+
+Status CheckUpstreamList(std::string_view list) {
+  const std::vector<std::string> parts = SplitUpstreamList(list);
+  if (parts.empty()) return InvalidArgument("--upstream: no origin or bucket given");
+  std::string bucket;
+  std::set<std::string, std::less<>> seen;
+  for (const std::string& part : parts) {
+    std::string name;
+    if (storage::IsS3Url(part)) {
+      if (!bucket.empty()) {
+        return InvalidArgument("--upstream: one bucket at most, not " + bucket + " and " + part);
+      }
+      bucket = name = part;
+    } else {
+      auto url = ParseServerUrl(part);
+      if (!url) return InvalidArgument("--upstream: " + url.error().message());
+      name = std::move(*url);
+    }
+    if (!seen.insert(name).second) return InvalidArgument("--upstream: " + name + " given twice");
+  }
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<Upstream>> Upstream::Make(UpstreamOptions options, cache::Store& store) {
+  HLOCACHE_RETURN_IF_ERROR(CheckUpstreamList(options.url));
+  std::vector<Part> origins;
+  std::unique_ptr<Part> bucket;
+  std::string names;
+  for (const std::string& spec : SplitUpstreamList(options.url)) {
+    Part part;
+    if (storage::IsS3Url(spec)) {
+      storage::S3Options s3;
+      s3.ca_cert = options.ca_cert;
+      HLOCACHE_ASSIGN_OR_RETURN(part.backend, storage::MakeS3Backend(spec, std::move(s3)));
+      part.url = part.backend->name();
+    } else {
+      HLOCACHE_ASSIGN_OR_RETURN(part.url, ParseServerUrl(spec));
+      storage::HttpBackendOptions http;
+      http.token = options.token;
+      http.ca_cert = options.ca_cert;
+      http.connect_timeout = options.connect_timeout;
+      http.io_timeout = options.io_timeout;
+      http.compile_timeout = options.compile_timeout;
+      http.headers = options.headers;
+      part.getters = std::make_unique<HttpGetterPool>(part.url, storage::HttpGetOptionsOf(http));
+      HLOCACHE_ASSIGN_OR_RETURN(part.backend, storage::MakeHttpBackend(part.url, std::move(http)));
+    }
+    names += (names.empty() ? "" : ",") + part.url;
+    if (part.getters) {
+      origins.push_back(std::move(part));
+    } else {
+      bucket = std::make_unique<Part>(std::move(part));
+    }
+  }
+  options.url = std::move(names);
   return std::unique_ptr<Upstream>(
-      new UpstreamImpl(std::move(options), store, std::move(origin), get_options));
+      new UpstreamImpl(std::move(options), store, std::move(origins), std::move(bucket)));
 }
 
 }  // namespace hlocache::server

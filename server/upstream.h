@@ -14,9 +14,17 @@
 // which is how this host catches up once the origin is back.
 //
 // The origin may also be a bucket (`--upstream s3://BUCKET[/PREFIX]`, storage/s3_backend.h):
-// then misses are fetched from the bucket, this host compiles what the bucket lacks, and its
-// upload queue puts the artifact in the bucket, so hosts on one bucket share every compile
-// without an origin server. A bucket lists no file artifacts.
+// then misses are fetched from the bucket, this host compiles what the bucket lacks, and
+// stores the artifact in the bucket before it answers (Publish), so hosts on one bucket share
+// every compile without an origin server. A bucket lists no file artifacts.
+//
+// Several origins in front of one bucket (`--upstream URL,URL,s3://BUCKET`): reads go to the
+// bucket, the authority on what exists, and to the origins only while it cannot be reached;
+// a compile goes to the origin that rendezvous hashing ranks first for the key
+// (storage/rendezvous.h), so every host sends a key to the same origin and the fleet compiles
+// it once, and to the key's next origin while that one cannot be reached or rests. Without a
+// bucket, reads and uploads go to the key's origins in the same order. Each origin and the
+// bucket rest on their own.
 //
 // Concurrent fetches and forwarded compiles of one key share one request to the origin.
 //
@@ -41,7 +49,9 @@
 namespace hlocache::server {
 
 struct UpstreamOptions {
-  std::string url;      // http(s)://host:port of the origin, or s3://BUCKET[/PREFIX].
+  // http(s)://host:port of an origin, s3://BUCKET[/PREFIX], or a comma-separated list of
+  // origins and at most one bucket.
+  std::string url;
   std::string token;    // Bearer token for the origin (read to fetch and compile, write to upload).
   std::string ca_cert;  // PEM file of the CA that signs an https origin; empty: the system's.
   std::chrono::milliseconds connect_timeout{1000};
@@ -63,6 +73,14 @@ struct UpstreamCompile {
   bool shared = false;       // Another request on this host forwarded the same compile.
 };
 
+// One origin's or the bucket's state.
+struct UpstreamPartStats {
+  std::string url;
+  bool up = true;
+  uint64_t failures = 0;
+  uint64_t skipped = 0;
+};
+
 struct UpstreamStats {
   uint64_t fetches = 0;         // Artifacts fetched from the origin and stored here.
   uint64_t fetch_misses = 0;    // Fetches the origin answered with 404.
@@ -72,13 +90,21 @@ struct UpstreamStats {
   uint64_t failures = 0;  // Requests that could not reach the origin or were refused (not 404).
   uint64_t skipped = 0;   // Requests not tried because the origin was backing off.
   uint64_t pending_uploads = 0;    // Queued now.
-  bool up = true;                  // The last request reached the origin.
-  storage::RequestStats requests;  // The origin backend's request counters (a bucket keeps them).
+  bool up = true;                  // The last request to each origin and the bucket reached it.
+  storage::RequestStats requests;  // The bucket's request counters (origins keep none).
+  std::vector<UpstreamPartStats> parts;  // Each origin, then the bucket.
 };
+
+// The parts of an --upstream list, in order, spaces trimmed, empty ones dropped.
+std::vector<std::string> SplitUpstreamList(std::string_view list);
+// Whether `list` names at least one origin or bucket, every origin as a well-formed http(s)
+// URL, one bucket at most, nothing twice. Errors: kInvalidArgument, naming the part.
+Status CheckUpstreamList(std::string_view list);
 
 class Upstream {
  public:
-  // Errors: kInvalidArgument for a URL that is not http:// or https://.
+  // Errors: kInvalidArgument for a list CheckUpstreamList refuses; a bucket's errors
+  // (storage/s3_backend.h).
   static Result<std::unique_ptr<Upstream>> Make(UpstreamOptions options, cache::Store& store);
   // Stops the uploader; uploads still queued are written to `pending_file` (or dropped, and
   // said so on stderr, without one).
@@ -86,32 +112,43 @@ class Upstream {
 
   virtual const std::string& url() const = 0;
 
-  // Fetches `key` from the origin into the store, checked as an upload is. True when the store
-  // now holds it; false when the origin does not have it. Errors: kUnavailable when the origin
-  // cannot be reached, is resting after a failure or fails (5xx), kPermissionDenied when it
+  // Fetches `key` into the store, checked as an upload is, from the first in the read order
+  // (the bucket, then the key's origins) that answers. True when the store now holds it;
+  // false when the first to answer does not have it. Errors: kUnavailable when none can be
+  // reached, is resting after a failure or fails (5xx), kPermissionDenied when it
   // refuses this host's token, the store's errors, kInvalidArgument when what the origin sent
   // fails a check (nothing is stored) or the origin refused the request (another 4xx).
   virtual Result<bool> Fetch(std::string_view key) = 0;
 
-  // Whether the origin holds `key`, and its size. Errors as Fetch.
+  // Whether the first in the read order that answers holds `key`, and its size. Errors as
+  // Fetch.
   virtual Result<std::optional<uint64_t>> Head(std::string_view key) = 0;
 
-  // The origin's file artifacts of `file_namespace` under `prefix` (GET /v1/files), in path
-  // order; at most `limit` (0: every). Errors as Fetch.
+  // The file artifacts of `file_namespace` under `prefix` (GET /v1/files) of the first origin,
+  // in the list's order, that answers; in path order; at most `limit` (0: every). A bucket
+  // lists none. Errors as Fetch.
   virtual Result<std::vector<FileEntry>> ListFiles(std::string_view file_namespace,
                                                    std::string_view prefix, size_t limit) = 0;
 
-  // Asks the origin to compile (or find) the module whose key here is `key`, then stores the
-  // artifact. Errors: kInvalidArgument (400) and kFailedPrecondition (422) when the origin
-  // rejects the module itself, with the origin's reason: compiling here would fail alike.
-  // kUnavailable for everything after which compiling here is the right thing: the origin is
-  // unreachable, busy, read-only, or keys the module differently (another compiler).
+  // Finds the artifact of the module whose key here is `key` in the bucket, else asks the
+  // key's origins in rendezvous order to compile (or find) it, the next one when one cannot
+  // be reached; stores what it gets. Errors: kInvalidArgument (400) and kFailedPrecondition
+  // (422) when an origin rejects the module itself, with the origin's reason: compiling here
+  // would fail alike. kUnavailable for everything after which compiling here is the right
+  // thing: no origin can be reached, or each is busy, read-only, or keys the module
+  // differently (another compiler); the bucket alone does not hold it.
   virtual Result<UpstreamCompile> Compile(std::string_view key, std::string_view hlo_text,
                                           std::string_view target) = 0;
 
-  // Queues `key` (already in the store) for upload to the origin; the uploader sends it when
-  // the origin is reachable. A key already queued is queued once.
+  // Queues `key` (already in the store) for upload to the bucket, or without one to the key's
+  // first origin that is not resting; the uploader sends it when that one is reachable. A key
+  // already queued is queued once.
   virtual void QueueUpload(std::string_view key) = 0;
+
+  // For what this server compiled itself: with a bucket, writes `key` there before returning
+  // (hosts that read the bucket find it as soon as the compile is answered), and queues it
+  // should the write fail or the bucket rest; without one, queues it.
+  virtual void Publish(std::string_view key) = 0;
 
   virtual UpstreamStats stats() const = 0;
 };

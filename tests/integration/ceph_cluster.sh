@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # A throwaway Ceph cluster for tests: one monitor, two BlueStore OSDs on files, and a RADOS
 # Gateway (S3) on a loopback port, all under one directory, run as the calling user (root).
+# The gateway listens on $CEPH_RGW_ADDRESS instead where it is set (a test whose hosts live in
+# network namespaces runs the cluster in one of its own, and names that namespace's address).
 #
 #   ceph_cluster.sh start DIR [RGW_PORT]   starts it, with a bucket hlocache-test; writes DIR/env
 #                                          (the S3 endpoint and keys, as AWS_* variables)
@@ -43,7 +45,7 @@ start_osd() {
 
 start_rgw() {
   radosgw -c "$CONF" -n client.rgw.gw 2>>"$D/log/start.rgw.log"
-  wait_for 60 "the gateway" curl -sf -o /dev/null "http://127.0.0.1:$(cat "$D/rgw_port")/"
+  wait_for 60 "the gateway" curl -sf -o /dev/null "http://$(cat "$D/rgw_address"):$(cat "$D/rgw_port")/"
 }
 
 case "$cmd" in
@@ -52,7 +54,9 @@ start)
   mkdir -p "$D"/{run,log,mon.a,rgw}
   MON_PORT=$(free_port)
   RGW_PORT=${3:-$(free_port)}
+  RGW_ADDRESS=${CEPH_RGW_ADDRESS:-127.0.0.1}
   echo "$RGW_PORT" > "$D/rgw_port"
+  echo "$RGW_ADDRESS" > "$D/rgw_address"
   FSID=$(cat /proc/sys/kernel/random/uuid)
   cat > "$CONF" <<CONF
 [global]
@@ -103,7 +107,7 @@ mon data = $D/mon.a
 [osd]
 osd data = $D/osd.\$id
 [client.rgw.gw]
-rgw frontends = beast endpoint=127.0.0.1:$RGW_PORT
+rgw frontends = beast endpoint=$RGW_ADDRESS:$RGW_PORT
 rgw data = $D/rgw
 rgw thread pool size = 32
 CONF
@@ -127,14 +131,14 @@ CONF
     --access-key="$AK" --secret-key="$SK" >/dev/null
   # The bucket the tests use (path-style, as a custom endpoint is addressed).
   curl -sf -X PUT -H 'Content-Length: 0' -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' \
-    --aws-sigv4 aws:amz:us-east-1:s3 --user "$AK:$SK" "http://127.0.0.1:$RGW_PORT/hlocache-test"
+    --aws-sigv4 aws:amz:us-east-1:s3 --user "$AK:$SK" "http://$RGW_ADDRESS:$RGW_PORT/hlocache-test"
   cat > "$D/env" <<ENV
-AWS_ENDPOINT_URL_S3=http://127.0.0.1:$RGW_PORT
+AWS_ENDPOINT_URL_S3=http://$RGW_ADDRESS:$RGW_PORT
 AWS_ACCESS_KEY_ID=$AK
 AWS_SECRET_ACCESS_KEY=$SK
 AWS_REGION=us-east-1
 ENV
-  echo "ceph_cluster: up in ${SECONDS}s, S3 at http://127.0.0.1:$RGW_PORT"
+  echo "ceph_cluster: up in ${SECONDS}s, S3 at http://$RGW_ADDRESS:$RGW_PORT"
   ;;
 stop)
   for f in "$D"/run/*.pid; do

@@ -333,5 +333,22 @@ TEST_F(UpstreamTest, BadUpstreamOptionsAreRefusedAndADryRunStartsNothing) {
   EXPECT_FALSE(std::filesystem::exists(root_ / "s")) << "a dry run opens no store";
 }
 
+TEST_F(UpstreamTest, AListOfOriginsAndOneBucketIsCheckedPartByPart) {
+  const std::string serve = std::string(HLOCACHE_BINARY) + " serve --dir " + (root_ / "s").string();
+  EXPECT_THAT(CommandOutput(serve + " --upstream 'http://a:1, ftp://b:2' 2>&1; echo status=$?"),
+              HasSubstr("--upstream: 'ftp://b:2' is not an http:// or https:// URL\nstatus=1"));
+  EXPECT_THAT(
+      CommandOutput(serve + " --upstream s3://one,http://a:1,s3://two 2>&1; echo status=$?"),
+      HasSubstr("--upstream: one bucket at most, not s3://one and s3://two\nstatus=1"));
+  EXPECT_THAT(CommandOutput(serve + " --upstream http://a:1,http://a:1/ 2>&1; echo status=$?"),
+              HasSubstr("--upstream: http://a:1 given twice\nstatus=1"));
+  EXPECT_THAT(CommandOutput(serve + " --upstream ' , ' 2>&1; echo status=$?"),
+              HasSubstr("--upstream: no origin or bucket given\nstatus=1"));
+  EXPECT_THAT(CommandOutput(serve + " --upstream 'http://a:1, https://b:2' --dry-run; "
+                                    "echo status=$?"),
+              HasSubstr("reading through to http://a:1, https://b:2\nstatus=0"));
+  EXPECT_FALSE(std::filesystem::exists(root_ / "s"));
+}
+
 }  // namespace
 }  // namespace hlocache::testing

@@ -13,6 +13,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -181,6 +184,38 @@ TEST_F(WorkerPoolTest, SixteenConcurrentRequestsForOneKeyShareOneCompile) {
   EXPECT_EQ(pool.stats().compiles, 1u);
   EXPECT_EQ(pool.stats().coalesced, 15u);
   EXPECT_EQ(coalesced, 15);
+}
+
+TEST_F(WorkerPoolTest, ACompilePublishedAfterTheCallersLookupIsFoundNotRepeated) {
+  // A server's two requests for one key, both of which missed in its store: the first
+  // compiles and publishes before the second reaches the pool.
+  WorkerPool pool(Options());
+  std::mutex store_mu;
+  std::map<std::string, std::string> store;
+  auto request = [&] {
+    CompileRequest r{kKey, kModule, "", "m.hlo"};
+    r.publish = [&](const std::string& artifact) {
+      std::lock_guard<std::mutex> lock(store_mu);
+      store[kKey] = artifact;
+    };
+    r.find = [&]() -> std::optional<std::string> {
+      std::lock_guard<std::mutex> lock(store_mu);
+      auto it = store.find(kKey);
+      if (it == store.end()) return std::nullopt;
+      return it->second;
+    };
+    return r;
+  };
+  auto first = pool.Compile(request());
+  ASSERT_THAT(first, IsOk());
+  EXPECT_FALSE(first->coalesced);
+  auto second = pool.Compile(request());
+  ASSERT_THAT(second, IsOk());
+  EXPECT_TRUE(second->coalesced);
+  EXPECT_EQ(second->artifact, first->artifact);
+  EXPECT_EQ(started_.load(), 1) << "the second request compiled again";
+  EXPECT_EQ(pool.stats().compiles, 1u);
+  EXPECT_EQ(pool.stats().coalesced, 1u);
 }
 
 TEST_F(WorkerPoolTest, AHungCompilerIsKilledAtTheTimeLimitAndThePoolGoesOn) {
