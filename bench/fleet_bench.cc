@@ -20,6 +20,9 @@
 //   bucket, warm        the same directories again;
 //   bucket, new hosts   fresh directories in front of the warm bucket;
 //   bucket alone        the processes again with the bucket as their only tier.
+// then two origins in front of a second bucket and two hosts' caches in front of both
+// (serve --upstream O1,O2,BUCKET), the processes alternating hosts: cold, warm, and new hosts
+// (empty caches); and a hit's latency from a directory, from an origin and from the bucket.
 //
 // Usage: fleet_bench [processes, default 8] [graphs, default 12]
 #include <fcntl.h>
@@ -120,17 +123,18 @@ struct Outcome {
 };
 
 // Runs `processes` children at once; process p runs under `launcher(p)` (empty: directly), with
-// "%p" in `spec` replaced by p.
+// "%p" in `spec` replaced by p, or with the spec `spec_of(p)` when given.
 Outcome RunFleet(const std::string& self, const std::string& spec, int processes,
                  const std::vector<std::string>& graphs, const fs::path& root,
                  const std::string& mode,
-                 const std::function<std::vector<std::string>(int)>& launcher = {}) {
+                 const std::function<std::vector<std::string>(int)>& launcher = {},
+                 const std::function<std::string(int)>& spec_of = {}) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::pair<pid_t, fs::path>> children;
   for (int p = 0; p < processes; ++p) {
     const fs::path out = root / (mode + "-child" + std::to_string(p) + ".json");
     std::vector<std::string> args = launcher ? launcher(p) : std::vector<std::string>();
-    std::string child_spec = spec;
+    std::string child_spec = spec_of ? spec_of(p) : spec;
     if (const size_t at = child_spec.find("%p"); at != std::string::npos) {
       child_spec.replace(at, 2, std::to_string(p));
     }
@@ -314,11 +318,61 @@ bool RunHosts(const std::string& self, int processes, const std::vector<std::str
 struct BucketRow {
   std::string mode;
   Outcome outcome;
+  int origins = -1, hosts = -1;  // Compiles on the origins and on the hosts' caches; -1: none.
 };
+
+// A hit's latency from one tier, as a process sees it: a fresh cache on that tier alone, no
+// in-process memory, each graph looked up `rounds` times (key, fetch, check, load).
+struct HitLatency {
+  std::string tier;
+  double median_ms = 0, p90_ms = 0, fetch_median_ms = 0;
+  int failed = 0;
+};
+
+HitLatency MeasureHits(const std::string& tier, const std::string& spec,
+                       const std::vector<std::string>& graphs, int rounds) {
+  HitLatency out;
+  out.tier = tier;
+  hlocache::client::CacheOptions options;
+  options.memory_bytes = 0;
+  options.read_only = true;
+  options.log = [](std::string_view) {};
+  auto cache = hlocache::client::Cache::Open(spec, options);
+  if (!cache) {
+    out.failed = 1;
+    return out;
+  }
+  std::vector<double> total, fetch;
+  for (int round = 0; round < rounds; ++round) {
+    for (const std::string& file : graphs) {
+      auto text = hlocache::ReadWholeFile(file);
+      auto exe =
+          text ? (*cache)->GetOrCompile(*text)
+               : hlocache::Result<hlocache::client::Executable>(hlocache::Error(text.error()));
+      using hlocache::client::Source;
+      if (!exe || (exe->source != Source::kLocal && exe->source != Source::kRemote)) {
+        ++out.failed;
+        continue;
+      }
+      total.push_back(exe->total_seconds * 1e3);
+      fetch.push_back(exe->lookup_seconds * 1e3);
+    }
+  }
+  auto quantile = [](std::vector<double> v, double q) {
+    if (v.empty()) return 0.0;
+    std::sort(v.begin(), v.end());
+    return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1))];
+  };
+  out.median_ms = quantile(total, 0.5);
+  out.p90_ms = quantile(total, 0.9);
+  out.fetch_median_ms = quantile(fetch, 0.5);
+  return out;
+}
 
 // The bucket mode; false when no Ceph cluster can be started here (the reason printed).
 bool RunBucket(const std::string& self, int processes, const std::vector<std::string>& graphs,
-               const fs::path& root, std::vector<BucketRow>& rows) {
+               const fs::path& root, std::vector<BucketRow>& rows,
+               std::vector<HitLatency>& latencies) {
   const fs::path cluster = root / "ceph";
   const std::string script = std::string("bash ") + HLOCACHE_CEPH_SCRIPT;
   if (std::system(
@@ -352,6 +406,64 @@ bool RunBucket(const std::string& self, int processes, const std::vector<std::st
   run("bucket, new hosts", 1);
   // The bucket as the only tier: what fetching costs, without the copy into a new directory.
   run("bucket alone, new processes", -1);
+
+  // Two origins in front of another (empty) bucket, and two hosts' caches in front of both
+  // origins and the bucket (serve --upstream O1,O2,BUCKET); the processes alternate hosts.
+  const std::string fleet_bucket = "s3://hlocache-test/origins" + std::to_string(::getpid());
+  using hlocache::testing::ServerProcess;
+  ServerProcess o1(HLOCACHE_BINARY, root / "o1", {"--upstream", fleet_bucket, "--access-log", ""});
+  ServerProcess o2(HLOCACHE_BINARY, root / "o2", {"--upstream", fleet_bucket, "--access-log", ""});
+  if (!o1.started() || !o2.started()) {
+    std::fprintf(stderr, "an origin did not start:\n%s%s\n", o1.output().c_str(),
+                 o2.output().c_str());
+    std::system((script + " stop " + cluster.string() + " >/dev/null 2>&1").c_str());
+    return false;
+  }
+  const std::string upstream = o1.url() + "," + o2.url() + "," + fleet_bucket;
+  int generation = 0;
+  auto start_host = [&](const std::string& host) {
+    return std::make_unique<ServerProcess>(
+        HLOCACHE_BINARY, root / ("fleet-" + host + std::to_string(generation)),
+        std::vector<std::string>{"--upstream", upstream, "--access-log", ""});
+  };
+  auto host_a = start_host("a");
+  auto host_b = start_host("b");
+  auto compiles_of = [](const ServerProcess& server) {
+    auto r = server.Client()->Get("/v1/stats");
+    return r && r->status == 200 ? nlohmann::json::parse(r->body)["compiles"].get<int>() : -1;
+  };
+  int origins_before = 0;
+  auto run_fleet = [&](const std::string& mode) {
+    BucketRow row;
+    row.mode = mode;
+    row.outcome = RunFleet(self, "", processes, graphs, root, "fleet", {},
+                           [&](int p) { return (p % 2 == 0 ? host_a : host_b)->url(); });
+    const int origins_now = compiles_of(o1) + compiles_of(o2);
+    row.origins = origins_now - origins_before;
+    origins_before = origins_now;
+    row.hosts = compiles_of(*host_a) + compiles_of(*host_b);
+    rows.push_back(row);
+  };
+  run_fleet("2 origins + bucket, cold");
+  run_fleet("2 origins + bucket, warm");
+  host_a->Stop();
+  host_b->Stop();
+  ++generation;
+  host_a = start_host("a");
+  host_b = start_host("b");
+  run_fleet("2 origins + bucket, new hosts");
+
+  // A hit's latency from each kind of tier: a process's own directory (the bucket mode's first
+  // process), an origin over HTTP on loopback (which now holds every graph), the bucket.
+  constexpr int kRounds = 5;
+  MeasureHits("origin", o1.url(), graphs, 1);  // Once, so the origin holds every graph itself.
+  latencies.push_back(MeasureHits("local directory", (root / "disk0-0").string(), graphs, kRounds));
+  latencies.push_back(MeasureHits("origin (HTTP, loopback)", o1.url(), graphs, kRounds));
+  latencies.push_back(MeasureHits("bucket (Ceph RGW, loopback)", bucket, graphs, kRounds));
+  host_a->Stop();
+  host_b->Stop();
+  o1.Stop();
+  o2.Stop();
   std::system((script + " stop " + cluster.string() + " >/dev/null 2>&1").c_str());
   return true;
 }
@@ -398,7 +510,8 @@ int main(int argc, char** argv) {
   std::vector<HostsRow> host_rows;
   const bool multi_host = RunHosts(self, processes, graphs, root, host_rows);
   std::vector<BucketRow> bucket_rows;
-  const bool on_bucket = RunBucket(self, processes, graphs, root, bucket_rows);
+  std::vector<HitLatency> latencies;
+  const bool on_bucket = RunBucket(self, processes, graphs, root, bucket_rows, latencies);
   // What the processes noted (tiers skipped, artifacts dropped): the reasons behind any compile
   // a process had to do itself in a shared mode.
   for (int p = 0; p < processes; ++p) {
@@ -442,9 +555,32 @@ int main(int argc, char** argv) {
         "cache |\n|---|---:|---:|---:|---:|\n",
         processes);
     for (const BucketRow& r : bucket_rows) {
+      if (r.origins >= 0) continue;
       std::printf("| %s | %.2f | %d | %d | %.1fx |\n", r.mode.c_str(), r.outcome.seconds,
                   r.outcome.here, r.outcome.hits, none.seconds / r.outcome.seconds);
       ok = ok && r.outcome.failed == 0;
+    }
+    std::printf(
+        "\n%d processes on two hosts' caches (serve --upstream O1,O2,BUCKET), two origins in "
+        "front of one bucket (serve --upstream BUCKET):\n\n| mode | wall s | compiles on the "
+        "origins | on the hosts | in the processes | vs no cache "
+        "|\n|---|---:|---:|---:|---:|---:|\n",
+        processes);
+    for (const BucketRow& r : bucket_rows) {
+      if (r.origins < 0) continue;
+      std::printf("| %s | %.2f | %d | %d | %d | %.1fx |\n", r.mode.c_str(), r.outcome.seconds,
+                  r.origins, r.hosts, r.outcome.here, none.seconds / r.outcome.seconds);
+      ok = ok && r.outcome.failed == 0;
+    }
+    std::printf(
+        "\nA hit's latency, one process on one tier, %zu graphs x 5 (key, fetch, check, load; "
+        "no in-process memory):\n\n| tier | median ms | p90 ms | fetch, check and load, median ms "
+        "|\n|---|---:|---:|---:|\n",
+        graphs.size());
+    for (const HitLatency& h : latencies) {
+      std::printf("| %s | %.2f | %.2f | %.2f |\n", h.tier.c_str(), h.median_ms, h.p90_ms,
+                  h.fetch_median_ms);
+      ok = ok && h.failed == 0;
     }
   }
   std::printf(

@@ -84,11 +84,20 @@ int Main(int argc, char** argv) {
   CLI::App* verify = app.add_subcommand(
       "verify", "verify every entry of a local store; quarantine corrupt ones (exit 1 if any)");
   verify->add_option("--dir", store_dir, "store directory")->required();
-  CLI::App* gc =
-      app.add_subcommand("gc", "evict least-recently-used entries of a local store to a size");
-  gc->add_option("--dir", store_dir, "store directory")->required();
+  CLI::App* gc = app.add_subcommand(
+      "gc", "evict least-recently-used entries of a local store or a bucket to a size");
+  BucketGcSettings bucket_gc;
+  auto* gc_dir = gc->add_option("--dir", store_dir, "store directory");
+  gc->add_option("--cache", bucket_gc.bucket, "a bucket, s3://BUCKET[/PREFIX], instead of --dir")
+      ->excludes(gc_dir);
   gc->add_option("--max-size", max_size, "size to shrink to: bytes, or with K, M, G, T")
       ->required();
+  gc->add_option("--keep-used-within", bucket_gc.keep_used_within_seconds,
+                 "bucket: never evict what was used this many seconds ago or later (servers "
+                 "mark a use at most hourly: the default keeps anything served in the last hour)")
+      ->capture_default_str();
+  gc->add_flag("--dry-run", bucket_gc.dry_run,
+               "bucket: print what would be evicted, evict nothing");
 
   CompileSettings compile_settings;
   RunSettings run_settings;
@@ -255,7 +264,17 @@ int Main(int argc, char** argv) {
   }
   if (*mount) return hlocache::mount::RunMount(mount_settings, std::cout, std::cerr);
   if (*verify) return RunVerify(store_dir, std::cout, std::cerr);
-  if (*gc) return RunGc(store_dir, max_size, std::cout, std::cerr);
+  if (*gc) {
+    if (!bucket_gc.bucket.empty()) {
+      bucket_gc.max_size = max_size;
+      return RunBucketGc(bucket_gc, std::cout, std::cerr);
+    }
+    if (store_dir.empty()) {
+      std::cerr << "hlocache gc: give --dir DIR or --cache s3://BUCKET[/PREFIX]\n";
+      return 1;
+    }
+    return RunGc(store_dir, max_size, std::cout, std::cerr);
+  }
   if (compile_settings.cache.empty()) {
     if (const char* env = std::getenv("HLOCACHE")) compile_settings.cache = env;
   }

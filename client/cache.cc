@@ -127,6 +127,10 @@ class CacheImpl final : public Cache {
   Result<std::string> CompileHere(const std::string& key, const hlo::Module& module,
                                   const std::string& target);
   bool IsUp(TierSlot& slot) const { return slot.availability.Admit(); }
+  // Tells every tier of a hit, whichever tier it came from (a bucket marks it for gc).
+  void NoteUse(const std::string& key) {
+    for (auto& slot : tiers_) slot->tier->NoteUse(key);
+  }
   // Counts a tier's failure, and lets it rest when it could not be reached.
   void MarkDown(TierSlot& slot, const Status& why);
   void WriteBack(const std::vector<size_t>& tiers, const std::string& key,
@@ -266,6 +270,7 @@ Result<Executable> CacheImpl::GetOrCompile(const hlo::Module& module, std::strin
 
   if (auto [exe, artifact] = memory_.Get(key); exe) {
     Count([](CacheStats& s) { ++s.memory_hits; });
+    NoteUse(key);
     Executable out;
     out.key = key;
     out.executable = std::move(exe);
@@ -351,6 +356,7 @@ Result<Executable> CacheImpl::Lookup(const std::string& key, const hlo::Module& 
       continue;
     }
     Count([](CacheStats& s) { ++s.tier_hits; });
+    NoteUse(key);
     out.source = slot.tier->remote() ? Source::kRemote : Source::kLocal;
     out.tier = slot.tier->name();
     out.lookup_seconds = SecondsSince(lookup_start);

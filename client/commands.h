@@ -44,6 +44,21 @@ int RunVerify(const std::string& dir, std::ostream& out, std::ostream& err);
 int RunGc(const std::string& dir, const std::string& max_size, std::ostream& out,
           std::ostream& err);
 
+struct BucketGcSettings {
+  std::string bucket;  // s3://BUCKET[/PREFIX]
+  std::string max_size;
+  // Twice the servers' marking interval (storage/s3_backend.h): what was served within the
+  // last hour has a mark at most two hours old.
+  int64_t keep_used_within_seconds = 7200;
+  bool dry_run = false;
+};
+
+// `hlocache gc --cache s3://BUCKET[/PREFIX] --max-size SIZE`: deletes the bucket's least
+// recently used artifacts (by upload and use marks) until what is left is at most SIZE, never
+// one used within `keep_used_within_seconds`. Exit 1 with one line when the bucket cannot be
+// listed or an entry cannot be deleted (what was deleted stays deleted).
+int RunBucketGc(const BucketGcSettings& settings, std::ostream& out, std::ostream& err);
+
 struct CompileSettings {
   std::string target;  // Empty: this host's best CPU level.
   std::string output;  // Empty: KEY.hloart in the current folder.

@@ -14,7 +14,9 @@ Result<std::unique_ptr<Tier>> MakeTier(const std::string& part, bool read_only,
   if (storage::IsS3Url(part)) {
     storage::S3Options s3;
     s3.ca_cert = http.ca_cert;
-    return storage::MakeS3Backend(part, std::move(s3));
+    HLOCACHE_ASSIGN_OR_RETURN(std::unique_ptr<storage::Bucket> bucket,
+                              storage::MakeS3Backend(part, std::move(s3)));
+    return std::unique_ptr<Tier>(std::move(bucket));
   }
   cache::StoreOptions options;
   options.read_only = read_only;

@@ -102,6 +102,7 @@ void HandleGet(ServerContext& ctx, const httplib::Request& req, httplib::Respons
   }
   // A fetched artifact was a miss here (the upstream's counters say where it came from).
   (from_upstream ? ctx.metrics.misses : ctx.metrics.hits).fetch_add(1, std::memory_order_relaxed);
+  if (ctx.upstream) ctx.upstream->NoteUse(*key);  // For gc of a bucket behind this server.
   const double saved = compiler::PeekCompileSeconds(std::string_view(first->data(), first->size()));
   ctx.metrics.compile_saved_micros.fetch_add(static_cast<uint64_t>(saved * 1e6),
                                              std::memory_order_relaxed);

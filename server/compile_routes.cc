@@ -107,6 +107,7 @@ void HandleCompile(ServerContext& ctx, const httplib::Request& req, const std::s
     ctx.metrics.compile_saved_micros.fetch_add(
         static_cast<uint64_t>(compiler::PeekCompileSeconds(**stored) * 1e6),
         std::memory_order_relaxed);
+    if (ctx.upstream) ctx.upstream->NoteUse(key);
     return SendArtifact(ctx, res, key, std::move(**stored), "hit");
   }
   ctx.metrics.misses.fetch_add(1, std::memory_order_relaxed);
@@ -121,6 +122,7 @@ void HandleCompile(ServerContext& ctx, const httplib::Request& req, const std::s
     // cannot be asked, and uploads what it built once the origin is back.
     auto forwarded = ctx.upstream->Compile(key, body, target);
     if (forwarded) {
+      ctx.upstream->NoteUse(key);
       res.set_header("X-Hlocache-Origin", forwarded->origin_cache);
       return SendArtifact(ctx, res, key, std::move(forwarded->artifact),
                           forwarded->shared ? "coalesced" : "miss");

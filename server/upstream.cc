@@ -127,6 +127,10 @@ class UpstreamImpl final : public Upstream {
     QueueUpload(key);
   }
 
+  void NoteUse(std::string_view key) override {
+    if (bucket_) bucket_->backend->NoteUse(key);
+  }
+
   UpstreamStats stats() const override {
     UpstreamStats s;
     {

@@ -150,6 +150,11 @@ class Upstream {
   // should the write fail or the bucket rest; without one, queues it.
   virtual void Publish(std::string_view key) = 0;
 
+  // Tells the bucket `key` was just served here (from this server's store or through it), for
+  // `hlocache gc --cache s3://...` (storage/s3_backend.h: at most once an hour per key, in the
+  // background). Nothing without a bucket.
+  virtual void NoteUse(std::string_view key) = 0;
+
   virtual UpstreamStats stats() const = 0;
 };
 

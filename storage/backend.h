@@ -93,6 +93,11 @@ class Backend {
   // Its request counters; `kept` false (the default) when it keeps none.
   virtual RequestStats request_stats() const { return {}; }
 
+  // Tells the backend `key` was just used (served from whichever tier held it). A bucket
+  // records it for `hlocache gc` (storage/s3_backend.h); others ignore it. Never blocks on the
+  // network, never fails.
+  virtual void NoteUse(std::string_view /*key*/) {}
+
   // The whole artifact as the backend holds it, or nullopt (Read into one string).
   Result<std::optional<std::string>> Get(std::string_view key);
   // Writes `bytes` whole (Write from one piece).

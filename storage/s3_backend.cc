@@ -3,11 +3,16 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <deque>
 #include <future>
+#include <mutex>
 #include <random>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -61,7 +66,46 @@ std::chrono::milliseconds Jittered(std::chrono::milliseconds pause) {
   return std::chrono::milliseconds(d(rng));
 }
 
-class S3Backend final : public Backend {
+// The five entities XML escapes (S3 escapes object keys in listings).
+std::string XmlUnescape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '&') {
+      static constexpr std::pair<std::string_view, char> kEntities[] = {
+          {"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''}};
+      bool replaced = false;
+      for (const auto& [entity, c] : kEntities) {
+        if (text.substr(i, entity.size()) == entity) {
+          out += c;
+          i += entity.size() - 1;
+          replaced = true;
+          break;
+        }
+      }
+      if (replaced) continue;
+    }
+    out += text[i];
+  }
+  return out;
+}
+
+// Calls `each` with the inside of every <tag>...</tag> of `xml`, in order.
+template <typename F>
+void ForEachElement(std::string_view xml, std::string_view tag, F each) {
+  const std::string open = "<" + std::string(tag) + ">";
+  const std::string close = "</" + std::string(tag) + ">";
+  size_t at = 0;
+  while ((at = xml.find(open, at)) != std::string_view::npos) {
+    const size_t start = at + open.size();
+    const size_t end = xml.find(close, start);
+    if (end == std::string_view::npos) return;
+    each(xml.substr(start, end - start));
+    at = end + close.size();
+  }
+}
+
+class S3Backend final : public Bucket {
  public:
   S3Backend(std::string name, std::string bucket_url, std::string prefix, S3Options options,
             S3ConnectionOptions connection)
@@ -70,6 +114,23 @@ class S3Backend final : public Backend {
         prefix_(std::move(prefix)),
         options_(std::move(options)),
         pool_(std::move(connection)) {}
+
+  ~S3Backend() override {
+    {
+      std::lock_guard<std::mutex> lock(marks_mu_);
+      stopping_ = true;
+    }
+    marks_changed_.notify_all();
+    if (marker_.joinable()) marker_.join();
+  }
+
+  void NoteUse(std::string_view key) override;
+  Result<std::vector<BucketEntry>> ListEntries() override;
+  Status Delete(std::string_view key) override;
+  void FlushMarks() override {
+    std::unique_lock<std::mutex> lock(marks_mu_);
+    marks_changed_.wait(lock, [&] { return marks_.empty() && !marking_; });
+  }
 
   const std::string& name() const override { return name_; }
   bool remote() const override { return true; }
@@ -115,6 +176,16 @@ class S3Backend final : public Backend {
     object += ShardOf(key) + "/" + std::string(key);
     return bucket_url_ + "/" + UriEncode(object, /*keep_slash=*/true);
   }
+  // Where `key`'s use mark is: PREFIX/access/<shard>/<key> ("access" is no shard: two hex
+  // digits).
+  std::string MarkUrl(std::string_view key) const {
+    std::string object = prefix_.empty() ? "" : prefix_ + "/";
+    object += std::string(kMarks) + ShardOf(key) + "/" + std::string(key);
+    return bucket_url_ + "/" + UriEncode(object, /*keep_slash=*/true);
+  }
+  static constexpr std::string_view kMarks = "access/";
+
+  void RunMarker();
 
   // Sends `request`, again after a pause when it had no answer or a 5xx one, unless
   // `delivered` says part of its body reached the caller already.
@@ -206,7 +277,131 @@ class S3Backend final : public Backend {
   std::atomic<uint64_t> requests_{0}, retries_{0}, bytes_sent_{0}, bytes_received_{0},
       latency_micros_{0}, errors_unavailable_{0}, throttled_{0}, errors_denied_{0},
       errors_refused_{0};
+
+  // Use marks waiting to be written, by a thread started with the first.
+  static constexpr size_t kMostQueuedMarks = 10000;
+  std::mutex marks_mu_;
+  std::condition_variable marks_changed_;
+  std::deque<std::string> marks_;
+  std::unordered_map<std::string, std::chrono::steady_clock::time_point> marked_;
+  bool marking_ = false;  // A mark is being written.
+  bool stopping_ = false;
+  std::thread marker_;
 };
+
+void S3Backend::NoteUse(std::string_view key) {
+  const auto now = std::chrono::steady_clock::now();
+  std::lock_guard<std::mutex> lock(marks_mu_);
+  if (stopping_) return;
+  auto [it, fresh] = marked_.try_emplace(std::string(key), now);
+  if (!fresh) {
+    if (now - it->second < options_.mark_interval) return;
+    it->second = now;
+  }
+  if (marks_.size() >= kMostQueuedMarks) return;  // Dropped: gc sees an older use.
+  if (marked_.size() > 4 * kMostQueuedMarks) {
+    // Forget keys marked long ago (they are marked again on their next use).
+    std::erase_if(marked_, [&](const auto& m) { return now - m.second >= options_.mark_interval; });
+  }
+  marks_.emplace_back(key);
+  if (!marker_.joinable()) marker_ = std::thread([this] { RunMarker(); });
+  marks_changed_.notify_all();
+}
+
+void S3Backend::RunMarker() {
+  std::unique_lock<std::mutex> lock(marks_mu_);
+  while (true) {
+    marks_changed_.wait(lock, [&] { return stopping_ || !marks_.empty(); });
+    if (stopping_) break;  // Marks still queued are dropped: stopping must not wait on S3.
+    const std::string key = std::move(marks_.front());
+    marks_.pop_front();
+    marking_ = true;
+    lock.unlock();
+    S3Request put;
+    put.method = "PUT";
+    put.url = MarkUrl(key);
+    put.headers = {{"Content-Type", "application/octet-stream"}};
+    auto reply = Send(put, nullptr);
+    if (!reply || reply->status != 200) {
+      std::fprintf(stderr, "hlocache: %s: use of %s not marked: %s\n", name_.c_str(), key.c_str(),
+                   reply ? ("PUT answered " + std::to_string(reply->status)).c_str()
+                         : reply.error().message().c_str());
+    }
+    lock.lock();
+    marking_ = false;
+    marks_changed_.notify_all();
+  }
+  marks_.clear();
+  marks_changed_.notify_all();
+}
+
+Result<std::vector<BucketEntry>> S3Backend::ListEntries() {
+  const std::string root = prefix_.empty() ? "" : prefix_ + "/";
+  std::unordered_map<std::string, BucketEntry> artifacts;
+  std::unordered_map<std::string, std::chrono::system_clock::time_point> uses;
+  std::string token;
+  while (true) {
+    std::vector<std::pair<std::string, std::string>> params = {
+        {"list-type", "2"}, {"max-keys", std::to_string(options_.list_page)}, {"prefix", root}};
+    if (!token.empty()) params.emplace_back("continuation-token", token);
+    S3Request list;
+    list.url = bucket_url_;
+    list.query = CanonicalQuery(std::move(params));
+    HLOCACHE_ASSIGN_OR_RETURN(S3Reply reply, Send(list, nullptr));
+    if (reply.status != 200) return Error(Refused(reply, "listing", root.empty() ? "/" : root));
+    Status malformed = Status::Ok();
+    ForEachElement(reply.body, "Contents", [&](std::string_view item) {
+      const std::string name = XmlUnescape(XmlElement(item, "Key"));
+      const auto when = ParseS3Time(XmlElement(item, "LastModified"));
+      if (!name.starts_with(root) || !when) {
+        malformed = Unavailable(name_ + ": a listing entry without a key or time: " + name);
+        return;
+      }
+      std::string_view rest = std::string_view(name).substr(root.size());
+      const bool mark = rest.starts_with(kMarks);
+      if (mark) rest.remove_prefix(kMarks.size());
+      // <2 hex digits>/<key>; anything else under the prefix is not hlocache's.
+      if (rest.size() < 4 || rest[2] != '/' || !IsHex(rest[0]) || !IsHex(rest[1])) return;
+      const std::string key(rest.substr(3));
+      if (mark) {
+        auto& use = uses[key];
+        use = std::max(use, *when);
+        return;
+      }
+      BucketEntry& entry = artifacts[key];
+      entry.key = key;
+      entry.size = std::strtoull(XmlElement(item, "Size").c_str(), nullptr, 10);
+      entry.last_use = std::max(entry.last_use, *when);
+    });
+    HLOCACHE_RETURN_IF_ERROR(malformed);
+    token = XmlUnescape(XmlElement(reply.body, "NextContinuationToken"));
+    if (XmlElement(reply.body, "IsTruncated") != "true" || token.empty()) break;
+  }
+  std::vector<BucketEntry> out;
+  out.reserve(artifacts.size());
+  for (auto& [key, entry] : artifacts) {
+    if (auto use = uses.find(key); use != uses.end()) {
+      entry.last_use = std::max(entry.last_use, use->second);
+    }
+    out.push_back(std::move(entry));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const BucketEntry& a, const BucketEntry& b) { return a.key < b.key; });
+  return out;
+}
+
+Status S3Backend::Delete(std::string_view key) {
+  for (const std::string& url : {ObjectUrl(key), MarkUrl(key)}) {
+    S3Request del;
+    del.method = "DELETE";
+    del.url = url;
+    HLOCACHE_ASSIGN_OR_RETURN(S3Reply reply, Send(del, nullptr));
+    if (reply.status != 204 && reply.status != 200 && reply.status != 404) {
+      return Refused(reply, "DELETE", key);
+    }
+  }
+  return Status::Ok();
+}
 
 Result<bool> S3Backend::Read(std::string_view key, const ReadSink& sink) {
   const std::string url = ObjectUrl(key);
@@ -449,7 +644,75 @@ Status S3Backend::WriteMultipart(std::string_view key, uint64_t size, const Chun
 
 bool IsS3Url(std::string_view spec) { return spec.starts_with("s3://"); }
 
-Result<std::unique_ptr<Backend>> MakeS3Backend(const std::string& url, S3Options options) {
+std::optional<std::chrono::system_clock::time_point> ParseS3Time(std::string_view text) {
+  // YYYY-MM-DDTHH:MM:SS, then optional fractional seconds, then Z.
+  if (text.size() < 20 || text.back() != 'Z' || text[4] != '-' || text[7] != '-' ||
+      text[10] != 'T' || text[13] != ':' || text[16] != ':') {
+    return std::nullopt;
+  }
+  auto number = [&](size_t at, size_t digits, int& out) {
+    out = 0;
+    for (size_t i = at; i < at + digits; ++i) {
+      if (!std::isdigit(static_cast<unsigned char>(text[i]))) return false;
+      out = out * 10 + (text[i] - '0');
+    }
+    return true;
+  };
+  std::tm tm{};
+  int year = 0, month = 0;
+  if (!number(0, 4, year) || !number(5, 2, month) || !number(8, 2, tm.tm_mday) ||
+      !number(11, 2, tm.tm_hour) || !number(14, 2, tm.tm_min) || !number(17, 2, tm.tm_sec)) {
+    return std::nullopt;
+  }
+  if (month < 1 || month > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 ||
+      tm.tm_min > 59 || tm.tm_sec > 60) {
+    return std::nullopt;
+  }
+  tm.tm_year = year - 1900;
+  tm.tm_mon = month - 1;
+  auto when = std::chrono::system_clock::from_time_t(::timegm(&tm));
+  std::string_view fraction = text.substr(19, text.size() - 20);
+  if (!fraction.empty()) {
+    if (fraction.front() != '.' || fraction.size() < 2) return std::nullopt;
+    int64_t micros = 0;
+    int digits = 0;
+    for (const char c : fraction.substr(1)) {
+      if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
+      if (digits < 6) {
+        micros = micros * 10 + (c - '0');
+        ++digits;
+      }
+    }
+    while (digits++ < 6) micros *= 10;
+    when += std::chrono::microseconds(micros);
+  }
+  return when;
+}
+
+BucketGcPlan PlanBucketGc(std::vector<BucketEntry> entries, uint64_t max_bytes,
+                          std::chrono::system_clock::time_point now,
+                          std::chrono::seconds keep_used_within) {
+  BucketGcPlan plan;
+  plan.entries_before = entries.size();
+  for (const BucketEntry& e : entries) plan.bytes_before += e.size;
+  std::sort(entries.begin(), entries.end(), [](const BucketEntry& a, const BucketEntry& b) {
+    return a.last_use != b.last_use ? a.last_use < b.last_use : a.key < b.key;
+  });
+  uint64_t left = plan.bytes_before;
+  for (BucketEntry& e : entries) {
+    if (left <= max_bytes) break;
+    if (now - e.last_use < keep_used_within) {
+      ++plan.kept_as_recent;
+      continue;
+    }
+    left -= e.size;
+    plan.evict.push_back(std::move(e));
+  }
+  plan.bytes_after = left;
+  return plan;
+}
+
+Result<std::unique_ptr<Bucket>> MakeS3Backend(const std::string& url, S3Options options) {
   if (!IsS3Url(url)) return Error(InvalidArgument(url + ": not an s3:// URL"));
   std::string_view rest = std::string_view(url).substr(5);
   const size_t slash = rest.find('/');
@@ -493,9 +756,9 @@ Result<std::unique_ptr<Backend>> MakeS3Backend(const std::string& url, S3Options
     bucket_url = endpoint + "/" + bucket;
   }
   std::string name = "s3://" + bucket + (prefix.empty() ? "" : "/" + prefix);
-  return std::unique_ptr<Backend>(new S3Backend(std::move(name), std::move(bucket_url),
-                                                std::move(prefix), std::move(options),
-                                                std::move(connection)));
+  return std::unique_ptr<Bucket>(new S3Backend(std::move(name), std::move(bucket_url),
+                                               std::move(prefix), std::move(options),
+                                               std::move(connection)));
 }
 
 }  // namespace hlocache::storage

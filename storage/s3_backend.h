@@ -21,6 +21,12 @@
 // `part_bytes` parts, `parallel` at a time, completed only once every part is in and aborted on
 // any failure: nothing is visible under the key until the whole artifact is.
 //
+// Uses: NoteUse writes an empty object PREFIX/access/<2 hex digits>/<key> in the background,
+// whose Last-Modified (the object store's clock) is when the key was last used, at most once
+// per key per `mark_interval` from one backend; marks that cannot be written are dropped.
+// `hlocache gc` reads them (ListEntries): a key's last use is the later of its upload and its
+// mark.
+//
 // Failures: a request without an answer, or answered 500, 502, 503 (SlowDown) or 504, is sent
 // again up to `attempts` times in all, after a pause of `retry_pause` doubling each time, with
 // jitter; then it is kUnavailable (callers rest the backend: storage/availability.h). 401 and
@@ -34,8 +40,10 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 #include "storage/backend.h"
@@ -53,6 +61,28 @@ struct S3Options {
   uint64_t multipart_threshold = uint64_t{64} << 20;
   uint64_t part_bytes = uint64_t{16} << 20;  // At least 5 MiB, S3's smallest part.
   int parallel = 4;
+  std::chrono::seconds mark_interval{3600};  // Uses of a key marked at most this often.
+  int list_page = 1000;                      // Objects per listing request (S3's most).
+};
+
+// An artifact in a bucket, for gc.
+struct BucketEntry {
+  std::string key;
+  uint64_t size = 0;
+  // The later of its upload and its last use mark, by the object store's clock.
+  std::chrono::system_clock::time_point last_use;
+};
+
+// A bucket: a backend, and what `hlocache gc --cache s3://...` needs beyond one.
+class Bucket : public Backend {
+ public:
+  // Every artifact under the prefix (ListObjectsV2, every page), with its last use. Errors as
+  // the backend's.
+  virtual Result<std::vector<BucketEntry>> ListEntries() = 0;
+  // Deletes `key`'s artifact and its use mark. Deleting what is not there succeeds.
+  virtual Status Delete(std::string_view key) = 0;
+  // Waits until the use marks noted so far are written or dropped.
+  virtual void FlushMarks() = 0;
 };
 
 // Whether `spec` names a bucket (starts with s3://).
@@ -60,6 +90,22 @@ bool IsS3Url(std::string_view spec);
 
 // Errors: kInvalidArgument for a malformed URL or bucket name, or an endpoint that is not
 // http(s)://; kPermissionDenied when the credentials are not set. Named by its URL.
-Result<std::unique_ptr<Backend>> MakeS3Backend(const std::string& url, S3Options options);
+Result<std::unique_ptr<Bucket>> MakeS3Backend(const std::string& url, S3Options options);
+
+// What gc of a bucket removes: least recently used first, until what is left is at most
+// `max_bytes`, never an entry used less than `keep_used_within` before `now` (when only such
+// entries are left, the bucket stays over `max_bytes`).
+struct BucketGcPlan {
+  std::vector<BucketEntry> evict;  // Oldest use first.
+  uint64_t bytes_before = 0, bytes_after = 0;
+  size_t entries_before = 0;
+  size_t kept_as_recent = 0;  // Recent entries left in place while over max_bytes.
+};
+BucketGcPlan PlanBucketGc(std::vector<BucketEntry> entries, uint64_t max_bytes,
+                          std::chrono::system_clock::time_point now,
+                          std::chrono::seconds keep_used_within);
+
+// "2026-11-26T21:04:05.123Z" (S3's LastModified) as a time; nullopt when malformed.
+std::optional<std::chrono::system_clock::time_point> ParseS3Time(std::string_view text);
 
 }  // namespace hlocache::storage

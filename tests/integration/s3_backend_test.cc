@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include "client/cache.h"
@@ -384,6 +385,104 @@ TEST_F(S3BackendTest, HostServersShareCompilesThroughTheBucket) {
   EXPECT_THAT(json->body, HasSubstr("\"bytes_received\""));
   EXPECT_EQ(host_a->Stop(), 0);
   EXPECT_EQ(host_b->Stop(), 0);
+  std::error_code ec;
+  fs::remove_all(root, ec);
+}
+
+TEST_F(S3BackendTest, UsesAreMarkedAndGcEvictsTheLeastRecentlyUsedButNeverARecentOne) {
+  const std::string url = std::string(kBucket) + "/gc";
+  storage::S3Options options;
+  options.list_page = 2;  // Every listing takes several pages.
+  auto made = storage::MakeS3Backend(url, options);
+  ASSERT_THAT(made, IsOk());
+  std::unique_ptr<storage::Bucket> bucket = std::move(*made);
+  const std::string a = TestKey(701), b = TestKey(702), c = TestKey(703);
+  // Uploaded a, b, c, a second apart (the gateway's clock has one-second steps), then a used.
+  for (const std::string& key : {a, b, c}) {
+    ASSERT_THAT(bucket->Put(key, MakeArtifact(key, 100 << 10, 7), {}), IsOk());
+    std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  }
+  bucket->NoteUse(a);
+  bucket->FlushMarks();
+  const std::string mark = "gc/access/" + a.substr(3, 2) + "/" + a;
+  const std::string marked_at = Raw("HEAD", mark).last_modified;
+  ASSERT_FALSE(marked_at.empty()) << "no use mark for a";
+  // Something else under the prefix is not an artifact.
+  EXPECT_EQ(Raw("PUT", "gc/notes.txt", "not hlocache's").status, 200);
+
+  auto entries = bucket->ListEntries();
+  ASSERT_THAT(entries, IsOk());
+  ASSERT_EQ(entries->size(), 3u);
+  std::map<std::string, storage::BucketEntry> by_key;
+  for (const auto& e : *entries) by_key[e.key] = e;
+  ASSERT_EQ(by_key.count(a) + by_key.count(b) + by_key.count(c), 3u);
+  EXPECT_LT(by_key[b].last_use, by_key[c].last_use);
+  EXPECT_LT(by_key[c].last_use, by_key[a].last_use) << "a's use mark is its last use";
+  EXPECT_GT(by_key[a].size, uint64_t{100} << 10);
+
+  // A second use within the hour writes no new mark.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  bucket->NoteUse(a);
+  bucket->FlushMarks();
+  EXPECT_EQ(Raw("HEAD", mark).last_modified, marked_at);
+
+  const std::string gc = std::string(HLOCACHE_BINARY) + " gc --cache " + url + " --max-size 150K";
+  // Everything was used within the default window (two hours): nothing goes.
+  EXPECT_THAT(CommandOutput(gc + " 2>&1; echo status=$?"),
+              ::testing::AllOf(HasSubstr("evicted 0 entries"), HasSubstr("still over 150K"),
+                               HasSubstr("status=0")));
+  const std::string dry = CommandOutput(gc + " --keep-used-within 0 --dry-run 2>&1");
+  EXPECT_THAT(dry, ::testing::AllOf(HasSubstr("would evict " + b), HasSubstr("would evict " + c),
+                                    Not(HasSubstr("would evict " + a))));
+  auto still = bucket->Head(b);
+  ASSERT_THAT(still, IsOk());
+  EXPECT_TRUE(still->has_value()) << "a dry run deleted " << b;
+
+  EXPECT_THAT(CommandOutput(gc + " --keep-used-within 0 2>&1; echo status=$?"),
+              ::testing::AllOf(HasSubstr("evicted 2 entries"), HasSubstr("1 entries"),
+                               HasSubstr("status=0")));
+  for (const auto& [key, kept] : {std::pair{a, true}, std::pair{b, false}, std::pair{c, false}}) {
+    auto head = bucket->Head(key);
+    ASSERT_THAT(head, IsOk());
+    EXPECT_EQ(head->has_value(), kept) << key;
+  }
+  EXPECT_EQ(Raw("HEAD", "gc/notes.txt").status, 200) << "gc deleted an object not its own";
+
+  EXPECT_THAT(CommandOutput(std::string(HLOCACHE_BINARY) +
+                            " gc --cache /tmp/x --max-size 1G 2>&1; echo status=$?"),
+              HasSubstr("--cache takes a bucket, s3://BUCKET[/PREFIX]; for a store directory use "
+                        "--dir\nstatus=1"));
+}
+
+TEST_F(S3BackendTest, AServerInFrontOfTheBucketMarksWhatItServes) {
+  char tmpl[] = "/tmp/hlocache-s3-marks-XXXXXX";
+  const fs::path root = ::mkdtemp(tmpl);
+  const std::string url = std::string(kBucket) + "/served";
+  auto made = storage::MakeS3Backend(url, {});
+  ASSERT_THAT(made, IsOk());
+  std::unique_ptr<storage::Bucket> bucket = std::move(*made);
+  const std::string key = TestKey(801);
+  ASSERT_THAT(bucket->Put(key, MakeArtifact(key, 4096, 3), {}), IsOk());
+  auto listed = bucket->ListEntries();
+  ASSERT_THAT(listed, IsOk());
+  ASSERT_EQ(listed->size(), 1u);
+  const auto uploaded = listed->front().last_use;
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+
+  ServerProcess host(HLOCACHE_BINARY, root / "host", {"--upstream", url});
+  ASSERT_TRUE(host.started()) << host.output();
+  for (int i = 0; i < 2; ++i) {  // Fetched from the bucket, then a hit on the host: both uses.
+    auto r = host.Client()->Get("/v1/artifacts/" + key);
+    ASSERT_TRUE(r && r->status == 200) << host.output();
+  }
+  bool marked = false;
+  for (int i = 0; i < 100 && !marked; ++i) {
+    auto entries = bucket->ListEntries();
+    marked = entries && entries->size() == 1 && entries->front().last_use > uploaded;
+    if (!marked) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(marked) << "the server's use left no mark\n" << host.output();
+  EXPECT_EQ(host.Stop(), 0);
   std::error_code ec;
   fs::remove_all(root, ec);
 }
