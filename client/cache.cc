@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "client/tier.h"
+#include "common/comma_list.h"
 #include "compiler/artifact/container.h"
 #include "compiler/build.h"
 #include "compiler/hlo/parser.h"
@@ -501,20 +502,7 @@ void CloseGlobalCache() {
 
 }  // namespace
 
-std::vector<std::string> SplitCacheSpec(const std::string& spec) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (start <= spec.size()) {
-    size_t comma = spec.find(',', start);
-    if (comma == std::string::npos) comma = spec.size();
-    std::string part = spec.substr(start, comma - start);
-    while (!part.empty() && part.front() == ' ') part.erase(part.begin());
-    while (!part.empty() && part.back() == ' ') part.pop_back();
-    if (!part.empty()) parts.push_back(part);
-    start = comma + 1;
-  }
-  return parts;
-}
+std::vector<std::string> SplitCacheSpec(const std::string& spec) { return SplitCommaList(spec); }
 
 std::string_view SourceName(Source source) {
   switch (source) {

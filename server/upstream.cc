@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "cache/key.h"
+#include "common/comma_list.h"
 #include "common/http_client.h"
 #include "common/http_get.h"
 #include "common/single_flight.h"
@@ -477,23 +478,8 @@ class UpstreamImpl final : public Upstream {
 
 }  // namespace
 
-std::vector<std::string> SplitUpstreamList(std::string_view list) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (start <= list.size()) {
-    size_t comma = list.find(',', start);
-    if (comma == std::string_view::npos) comma = list.size();
-    std::string_view part = list.substr(start, comma - start);
-    while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
-    while (!part.empty() && part.back() == ' ') part.remove_suffix(1);
-    if (!part.empty()) parts.emplace_back(part);
-    start = comma + 1;
-  }
-  return parts;
-}
-
 Status CheckUpstreamList(std::string_view list) {
-  const std::vector<std::string> parts = SplitUpstreamList(list);
+  const std::vector<std::string> parts = SplitCommaList(list);
   if (parts.empty()) return InvalidArgument("--upstream: no origin or bucket given");
   std::string bucket;
   std::set<std::string, std::less<>> seen;
@@ -519,7 +505,7 @@ Result<std::unique_ptr<Upstream>> Upstream::Make(UpstreamOptions options, cache:
   std::vector<Part> origins;
   std::unique_ptr<Part> bucket;
   std::string names;
-  for (const std::string& spec : SplitUpstreamList(options.url)) {
+  for (const std::string& spec : SplitCommaList(options.url)) {
     Part part;
     if (storage::IsS3Url(spec)) {
       storage::S3Options s3;

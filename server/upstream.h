@@ -95,8 +95,6 @@ struct UpstreamStats {
   std::vector<UpstreamPartStats> parts;  // Each origin, then the bucket.
 };
 
-// The parts of an --upstream list, in order, spaces trimmed, empty ones dropped.
-std::vector<std::string> SplitUpstreamList(std::string_view list);
 // Whether `list` names at least one origin or bucket, every origin as a well-formed http(s)
 // URL, one bucket at most, nothing twice. Errors: kInvalidArgument, naming the part.
 Status CheckUpstreamList(std::string_view list);
