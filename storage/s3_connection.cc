@@ -1,7 +1,10 @@
 #include "storage/s3_connection.h"
 
 #include <curl/curl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <strings.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -72,11 +75,34 @@ std::string XmlElement(std::string_view xml, std::string_view tag) {
   return std::string(xml.substr(a + open.size(), b - a - open.size()));
 }
 
+// Acknowledges what has arrived at once instead of after the delayed-ACK timer. A gateway
+// that leaves Nagle's algorithm on (Ceph's RADOS Gateway by default: beast's tcp_nodelay=0)
+// writes an answer's headers, then holds a body shorter than a segment until the headers are
+// acknowledged; on a kept connection Linux delays that ACK by 40 ms, and every small read
+// would wait for it. Linux clears the flag on its own, so it is set again as each piece
+// arrives.
+void AckNow(int fd) {
+  if (fd < 0) return;
+  const int on = 1;
+  (void)::setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &on, sizeof(on));
+}
+
+// libcurl's socket callback: notes the connection's socket (libcurl does not say which socket
+// a transfer uses until it is over).
+int NoteSocket(void* socket_out, curl_socket_t fd, curlsocktype purpose) {
+  if (purpose == CURLSOCKTYPE_IPCXN) {
+    *static_cast<int*>(socket_out) = static_cast<int>(fd);
+    AckNow(static_cast<int>(fd));
+  }
+  return CURL_SOCKOPT_OK;
+}
+
 struct S3Connection::Transfer {
   const S3Request* request = nullptr;
   S3Reply* reply = nullptr;
   CURL* curl = nullptr;
-  std::string_view unsent;  // What is left of the body to send.
+  const int* socket = nullptr;  // The connection's (S3Connection::socket_), set as it opens.
+  std::string_view unsent;      // What is left of the body to send.
   bool started = false;
 
   static size_t OnHeader(char* data, size_t, size_t size, void* self) {
@@ -111,6 +137,7 @@ struct S3Connection::Transfer {
     } else if (HeaderIs(line, "x-amz-meta-hlocache-xxh3")) {
       r.meta_sum = HeaderValue(line, 24);
     } else if (line == "\r\n" || line == "\n") {
+      AckNow(*t.socket);
       long code = 0;
       curl_easy_getinfo(t.curl, CURLINFO_RESPONSE_CODE, &code);
       if (code >= 100 && code < 200) return size;  // Interim; the real answer follows.
@@ -126,6 +153,7 @@ struct S3Connection::Transfer {
 
   static size_t OnData(char* data, size_t, size_t size, void* self) {
     auto& t = *static_cast<Transfer*>(self);
+    AckNow(*t.socket);
     if (t.request->on_body && t.reply->status >= 200 && t.reply->status < 300) {
       if (!t.request->on_body(std::string_view(data, size))) {
         t.reply->stopped = true;
@@ -200,7 +228,10 @@ Result<S3Reply> S3Connection::Perform(const S3Request& request) {
   transfer.request = &request;
   transfer.reply = &reply;
   transfer.curl = curl;
+  transfer.socket = &socket_;
   transfer.unsent = request.body;
+  curl_easy_setopt(curl, CURLOPT_SOCKOPTFUNCTION, &NoteSocket);
+  curl_easy_setopt(curl, CURLOPT_SOCKOPTDATA, &socket_);
   if (request.method == "HEAD") {
     curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
   } else if (request.method == "PUT") {

@@ -97,6 +97,7 @@ class S3Connection {
   struct Transfer;
   const S3ConnectionOptions& options_;
   void* curl_ = nullptr;
+  int socket_ = -1;  // The connection's socket, from libcurl's socket callback; -1 before one.
 };
 
 // Connections kept for reuse (each keeps its TCP and TLS session open between requests).
