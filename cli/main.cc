@@ -168,7 +168,8 @@ int Main(int argc, char** argv) {
       "mount", "a directory that is the fleet's cache, for frameworks' own cache directories");
   mount->add_option("mountpoint", mount_settings.mountpoint, "where to mount")->required();
   mount->add_option("--cache", mount_settings.spec,
-                    "tiers: a local store directory and a server URL (default: $HLOCACHE)");
+                    "tiers: a local store directory, a server URL and a bucket (s3://...) "
+                    "(default: $HLOCACHE)");
   mount->add_flag("--readonly", mount_settings.read_only,
                   "serve reads only; every change is EROFS");
   mount

@@ -33,7 +33,7 @@ int RunBucketGc(const BucketGcSettings& settings, std::ostream& out, std::ostrea
   for (const storage::BucketEntry& e : plan.evict) {
     if (settings.dry_run) {
       out << "would evict " << e.key << " (" << e.size << " bytes)\n";
-    } else if (Status s = (*bucket)->Delete(e.key); !s.ok()) {
+    } else if (Status s = (*bucket)->Delete(e); !s.ok()) {
       out << "evicted " << evicted << " entries (" << evicted_bytes << " bytes) before the error\n";
       return fail(s.message());
     }

@@ -30,6 +30,7 @@ struct Part {
   std::string url;  // Normalized: the name rendezvous hashing scores.
   std::unique_ptr<storage::Backend> backend;
   std::unique_ptr<HttpGetterPool> getters;  // An origin's file listings; null for a bucket.
+  storage::Bucket* bucket = nullptr;        // The bucket's own calls (its file index); owned above.
   std::unique_ptr<storage::Availability> availability;  // Made by the upstream that owns it.
 };
 
@@ -90,10 +91,13 @@ class UpstreamImpl final : public Upstream {
 
   Result<std::vector<FileEntry>> ListFiles(std::string_view file_namespace, std::string_view prefix,
                                            size_t limit) override {
-    if (origins_.empty()) {
-      return Error(Unavailable("upstream " + options_.url + " lists no files (a bucket)"));
-    }
     Status last = NothingToAsk();
+    // The bucket holds what every host uploaded; the origins only what was sent to them.
+    if (bucket_) {
+      auto listed = ListBucketFiles(file_namespace, prefix, limit);
+      if (listed) return listed;
+      last = listed.error();
+    }
     for (Part& origin : origins_) {
       auto listed = ListFilesAt(origin, file_namespace, prefix, limit);
       if (listed) return listed;
@@ -225,6 +229,20 @@ class UpstreamImpl final : public Upstream {
     }
     Count(&UpstreamStats::fetches);
     return true;
+  }
+
+  Result<std::vector<FileEntry>> ListBucketFiles(std::string_view file_namespace,
+                                                 std::string_view prefix, size_t limit) {
+    storage::Availability& availability = *bucket_->availability;
+    if (!availability.Admit()) return Error(availability.Resting());
+    HLOCACHE_ASSIGN_OR_RETURN(
+        std::vector<storage::BucketFile> files,
+        availability.Record(bucket_->bucket->ListFiles(file_namespace, prefix, limit)));
+    std::vector<FileEntry> out;
+    out.reserve(files.size());
+    for (storage::BucketFile& f : files)
+      out.push_back({std::move(f.path), f.size, std::move(f.key)});
+    return out;
   }
 
   Result<std::vector<FileEntry>> ListFilesAt(Part& origin, std::string_view file_namespace,
@@ -510,7 +528,10 @@ Result<std::unique_ptr<Upstream>> Upstream::Make(UpstreamOptions options, cache:
     if (storage::IsS3Url(spec)) {
       storage::S3Options s3;
       s3.ca_cert = options.ca_cert;
-      HLOCACHE_ASSIGN_OR_RETURN(part.backend, storage::MakeS3Backend(spec, std::move(s3)));
+      HLOCACHE_ASSIGN_OR_RETURN(std::unique_ptr<storage::Bucket> made,
+                                storage::MakeS3Backend(spec, std::move(s3)));
+      part.bucket = made.get();
+      part.backend = std::move(made);
       part.url = part.backend->name();
     } else {
       HLOCACHE_ASSIGN_OR_RETURN(part.url, ParseServerUrl(spec));
@@ -525,7 +546,7 @@ Result<std::unique_ptr<Upstream>> Upstream::Make(UpstreamOptions options, cache:
       HLOCACHE_ASSIGN_OR_RETURN(part.backend, storage::MakeHttpBackend(part.url, std::move(http)));
     }
     names += (names.empty() ? "" : ",") + part.url;
-    if (part.getters) {
+    if (part.bucket == nullptr) {
       origins.push_back(std::move(part));
     } else {
       bucket = std::make_unique<Part>(std::move(part));

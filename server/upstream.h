@@ -122,9 +122,9 @@ class Upstream {
   // Fetch.
   virtual Result<std::optional<uint64_t>> Head(std::string_view key) = 0;
 
-  // The file artifacts of `file_namespace` under `prefix` (GET /v1/files) of the first origin,
-  // in the list's order, that answers; in path order; at most `limit` (0: every). A bucket
-  // lists none. Errors as Fetch.
+  // The file artifacts of `file_namespace` under `prefix`: the bucket's name index, else (no
+  // bucket, or it cannot be reached) GET /v1/files of the first origin, in the list's order,
+  // that answers; in path order; at most `limit` (0: every). Errors as Fetch.
   virtual Result<std::vector<FileEntry>> ListFiles(std::string_view file_namespace,
                                                    std::string_view prefix, size_t limit) = 0;
 

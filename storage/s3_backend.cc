@@ -8,7 +8,9 @@
 #include <cstdlib>
 #include <ctime>
 #include <deque>
+#include <functional>
 #include <future>
+#include <map>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -16,7 +18,10 @@
 #include <utility>
 #include <vector>
 
+#include "cache/key.h"
 #include "common/fast_hash.h"
+#include "compiler/artifact/container.h"
+#include "compiler/artifact/file_payload.h"
 #include "storage/s3_connection.h"
 
 namespace hlocache::storage {
@@ -126,7 +131,9 @@ class S3Backend final : public Bucket {
 
   void NoteUse(std::string_view key) override;
   Result<std::vector<BucketEntry>> ListEntries() override;
-  Status Delete(std::string_view key) override;
+  Status Delete(const BucketEntry& entry) override;
+  Result<std::vector<BucketFile>> ListFiles(std::string_view file_namespace,
+                                            std::string_view prefix, size_t limit) override;
   void FlushMarks() override {
     std::unique_lock<std::mutex> lock(marks_mu_);
     marks_changed_.wait(lock, [&] { return marks_.empty() && !marking_; });
@@ -184,6 +191,20 @@ class S3Backend final : public Bucket {
     return bucket_url_ + "/" + UriEncode(object, /*keep_slash=*/true);
   }
   static constexpr std::string_view kMarks = "access/";
+  static constexpr std::string_view kFiles = "files/";
+  std::string Root() const { return prefix_.empty() ? "" : prefix_ + "/"; }
+  std::string UrlOf(std::string_view object) const {
+    return bucket_url_ + "/" + UriEncode(object, /*keep_slash=*/true);
+  }
+  // Calls `each(name, last_modified, size)` for every object whose name starts with `start`
+  // (ListObjectsV2, every page); stops after `most` (0: every).
+  Status ListObjects(
+      const std::string& start, size_t most,
+      const std::function<void(std::string_view name, std::chrono::system_clock::time_point when,
+                               uint64_t size)>& each);
+  // Writes the name index of a file artifact just written, and removes its stale ones.
+  Status IndexFile(std::string_view key, const compiler::ArtifactHeader& header, uint64_t size);
+  Status DeleteObject(const std::string& url, std::string_view what);
 
   void RunMarker();
 
@@ -335,53 +356,100 @@ void S3Backend::RunMarker() {
   marks_changed_.notify_all();
 }
 
-Result<std::vector<BucketEntry>> S3Backend::ListEntries() {
-  const std::string root = prefix_.empty() ? "" : prefix_ + "/";
-  std::unordered_map<std::string, BucketEntry> artifacts;
-  std::unordered_map<std::string, std::chrono::system_clock::time_point> uses;
+Status S3Backend::ListObjects(
+    const std::string& start, size_t most,
+    const std::function<void(std::string_view, std::chrono::system_clock::time_point, uint64_t)>&
+        each) {
   std::string token;
+  size_t seen = 0;
   while (true) {
     std::vector<std::pair<std::string, std::string>> params = {
-        {"list-type", "2"}, {"max-keys", std::to_string(options_.list_page)}, {"prefix", root}};
+        {"list-type", "2"}, {"max-keys", std::to_string(options_.list_page)}, {"prefix", start}};
     if (!token.empty()) params.emplace_back("continuation-token", token);
     S3Request list;
     list.url = bucket_url_;
     list.query = CanonicalQuery(std::move(params));
     HLOCACHE_ASSIGN_OR_RETURN(S3Reply reply, Send(list, nullptr));
-    if (reply.status != 200) return Error(Refused(reply, "listing", root.empty() ? "/" : root));
+    if (reply.status != 200) return Refused(reply, "listing", start.empty() ? "/" : start);
     Status malformed = Status::Ok();
     ForEachElement(reply.body, "Contents", [&](std::string_view item) {
+      if (!malformed.ok() || (most != 0 && seen >= most)) return;
       const std::string name = XmlUnescape(XmlElement(item, "Key"));
       const auto when = ParseS3Time(XmlElement(item, "LastModified"));
-      if (!name.starts_with(root) || !when) {
+      if (!name.starts_with(start) || !when) {
         malformed = Unavailable(name_ + ": a listing entry without a key or time: " + name);
         return;
       }
-      std::string_view rest = std::string_view(name).substr(root.size());
-      const bool mark = rest.starts_with(kMarks);
-      if (mark) rest.remove_prefix(kMarks.size());
-      // <2 hex digits>/<key>; anything else under the prefix is not hlocache's.
-      if (rest.size() < 4 || rest[2] != '/' || !IsHex(rest[0]) || !IsHex(rest[1])) return;
-      const std::string key(rest.substr(3));
-      if (mark) {
-        auto& use = uses[key];
-        use = std::max(use, *when);
-        return;
-      }
-      BucketEntry& entry = artifacts[key];
-      entry.key = key;
-      entry.size = std::strtoull(XmlElement(item, "Size").c_str(), nullptr, 10);
-      entry.last_use = std::max(entry.last_use, *when);
+      ++seen;
+      each(name, *when, std::strtoull(XmlElement(item, "Size").c_str(), nullptr, 10));
     });
     HLOCACHE_RETURN_IF_ERROR(malformed);
     token = XmlUnescape(XmlElement(reply.body, "NextContinuationToken"));
-    if (XmlElement(reply.body, "IsTruncated") != "true" || token.empty()) break;
+    if ((most != 0 && seen >= most) || XmlElement(reply.body, "IsTruncated") != "true" ||
+        token.empty()) {
+      return Status::Ok();
+    }
   }
+}
+
+// "<path>#<size>" -> path and size; false when there is no '#' followed by digits.
+bool SplitIndexName(std::string_view name, std::string& path, uint64_t& size) {
+  const size_t hash = name.rfind('#');
+  if (hash == std::string_view::npos || hash + 1 == name.size()) return false;
+  size = 0;
+  for (const char c : name.substr(hash + 1)) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+    size = size * 10 + static_cast<uint64_t>(c - '0');
+  }
+  path = std::string(name.substr(0, hash));
+  return true;
+}
+
+Result<std::vector<BucketEntry>> S3Backend::ListEntries() {
+  const std::string root = Root();
+  std::unordered_map<std::string, BucketEntry> artifacts;
+  std::unordered_map<std::string, std::chrono::system_clock::time_point> uses;
+  std::unordered_map<std::string, std::vector<std::string>> indexes;
+  HLOCACHE_RETURN_IF_ERROR(ListObjects(
+      root, 0,
+      [&](std::string_view name, std::chrono::system_clock::time_point when, uint64_t size) {
+        std::string_view rest = name.substr(root.size());
+        if (rest.starts_with(kFiles)) {
+          // files/<namespace>/<path>#<size>: the name index of the file artifact it names.
+          rest.remove_prefix(kFiles.size());
+          const size_t slash = rest.find('/');
+          std::string path;
+          uint64_t file_size = 0;
+          if (slash == std::string_view::npos ||
+              !SplitIndexName(rest.substr(slash + 1), path, file_size)) {
+            return;
+          }
+          indexes[cache::ComposeFileKey(rest.substr(0, slash), path)].emplace_back(name);
+          return;
+        }
+        const bool mark = rest.starts_with(kMarks);
+        if (mark) rest.remove_prefix(kMarks.size());
+        // <2 hex digits>/<key>; anything else under the prefix is not hlocache's.
+        if (rest.size() < 4 || rest[2] != '/' || !IsHex(rest[0]) || !IsHex(rest[1])) return;
+        const std::string key(rest.substr(3));
+        if (mark) {
+          auto& use = uses[key];
+          use = std::max(use, when);
+          return;
+        }
+        BucketEntry& entry = artifacts[key];
+        entry.key = key;
+        entry.size = size;
+        entry.last_use = std::max(entry.last_use, when);
+      }));
   std::vector<BucketEntry> out;
   out.reserve(artifacts.size());
   for (auto& [key, entry] : artifacts) {
     if (auto use = uses.find(key); use != uses.end()) {
       entry.last_use = std::max(entry.last_use, use->second);
+    }
+    if (auto index = indexes.find(key); index != indexes.end()) {
+      entry.index_objects = std::move(index->second);
     }
     out.push_back(std::move(entry));
   }
@@ -390,16 +458,79 @@ Result<std::vector<BucketEntry>> S3Backend::ListEntries() {
   return out;
 }
 
-Status S3Backend::Delete(std::string_view key) {
-  for (const std::string& url : {ObjectUrl(key), MarkUrl(key)}) {
-    S3Request del;
-    del.method = "DELETE";
-    del.url = url;
-    HLOCACHE_ASSIGN_OR_RETURN(S3Reply reply, Send(del, nullptr));
-    if (reply.status != 204 && reply.status != 200 && reply.status != 404) {
-      return Refused(reply, "DELETE", key);
-    }
+Status S3Backend::DeleteObject(const std::string& url, std::string_view what) {
+  S3Request del;
+  del.method = "DELETE";
+  del.url = url;
+  HLOCACHE_ASSIGN_OR_RETURN(S3Reply reply, Send(del, nullptr));
+  if (reply.status != 204 && reply.status != 200 && reply.status != 404) {
+    return Refused(reply, "DELETE", what);
   }
+  return Status::Ok();
+}
+
+Status S3Backend::Delete(const BucketEntry& entry) {
+  // The index first: a listing never names a file whose artifact is gone.
+  for (const std::string& object : entry.index_objects) {
+    HLOCACHE_RETURN_IF_ERROR(DeleteObject(UrlOf(object), object));
+  }
+  HLOCACHE_RETURN_IF_ERROR(DeleteObject(ObjectUrl(entry.key), entry.key));
+  return DeleteObject(MarkUrl(entry.key), entry.key);
+}
+
+Result<std::vector<BucketFile>> S3Backend::ListFiles(std::string_view file_namespace,
+                                                     std::string_view prefix, size_t limit) {
+  const std::string start =
+      Root() + std::string(kFiles) + std::string(file_namespace) + "/" + std::string(prefix);
+  const size_t names_start = start.size() - prefix.size();
+  std::map<std::string, std::pair<BucketFile, std::chrono::system_clock::time_point>> files;
+  // Stale index objects of a path (an older size) are listed too: read a few more than asked.
+  HLOCACHE_RETURN_IF_ERROR(
+      ListObjects(start, limit == 0 ? 0 : limit * 2 + 16,
+                  [&](std::string_view name, std::chrono::system_clock::time_point when, uint64_t) {
+                    BucketFile file;
+                    if (!SplitIndexName(name.substr(names_start), file.path, file.size)) return;
+                    auto [it, fresh] = files.try_emplace(file.path);
+                    if (!fresh && it->second.second > when) return;  // The newer index wins.
+                    file.key = cache::ComposeFileKey(file_namespace, file.path);
+                    it->second = {std::move(file), when};
+                  }));
+  std::vector<BucketFile> out;
+  for (auto& [path, file] : files) {
+    if (limit != 0 && out.size() >= limit) break;
+    out.push_back(std::move(file.first));
+  }
+  return out;
+}
+
+Status S3Backend::IndexFile(std::string_view key, const compiler::ArtifactHeader& header,
+                            uint64_t size) {
+  const uint64_t overhead =
+      compiler::FileArtifactOverhead(key, header.file_namespace, header.file_path);
+  const uint64_t file_size = size >= overhead ? size - overhead : 0;
+  const std::string base =
+      Root() + std::string(kFiles) + header.file_namespace + "/" + header.file_path + "#";
+  const std::string name = base + std::to_string(file_size);
+  S3Request put;
+  put.method = "PUT";
+  put.url = UrlOf(name);
+  put.headers = {{"Content-Type", "application/octet-stream"}};
+  HLOCACHE_ASSIGN_OR_RETURN(S3Reply reply, Send(put, nullptr));
+  if (reply.status != 200) return Refused(reply, "PUT", name);
+  // The path's index objects for earlier sizes.
+  std::vector<std::string> stale;
+  HLOCACHE_RETURN_IF_ERROR(ListObjects(
+      base, 0, [&](std::string_view other, std::chrono::system_clock::time_point, uint64_t) {
+        // <path>#<digits> only: "<path>#x#<size>" is another file's.
+        const std::string_view digits = other.substr(base.size());
+        if (other != name && !digits.empty() &&
+            std::all_of(digits.begin(), digits.end(),
+                        [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; })) {
+          stale.emplace_back(other);
+        }
+      }));
+  for (const std::string& object : stale)
+    HLOCACHE_RETURN_IF_ERROR(DeleteObject(UrlOf(object), object));
   return Status::Ok();
 }
 
@@ -487,20 +618,39 @@ Result<std::string> S3Backend::ReadRange(const std::string& url, const std::stri
 
 Status S3Backend::Write(std::string_view key, uint64_t size, const ChunkSource& next,
                         const cache::ArtifactInfo&) {
-  if (size > options_.multipart_threshold) return WriteMultipart(key, size, next);
-  std::string bytes;
-  bytes.reserve(size);
-  while (bytes.size() <= size) {
+  // The header, from the first piece: a file artifact is also indexed by its name.
+  std::optional<compiler::ArtifactHeader> header;
+  bool first = true;
+  const ChunkSource peek = [&]() -> Result<std::string_view> {
     Result<std::string_view> piece = next();
-    if (!piece) return piece.error();
-    if (piece->empty()) break;
-    bytes.append(*piece);
+    if (piece && first) {
+      first = false;
+      if (auto h = compiler::PeekArtifactHeader(*piece); h && !h->file_namespace.empty()) {
+        header = std::move(*h);
+      }
+    }
+    return piece;
+  };
+  Status written = Status::Ok();
+  if (size > options_.multipart_threshold) {
+    written = WriteMultipart(key, size, peek);
+  } else {
+    std::string bytes;
+    bytes.reserve(size);
+    while (bytes.size() <= size) {
+      Result<std::string_view> piece = peek();
+      if (!piece) return piece.error();
+      if (piece->empty()) break;
+      bytes.append(*piece);
+    }
+    if (bytes.size() != size) {
+      return InvalidArgument(name_ + ": " + std::string(key) + " was to be " +
+                             std::to_string(size) + " bytes, got " + std::to_string(bytes.size()));
+    }
+    written = WriteWhole(key, std::move(bytes));
   }
-  if (bytes.size() != size) {
-    return InvalidArgument(name_ + ": " + std::string(key) + " was to be " + std::to_string(size) +
-                           " bytes, got " + std::to_string(bytes.size()));
-  }
-  return WriteWhole(key, std::move(bytes));
+  if (!written.ok() || !header) return written;
+  return IndexFile(key, *header, size);
 }
 
 Status S3Backend::WriteWhole(std::string_view key, std::string bytes) {

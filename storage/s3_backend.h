@@ -27,6 +27,10 @@
 // `hlocache gc` reads them (ListEntries): a key's last use is the later of its upload and its
 // mark.
 //
+// File artifacts (compiler/artifact/file_payload.h) are also indexed by name, so that other
+// hosts' mounts can list them: an empty object PREFIX/files/<namespace>/<path>#<file bytes>,
+// written after the artifact and deleted with it (ListFiles).
+//
 // Failures: a request without an answer, or answered 500, 502, 503 (SlowDown) or 504, is sent
 // again up to `attempts` times in all, after a pause of `retry_pause` doubling each time, with
 // jitter; then it is kUnavailable (callers rest the backend: storage/availability.h). 401 and
@@ -71,6 +75,14 @@ struct BucketEntry {
   uint64_t size = 0;
   // The later of its upload and its last use mark, by the object store's clock.
   std::chrono::system_clock::time_point last_use;
+  std::vector<std::string> index_objects;  // A file artifact's name index (deleted with it).
+};
+
+// A file artifact in a bucket's name index.
+struct BucketFile {
+  std::string path;
+  uint64_t size = 0;  // The file's bytes.
+  std::string key;    // cache::ComposeFileKey(namespace, path).
 };
 
 // A bucket: a backend, and what `hlocache gc --cache s3://...` needs beyond one.
@@ -79,8 +91,13 @@ class Bucket : public Backend {
   // Every artifact under the prefix (ListObjectsV2, every page), with its last use. Errors as
   // the backend's.
   virtual Result<std::vector<BucketEntry>> ListEntries() = 0;
-  // Deletes `key`'s artifact and its use mark. Deleting what is not there succeeds.
-  virtual Status Delete(std::string_view key) = 0;
+  // Deletes the entry's artifact, its use mark and its name index. Deleting what is not there
+  // succeeds.
+  virtual Status Delete(const BucketEntry& entry) = 0;
+  // The file artifacts of `file_namespace` whose path starts with `prefix`, in path order; at
+  // most `limit` (0: every). Errors as the backend's.
+  virtual Result<std::vector<BucketFile>> ListFiles(std::string_view file_namespace,
+                                                    std::string_view prefix, size_t limit) = 0;
   // Waits until the use marks noted so far are written or dropped.
   virtual void FlushMarks() = 0;
 };

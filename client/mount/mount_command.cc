@@ -25,6 +25,7 @@
 #include "client/commands.h"
 #include "client/mount/file_system.h"
 #include "common/byte_size.h"
+#include "storage/s3_backend.h"
 
 namespace hlocache::mount {
 namespace {
@@ -249,7 +250,12 @@ struct Tiers {
   std::unique_ptr<cache::Store> store;
   fs::path store_dir;
   std::string server;
+  std::string bucket;  // s3://BUCKET[/PREFIX]: files are read from and written to it too.
   bool read_only = false;
+  // What the mount reads through to and uploads to (server/upstream.h): the server, the bucket.
+  std::string Upstream() const {
+    return server.empty() ? bucket : bucket.empty() ? server : server + "," + bucket;
+  }
 };
 
 Result<Tiers> OpenTiers(const MountSettings& settings, uint64_t max_bytes, std::ostream& err) {
@@ -269,6 +275,15 @@ Result<Tiers> OpenTiers(const MountSettings& settings, uint64_t max_bytes, std::
         tiers.server = part;
       } else {
         err << "hlocache: mount: server " << part << " ignored: files go to " << tiers.server
+            << "\n";
+      }
+      continue;
+    }
+    if (storage::IsS3Url(part)) {
+      if (tiers.bucket.empty()) {
+        tiers.bucket = part;
+      } else {
+        err << "hlocache: mount: bucket " << part << " ignored: files go to " << tiers.bucket
             << "\n";
       }
       continue;
@@ -392,9 +407,9 @@ int RunMount(const MountSettings& settings, std::ostream& out, std::ostream& err
     tiers->store_dir = state / "store";
   }
   std::unique_ptr<server::Upstream> upstream;
-  if (!tiers->server.empty()) {
+  if (!tiers->Upstream().empty()) {
     server::UpstreamOptions options;
-    options.url = tiers->server;
+    options.url = tiers->Upstream();
     const client::CacheOptions client_defaults = client::CacheOptions::FromEnvironment();
     options.token = client_defaults.token;
     options.ca_cert = client_defaults.ca_cert;

@@ -214,6 +214,55 @@ def environment(service):
     return env
 
 
+def interpolate(text, values):
+    """Compose's ${NAME}, ${NAME:-default} and ${NAME:?message} with `values`."""
+    def one(m):
+        name, op, rest = m.group(1), m.group(2) or "", m.group(3) or ""
+        if name in values and values[name] != "":
+            return values[name]
+        if op == ":-":
+            return rest
+        raise KeyError(f"{name} is not set ({rest})")
+    return re.sub(r"\$\{([A-Z0-9_]+)(:[-?])?([^}]*)\}", one, text)
+
+
+def check_bucket_compose(docker, programs, entrypoint, default_cmd):
+    """docker/compose.bucket.yaml: two origins on a bucket and host caches in front of both and
+    the bucket; every serve command valid (dry run), the hosts naming every origin and the
+    bucket the origins use, every service with the bucket's credentials from the environment."""
+    values = {"HLOCACHE_BUCKET": "ml-compile-cache/team-a", "AWS_ACCESS_KEY_ID": "AKID",
+              "AWS_SECRET_ACCESS_KEY": "secret", "HLOCACHE_READ_TOKEN": "r" * 32,
+              "HLOCACHE_WRITE_TOKEN": "w" * 32}
+    compose = yaml.safe_load(interpolate(open(os.path.join(docker, "compose.bucket.yaml")).read(),
+                                         values))
+    services = compose["services"]
+    origins = sorted(n for n in services if n.startswith("origin"))
+    caches = sorted(n for n in services if n.startswith("cache-"))
+    expect(len(origins) >= 2 and len(caches) >= 2,
+           f"compose.bucket has two origins and per-host caches: {sorted(services)}")
+
+    def argv_of(service):
+        return list(service.get("entrypoint") or entrypoint) + list(service.get("command") or default_cmd)
+
+    bucket = "s3://" + values["HLOCACHE_BUCKET"]
+    for name in origins + caches:
+        argv = argv_of(services[name])
+        upstream = argv[argv.index("--upstream") + 1] if "--upstream" in argv else ""
+        r = subprocess.run([programs[argv[0]], *argv[1:], "--dry-run"], capture_output=True,
+                           text=True)
+        expect(r.returncode == 0, f"compose.bucket {name}: `{shlex.join(argv)}` is a valid serve "
+               f"command ({(r.stdout + r.stderr).strip()})")
+        parts = upstream.split(",")
+        if name in origins:
+            expect(parts == [bucket], f"compose.bucket {name} compiles into the bucket ({upstream})")
+        else:
+            expect(sorted(parts) == sorted([f"http://{o}:7070" for o in origins] + [bucket]),
+                   f"compose.bucket {name} names every origin and the bucket ({upstream})")
+        env = services[name].get("environment") or {}
+        expect(env.get("AWS_ACCESS_KEY_ID") == "AKID" and env.get("AWS_SECRET_ACCESS_KEY") == "secret",
+               f"compose.bucket {name} has the bucket's credentials from the environment")
+
+
 def main():
     repo, build = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     docker = os.path.join(repo, "docker")
@@ -308,6 +357,7 @@ def main():
             if name.startswith("cache-"):
                 stats = stand_ins.stats(name)
                 expect(stats["compiles"] == 0, f"{name} served its trainer without compiling")
+        check_bucket_compose(docker, programs, entrypoint, default_cmd)
     finally:
         stand_ins.stop()
         shutil.rmtree(work, ignore_errors=True)

@@ -487,6 +487,55 @@ TEST_F(S3BackendTest, AServerInFrontOfTheBucketMarksWhatItServes) {
   fs::remove_all(root, ec);
 }
 
+TEST_F(S3BackendTest, MountsOnTheBucketShareFilesByPathAndGcRemovesTheirNames) {
+  if (!fs::exists("/dev/fuse")) GTEST_SKIP() << "no /dev/fuse";
+  char tmpl[] = "/tmp/hlocache-s3-mount-XXXXXX";
+  const fs::path root = ::mkdtemp(tmpl);
+  const std::string url = std::string(kBucket) + "/mounts";
+  // Host 1's mount writes a file; host 2's mount, with an empty store of its own, lists it and
+  // reads the same bytes, all through the bucket.
+  const fs::path script = root / "mounts.sh";
+  std::ofstream(script) << R"sh(set -u
+H=$1; R=$2; B=$3
+mounted() { for _ in $(seq 200); do mountpoint -q "$1" && return 0; sleep 0.05; done; return 1; }
+mkdir -p "$R/m1" "$R/m2"
+"$H" mount "$R/m1" --cache "$R/d1,$B" > "$R/m1.log" 2>&1 &
+mounted "$R/m1" || { echo "m1 not mounted"; cat "$R/m1.log"; exit 1; }
+head -c 100000 /dev/urandom > "$R/src"
+mkdir -p "$R/m1/jax" && cp "$R/src" "$R/m1/jax/exe-abc"
+for _ in $(seq 200); do
+  "$H" stats --mount "$R/m1" | grep -q '"uploads":1,"pending_uploads":0' && break; sleep 0.05
+done
+"$H" mount "$R/m2" --cache "$R/d2,$B" > "$R/m2.log" 2>&1 &
+mounted "$R/m2" || { echo "m2 not mounted"; cat "$R/m2.log"; exit 1; }
+echo "listed: $(ls "$R/m2/jax")"
+cmp "$R/src" "$R/m2/jax/exe-abc" && echo "same bytes"
+fusermount3 -u "$R/m1"; fusermount3 -u "$R/m2"; wait
+)sh";
+  const std::string out = CommandOutput("bash " + script.string() + " " + HLOCACHE_BINARY + " " +
+                                        root.string() + " " + url + " 2>&1");
+  EXPECT_THAT(out, HasSubstr("listed: exe-abc\n")) << out;
+  EXPECT_THAT(out, HasSubstr("same bytes")) << out;
+
+  auto made = storage::MakeS3Backend(url, {});
+  ASSERT_THAT(made, IsOk());
+  std::unique_ptr<storage::Bucket> bucket = std::move(*made);
+  auto files = bucket->ListFiles("files", "jax/", 0);
+  ASSERT_THAT(files, IsOk());
+  ASSERT_EQ(files->size(), 1u);
+  EXPECT_EQ(files->front().path, "jax/exe-abc");
+  EXPECT_EQ(files->front().size, 100000u);
+  // Gc deletes the file's name with it: no listing names a file that is gone.
+  EXPECT_THAT(CommandOutput(std::string(HLOCACHE_BINARY) + " gc --cache " + url +
+                            " --max-size 0 --keep-used-within 0 2>&1"),
+              HasSubstr("evicted 1 entries"));
+  files = bucket->ListFiles("files", "", 0);
+  ASSERT_THAT(files, IsOk());
+  EXPECT_TRUE(files->empty());
+  std::error_code ec;
+  fs::remove_all(root, ec);
+}
+
 }  // namespace
 }  // namespace hlocache::testing
 
