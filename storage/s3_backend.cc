@@ -118,7 +118,8 @@ class S3Backend final : public Bucket {
         bucket_url_(std::move(bucket_url)),
         prefix_(std::move(prefix)),
         options_(std::move(options)),
-        pool_(std::move(connection)) {}
+        pool_(connection),
+        marks_pool_(MarkConnection(std::move(connection))) {}
 
   ~S3Backend() override {
     {
@@ -210,17 +211,21 @@ class S3Backend final : public Bucket {
 
   // Sends `request`, again after a pause when it had no answer or a 5xx one, unless
   // `delivered` says part of its body reached the caller already.
-  Result<S3Reply> Send(const S3Request& request, const bool* delivered) {
+  // `pool` and `attempts` (0: options_.attempts) are the use marks' own.
+  Result<S3Reply> Send(const S3Request& request, const bool* delivered,
+                       S3ConnectionPool* pool = nullptr, int attempts = 0) {
+    if (pool == nullptr) pool = &pool_;
+    if (attempts == 0) attempts = options_.attempts;
     Status last = Status::Ok();
     std::chrono::milliseconds pause = options_.retry_pause;
-    for (int attempt = 0; attempt < std::max(1, options_.attempts); ++attempt) {
+    for (int attempt = 0; attempt < std::max(1, attempts); ++attempt) {
       if (attempt > 0) {
         if (delivered != nullptr && *delivered) break;
         std::this_thread::sleep_for(Jittered(pause));
         pause *= 2;
         Add(retries_, 1);
       }
-      std::unique_ptr<S3Connection> connection = pool_.Take();
+      std::unique_ptr<S3Connection> connection = pool->Take();
       const auto start = std::chrono::steady_clock::now();
       Result<S3Reply> reply = connection->Perform(request);
       Add(requests_, 1);
@@ -234,7 +239,7 @@ class S3Backend final : public Bucket {
         continue;
       }
       Add(bytes_received_, reply->body.size());
-      if (!reply->stopped) pool_.GiveBack(std::move(connection));
+      if (!reply->stopped) pool->GiveBack(std::move(connection));
       if (reply->status == 503) Add(throttled_, 1);
       if (IsRetryable(reply->status) && !reply->stopped) {
         const std::string code = XmlElement(reply->body, "Code");
@@ -295,6 +300,14 @@ class S3Backend final : public Bucket {
   const std::string prefix_;      // Without slashes at its ends; may be empty.
   const S3Options options_;
   S3ConnectionPool pool_;
+  // The use marks' connections: short waits, since a process that exits waits for the mark
+  // being written (at most about 3 s with a gateway that stopped answering).
+  S3ConnectionPool marks_pool_;
+  static S3ConnectionOptions MarkConnection(S3ConnectionOptions o) {
+    o.connect_timeout = std::min(o.connect_timeout, std::chrono::milliseconds(1000));
+    o.stall_timeout = std::min(o.stall_timeout, std::chrono::milliseconds(2000));
+    return o;
+  }
   std::atomic<uint64_t> requests_{0}, retries_{0}, bytes_sent_{0}, bytes_received_{0},
       latency_micros_{0}, errors_unavailable_{0}, throttled_{0}, errors_denied_{0},
       errors_refused_{0};
@@ -305,7 +318,9 @@ class S3Backend final : public Bucket {
   std::condition_variable marks_changed_;
   std::deque<std::string> marks_;
   std::unordered_map<std::string, std::chrono::steady_clock::time_point> marked_;
-  bool marking_ = false;  // A mark is being written.
+  bool marking_ = false;        // A mark is being written.
+  bool marks_failed_ = false;   // One failure was said; later ones are not.
+  bool marks_refused_ = false;  // 401/403: credentials that may only read; no more marks.
   bool stopping_ = false;
   std::thread marker_;
 };
@@ -313,7 +328,7 @@ class S3Backend final : public Bucket {
 void S3Backend::NoteUse(std::string_view key) {
   const auto now = std::chrono::steady_clock::now();
   std::lock_guard<std::mutex> lock(marks_mu_);
-  if (stopping_) return;
+  if (stopping_ || marks_refused_) return;
   auto [it, fresh] = marked_.try_emplace(std::string(key), now);
   if (!fresh) {
     if (now - it->second < options_.mark_interval) return;
@@ -342,13 +357,22 @@ void S3Backend::RunMarker() {
     put.method = "PUT";
     put.url = MarkUrl(key);
     put.headers = {{"Content-Type", "application/octet-stream"}};
-    auto reply = Send(put, nullptr);
-    if (!reply || reply->status != 200) {
-      std::fprintf(stderr, "hlocache: %s: use of %s not marked: %s\n", name_.c_str(), key.c_str(),
-                   reply ? ("PUT answered " + std::to_string(reply->status)).c_str()
-                         : reply.error().message().c_str());
-    }
+    auto reply = Send(put, nullptr, &marks_pool_, /*attempts=*/1);
+    const bool refused = reply && (reply->status == 401 || reply->status == 403);
+    const bool failed = !reply || reply->status != 200;
     lock.lock();
+    if (failed && !marks_failed_) {
+      // Once: marks are best effort, and a gateway that is down would say so for every key.
+      marks_failed_ = true;
+      std::fprintf(stderr, "hlocache: %s: uses not marked for gc (%s)%s\n", name_.c_str(),
+                   reply ? ("PUT answered " + std::to_string(reply->status)).c_str()
+                         : reply.error().message().c_str(),
+                   refused ? "; these credentials may not write: no more marks" : "");
+    }
+    if (refused) {
+      marks_refused_ = true;
+      marks_.clear();
+    }
     marking_ = false;
     marks_changed_.notify_all();
   }

@@ -23,7 +23,10 @@
 //
 // Uses: NoteUse writes an empty object PREFIX/access/<2 hex digits>/<key> in the background,
 // whose Last-Modified (the object store's clock) is when the key was last used, at most once
-// per key per `mark_interval` from one backend; marks that cannot be written are dropped.
+// per key per `mark_interval` from one backend, one try each on connections with short waits
+// (1 s to connect, 2 s without progress: a process that exits waits for the mark in flight);
+// marks that cannot be written are dropped, the first failure said on stderr, and after a
+// 401/403 (credentials that may only read) no more are tried.
 // `hlocache gc` reads them (ListEntries): a key's last use is the later of its upload and its
 // mark.
 //

@@ -21,7 +21,6 @@ Usage: fleet_bucket_test.py HLOCACHE_BINARY CEPH_CLUSTER_SCRIPT. Exit 0 on succe
 failure, 77 (skipped) only where the kernel refuses network namespaces or Ceph is not
 installed.
 """
-import json
 import os
 import shutil
 import signal
@@ -30,41 +29,16 @@ import sys
 import tempfile
 import time
 
-SKIP = 77
+from netns_hosts import (SKIP, Network, checksums, expect, graph, namespaces_refused,
+                         server_stats, start_server)
+
 PREFIX = f"hb{os.getpid() % 100000}"
-SWITCH = PREFIX + "sw"
 HOSTS = {"o1": "10.97.0.1", "o2": "10.97.0.2", "a": "10.97.0.3", "b": "10.97.0.4",
          "s3": "10.97.0.9"}
 PORT = 7070
 BUCKET = "s3://hlocache-test/fleet"
 PROCESSES = 4
 TOKEN = "fleet-bucket-host-token-0123456789"
-
-
-def ns(host):
-    return PREFIX + host
-
-
-def ip(*args, check=True):
-    return subprocess.run(["ip", *args], check=check, capture_output=True, text=True)
-
-
-def graph(variant):
-    return (f"HloModule bucket{variant}\nENTRY e {{\n  x = f32[24,16] parameter(0)\n"
-            f"  w = f32[16,8] parameter(1)\n  d = f32[24,8] dot(x, w), lhs_contracting_dims={{1}}, "
-            f"rhs_contracting_dims={{0}}\n  k = f32[] constant({variant})\n"
-            f"  b = f32[24,8] broadcast(k), dimensions={{}}\n  ROOT y = f32[24,8] add(d, b)\n}}\n")
-
-
-def expect(condition, message):
-    if not condition:
-        raise AssertionError(message)
-    print("ok:", message, flush=True)
-
-
-def checksums(output):
-    """The lines a run prints for its results (shape and checksum), without timings."""
-    return [line for line in output.splitlines() if "xxh3=" in line]
 
 
 class Fleet:
@@ -74,29 +48,20 @@ class Fleet:
         self.work = work
         self.ceph_dir = os.path.join(work, "ceph")
         self.servers = {}
-        self.namespaces = []
+        self.network = Network(PREFIX, HOSTS)
         self.env = dict(os.environ)
         self.generation = 0
 
+    def ns(self, host):
+        return self.network.ns(host)
+
     # --- the network and the cluster -----------------------------------------------------------
     def build_network(self):
-        for name in [SWITCH] + [ns(h) for h in HOSTS]:
-            ip("netns", "add", name)
-            self.namespaces.append(name)
-            ip("-n", name, "link", "set", "lo", "up")
-        ip("-n", SWITCH, "link", "add", "br0", "type", "bridge")
-        ip("-n", SWITCH, "link", "set", "br0", "up")
-        for host, address in HOSTS.items():
-            port = "p-" + host
-            ip("-n", SWITCH, "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns",
-               ns(host))
-            ip("-n", SWITCH, "link", "set", port, "master", "br0", "up")
-            ip("-n", ns(host), "addr", "add", address + "/24", "dev", "eth0")
-            ip("-n", ns(host), "link", "set", "eth0", "up")
+        self.network.build()
 
     def ceph(self, *args, check=True):
         env = dict(os.environ, CEPH_RGW_ADDRESS=HOSTS["s3"])
-        r = subprocess.run(["ip", "netns", "exec", ns("s3"), "bash", self.ceph_script, args[0],
+        r = subprocess.run(["ip", "netns", "exec", self.ns("s3"), "bash", self.ceph_script, args[0],
                             self.ceph_dir, *args[1:]], capture_output=True, text=True, env=env,
                            timeout=300)
         if check and r.returncode != 0:
@@ -120,8 +85,7 @@ class Fleet:
                 proc.wait()
         if os.path.isdir(self.ceph_dir):
             self.ceph("stop", check=False)
-        for name in self.namespaces:
-            ip("netns", "del", name, check=False)
+        self.network.remove()
 
     # --- servers ----------------------------------------------------------------------------------
     def url(self, host):
@@ -130,8 +94,6 @@ class Fleet:
     def start_server(self, host, upstream, fresh=False):
         if fresh:
             self.generation += 1
-        store = os.path.join(self.work, f"{host}-{self.generation}")
-        log = open(os.path.join(self.work, host + ".log"), "a")
         if host.startswith("o"):  # An origin: on the network, with tokens.
             tokens = os.path.join(self.work, "tokens")
             with open(tokens, "w") as f:
@@ -139,24 +101,10 @@ class Fleet:
             where = ["--listen", f"{HOSTS[host]}:{PORT}", "--tokens", tokens]
         else:
             where = ["--listen", f"127.0.0.1:{PORT}", "--upstream-token", TOKEN]
-        proc = subprocess.Popen(
-            ["ip", "netns", "exec", ns(host), self.binary, "serve", "--dir", store, *where,
-             "--access-log", "", "--upstream", upstream, "--compile-workers", "2"],
-            stdout=log, stderr=subprocess.STDOUT, env=self.env)
-        self.servers[host] = proc
-        info = os.path.join(store, "server.json")
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            if proc.poll() is not None:
-                raise AssertionError(f"{host}: server exited: {self.log(host)}")
-            if os.path.exists(info):
-                try:
-                    if json.load(open(info)).get("pid") == proc.pid:
-                        return
-                except ValueError:
-                    pass  # Being written.
-            time.sleep(0.05)
-        raise AssertionError(f"{host}: server did not start: {self.log(host)}")
+        self.servers[host] = start_server(
+            self.binary, self.ns(host), os.path.join(self.work, f"{host}-{self.generation}"),
+            [*where, "--upstream", upstream, "--compile-workers", "2"],
+            os.path.join(self.work, host + ".log"), env=self.env)
 
     def start_host(self, host, fresh=False):
         self.start_server(host, f"{self.url('o1')},{self.url('o2')},{BUCKET}", fresh)
@@ -171,15 +119,7 @@ class Fleet:
 
     def stats(self, host):
         address = HOSTS[host] if host.startswith("o") else "127.0.0.1"
-        fetch = ("import sys, urllib.request; "
-                 "r = urllib.request.Request(sys.argv[1], headers={'Authorization': sys.argv[2]}); "
-                 "print(urllib.request.urlopen(r, timeout=10).read().decode())")
-        r = subprocess.run(["ip", "netns", "exec", ns(host), "python3", "-c", fetch,
-                            f"http://{address}:{PORT}/v1/stats", f"Bearer {TOKEN}"],
-                           capture_output=True, text=True, timeout=30)
-        if r.returncode != 0:
-            raise AssertionError(f"{host}: /v1/stats: {r.stderr}")
-        return json.loads(r.stdout)
+        return server_stats(self.ns(host), f"http://{address}:{PORT}", TOKEN)
 
     def compiles(self, *hosts):
         return sum(self.stats(h)["compiles"] for h in hosts)
@@ -194,7 +134,7 @@ class Fleet:
             script = "; ".join(
                 f"{self.binary} run --cache http://127.0.0.1:{PORT} --seed 7 {g} || exit 1"
                 for g in turn)
-            procs.append(subprocess.Popen(["ip", "netns", "exec", ns(host), "bash", "-c", script],
+            procs.append(subprocess.Popen(["ip", "netns", "exec", self.ns(host), "bash", "-c", script],
                                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                           text=True))
         return procs
@@ -232,11 +172,10 @@ def main():
     if shutil.which("ip") is None:
         print("SKIP: iproute2's `ip` is not installed")
         return SKIP
-    probe = ip("netns", "add", PREFIX + "probe", check=False)
-    if probe.returncode != 0:
-        print(f"SKIP: this kernel or user cannot make network namespaces: {probe.stderr.strip()}")
+    refused = namespaces_refused(PREFIX)
+    if refused:
+        print(f"SKIP: {refused}")
         return SKIP
-    ip("netns", "del", PREFIX + "probe", check=False)
 
     work = tempfile.mkdtemp(prefix="hlocache-fleet-bucket-")
     fleet = Fleet(binary, ceph_script, work)
@@ -249,7 +188,7 @@ def main():
             for v in range(first, first + count):
                 path = os.path.join(work, f"graph{v}.hlo")
                 with open(path, "w") as f:
-                    f.write(graph(v))
+                    f.write(graph("bucket", v, rows=24))
                 paths.append(path)
             return paths
 

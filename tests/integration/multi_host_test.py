@@ -11,7 +11,6 @@ built when the link comes back.
 Usage: multi_host_test.py HLOCACHE_BINARY. Exit 0 on success, 1 on failure, 77 (skipped) only
 where the kernel refuses network namespaces.
 """
-import json
 import os
 import shutil
 import subprocess
@@ -19,27 +18,13 @@ import sys
 import tempfile
 import time
 
-SKIP = 77
+from netns_hosts import (SKIP, Network, checksums, expect, graph, namespaces_refused,
+                         server_stats, start_server)
+
 PREFIX = f"hc{os.getpid() % 100000}"
-SWITCH = PREFIX + "sw"
 HOSTS = {"origin": "10.98.0.1", "a": "10.98.0.2", "b": "10.98.0.3"}
 PORT = 7070
 HOST_TOKEN = "per-host-upload-token-0123456789"
-
-
-def ns(host):
-    return PREFIX + host
-
-
-def ip(*args, check=True):
-    return subprocess.run(["ip", *args], check=check, capture_output=True, text=True)
-
-
-def graph(variant):
-    return (f"HloModule fleet{variant}\nENTRY e {{\n  x = f32[32,16] parameter(0)\n"
-            f"  w = f32[16,8] parameter(1)\n  d = f32[32,8] dot(x, w), lhs_contracting_dims={{1}}, "
-            f"rhs_contracting_dims={{0}}\n  k = f32[] constant({variant})\n"
-            f"  b = f32[32,8] broadcast(k), dimensions={{}}\n  ROOT y = f32[32,8] add(d, b)\n}}\n")
 
 
 class Fleet:
@@ -47,85 +32,43 @@ class Fleet:
         self.binary = binary
         self.work = work
         self.servers = {}
-        self.namespaces = []
+        self.network = Network(PREFIX, HOSTS)
 
-    # --- the network -------------------------------------------------------------------------
     def build_network(self):
-        for name in [SWITCH] + [ns(h) for h in HOSTS]:
-            ip("netns", "add", name)
-            self.namespaces.append(name)
-            ip("-n", name, "link", "set", "lo", "up")
-        ip("-n", SWITCH, "link", "add", "br0", "type", "bridge")
-        ip("-n", SWITCH, "link", "set", "br0", "up")
-        for host, address in HOSTS.items():
-            port = "p-" + host
-            ip("-n", SWITCH, "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns",
-               ns(host))
-            ip("-n", SWITCH, "link", "set", port, "master", "br0", "up")
-            ip("-n", ns(host), "addr", "add", address + "/24", "dev", "eth0")
-            ip("-n", ns(host), "link", "set", "eth0", "up")
+        self.network.build()
 
     def set_origin_link(self, up):
-        ip("-n", SWITCH, "link", "set", "p-origin", "up" if up else "down")
+        self.network.set_link("origin", up)
 
     def teardown(self):
         for proc in self.servers.values():
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-        for name in self.namespaces:
-            ip("netns", "del", name, check=False)
-
-    # --- processes in a host -----------------------------------------------------------------
-    def exec_in(self, host, args, **kwargs):
-        return subprocess.run(["ip", "netns", "exec", ns(host), *args], capture_output=True,
-                              text=True, **kwargs)
+        self.network.remove()
 
     def start_server(self, host, args):
-        store = os.path.join(self.work, host)
-        log = open(os.path.join(self.work, host + ".log"), "w")
-        proc = subprocess.Popen(
-            ["ip", "netns", "exec", ns(host), self.binary, "serve", "--dir", store,
-             "--access-log", "", *args], stdout=log, stderr=subprocess.STDOUT)
-        self.servers[host] = proc
-        info = os.path.join(store, "server.json")
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            if proc.poll() is not None:
-                raise AssertionError(f"{host}: server exited: {self.log(host)}")
-            if os.path.exists(info):
-                try:
-                    if json.load(open(info)).get("pid") == proc.pid:
-                        return
-                except ValueError:
-                    pass  # Being written.
-            time.sleep(0.05)
-        raise AssertionError(f"{host}: server did not start: {self.log(host)}")
+        self.servers[host] = start_server(self.binary, self.network.ns(host),
+                                          os.path.join(self.work, host), args,
+                                          os.path.join(self.work, host + ".log"))
 
     def log(self, host):
         return open(os.path.join(self.work, host + ".log")).read()
 
     def stats(self, host, address="127.0.0.1"):
-        fetch = ("import sys, urllib.request; "
-                 "r = urllib.request.Request(sys.argv[1], headers={'Authorization': sys.argv[2]}); "
-                 "print(urllib.request.urlopen(r, timeout=10).read().decode())")
-        r = self.exec_in(host, ["python3", "-c", fetch, f"http://{address}:{PORT}/v1/stats",
-                                f"Bearer {HOST_TOKEN}"], timeout=30)
-        if r.returncode != 0:
-            raise AssertionError(f"{host}: /v1/stats: {r.stderr}")
-        return json.loads(r.stdout)
+        return server_stats(self.network.ns(host), f"http://{address}:{PORT}", HOST_TOKEN)
 
     def run_clients(self, host, graphs, clients=2):
         """Starts `clients` processes on `host`, each running every graph in turn through the
-        host's server; returns {graph: [output lines]} once all have finished."""
+        host's server; returns their outputs once all have finished."""
         procs = []
         for _ in range(clients):
             script = "; ".join(
                 f"{self.binary} run --cache http://127.0.0.1:{PORT} --seed 7 {g} || exit 1"
                 for g in graphs)
-            procs.append(subprocess.Popen(["ip", "netns", "exec", ns(host), "bash", "-c", script],
-                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                          text=True))
+            procs.append(subprocess.Popen(
+                ["ip", "netns", "exec", self.network.ns(host), "bash", "-c", script],
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
         outputs = []
         for proc in procs:
             out, _ = proc.communicate(timeout=600)
@@ -133,17 +76,6 @@ class Fleet:
                 raise AssertionError(f"{host}: a client failed:\n{out}")
             outputs.append(out)
         return outputs
-
-
-def expect(condition, message):
-    if not condition:
-        raise AssertionError(message)
-    print("ok:", message)
-
-
-def checksums(output):
-    """The lines a run prints for its results (shape and checksum), without timings."""
-    return [line for line in output.splitlines() if "xxh3=" in line]
 
 
 def main():
@@ -154,11 +86,10 @@ def main():
     if shutil.which("ip") is None:
         print("SKIP: iproute2's `ip` is not installed")
         return SKIP
-    probe = ip("netns", "add", PREFIX + "probe", check=False)
-    if probe.returncode != 0:
-        print(f"SKIP: this kernel or user cannot make network namespaces: {probe.stderr.strip()}")
+    refused = namespaces_refused(PREFIX)
+    if refused:
+        print(f"SKIP: {refused}")
         return SKIP
-    ip("netns", "del", PREFIX + "probe", check=False)
 
     work = tempfile.mkdtemp(prefix="hlocache-multi-host-")
     fleet = Fleet(binary, work)
@@ -168,7 +99,7 @@ def main():
         for v in range(1, 5):
             path = os.path.join(work, f"graph{v}.hlo")
             with open(path, "w") as f:
-                f.write(graph(v))
+                f.write(graph("fleet", v))
             graphs.append(path)
         tokens = os.path.join(work, "tokens")
         with open(tokens, "w") as f:
