@@ -1,16 +1,23 @@
 # Writes OUTPUT, a C++ source defining NAME (a const char* declared in HEADER) as the text of
-# SOURCE_DIR/FILE below its marker line: the prelude every generated unit starts with. Run with
+# SOURCE_DIR/FILE below its marker line (of each file, joined, when FILE names several): the prelude every generated unit starts with. Run with
 # cmake -P; the preludes ship inside the binary, as the catalog's migrations do.
 set(marker "// ---- The prelude: every generated unit starts with the text below this line. ----\n")
-file(READ "${SOURCE_DIR}/${FILE}" text)
-string(FIND "${text}" "${marker}" at)
-if(at EQUAL -1)
-  message(FATAL_ERROR "${FILE}: no marker line")
-endif()
-string(LENGTH "${marker}" marker_length)
-math(EXPR from "${at} + ${marker_length}")
-string(SUBSTRING "${text}" ${from} -1 prelude)
-set(body "// Generated from ${FILE} by compiler/embed_preludes.cmake. Do not edit.\n")
+# FILE: one file, or several separated by '|', whose texts are joined in that order.
+string(REPLACE "|" ";" files "${FILE}")
+set(prelude "")
+foreach(one IN LISTS files)
+  file(READ "${SOURCE_DIR}/${one}" text)
+  string(FIND "${text}" "${marker}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "${one}: no marker line")
+  endif()
+  string(LENGTH "${marker}" marker_length)
+  math(EXPR from "${at} + ${marker_length}")
+  string(SUBSTRING "${text}" ${from} -1 part)
+  string(APPEND prelude "${part}")
+endforeach()
+string(REPLACE "|" ", " names "${FILE}")
+set(body "// Generated from ${names} by compiler/embed_preludes.cmake. Do not edit.\n")
 string(APPEND body "#include \"${HEADER}\"\n\nnamespace hlocache::compiler {\n\n")
 string(APPEND body "const char* const ${NAME} = R\"hc_prelude(${prelude})hc_prelude\";\n\n")
 string(APPEND body "}  // namespace hlocache::compiler\n")
