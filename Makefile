@@ -64,7 +64,7 @@ serve: build
 	./$(BUILD)/hlocache serve --dir $(SERVE_DIR) --listen $(LISTEN)
 
 # The peers the benchmarks measure side by side.
-BENCH_PACKAGES := nginx redis-server redis-tools wrk libopenblas0
+BENCH_PACKAGES := nginx redis-server redis-tools wrk libopenblas0 python3-numpy python3-torch
 
 bench: build
 	@missing=""; \
@@ -79,6 +79,7 @@ bench: build
 	./$(BUILD)/bench/key_bench
 	./$(BUILD)/bench/store_bench
 	./$(BUILD)/bench/compile_bench
+	./$(BUILD)/bench/exec_bench
 	./$(BUILD)/bench/server_bench
 	./$(BUILD)/bench/fleet_bench
 	./$(BUILD)/bench/mount_bench
