@@ -12,6 +12,7 @@
 #include <string>
 
 #include "common/trace.h"
+#include "server/header_check.h"
 
 namespace hlocache::server {
 namespace {
@@ -97,6 +98,7 @@ class ConnectionStream final : public httplib::Stream {
   void StartRequest() {
     headers_deadline_ = Clock::now() + header_timeout_;
     reading_headers_ = true;
+    head_check_.Reset();
     request_bytes_ = 0;
     failure_.clear();
     BodyAnnounced(0, false);
@@ -161,8 +163,25 @@ class ConnectionStream final : public httplib::Stream {
 
   ssize_t read(char* ptr, size_t size) override {
     const ssize_t n = ReadSome(ptr, size);
+    if (n > 0 && reading_headers_ && !head_check_.done()) {
+      if (auto refusal = head_check_.Feed(std::string_view(ptr, static_cast<size_t>(n)))) {
+        Refuse(*refusal);
+        return -1;  // The library stops reading this request; the connection closes.
+      }
+    }
     if (n > 0) body_read_ += static_cast<uint64_t>(n);
     return n;
+  }
+
+  // Answers a request whose head failed HeaderCheck, before the library has parsed it.
+  void Refuse(const HeaderCheck::Refusal& refusal) {
+    const std::string body = "error: " + refusal.reason + "\n";
+    const char* phrase = refusal.status == 431 ? "Request Header Fields Too Large" : "Bad Request";
+    out_ += "HTTP/1.1 " + std::to_string(refusal.status) + " " + phrase +
+            "\r\nContent-Type: text/plain\r\nContent-Length: " + std::to_string(body.size()) +
+            "\r\nConnection: close\r\n\r\n" + body;
+    TraceIo("request refused with %d: %s", refusal.status, refusal.reason.c_str());
+    (void)Flush();
   }
 
   ssize_t ReadSome(char* ptr, size_t size) {
@@ -356,6 +375,7 @@ class ConnectionStream final : public httplib::Stream {
   const milliseconds read_timeout_, write_timeout_, header_timeout_;
   Clock::time_point headers_deadline_;
   bool reading_headers_ = false;
+  HeaderCheck head_check_;  // The current request's head, as it arrives.
   uint64_t body_length_ = 0, body_read_ = 0, request_bytes_ = 0;
   mutable std::string failure_;
   std::string remote_ip_;

@@ -16,6 +16,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -619,6 +620,34 @@ TEST_F(ServerTest, KillDashNineDuringAPutFloodLeavesKeysAbsentOrIntact) {
   }
   EXPECT_GE(intact, static_cast<int>(acknowledged.size()));
   EXPECT_EQ(again->Stop(), 0);
+}
+
+TEST_F(ServerTest, LenientHeadersAre400AndOversizedHeadsAre431) {
+  auto server = Start({});
+  std::string many = "GET /v1/stats HTTP/1.1\r\nHost: x\r\n";
+  for (int i = 0; i < 10000; ++i) many += "X-" + std::to_string(i) + ": v\r\n";
+  const std::string get = "GET /v1/stats HTTP/1.1\r\nHost: x\r\n";
+  const std::vector<std::tuple<std::string, std::string, int, std::string>> cases = {
+      {"no colon", get + "NoColonHere\r\n\r\n", 400, "without a colon"},
+      {"obs-fold", get + "X-A: 1\r\n  folded\r\n\r\n", 400, "obsolete line folding"},
+      {"space before colon", "GET /v1/stats HTTP/1.1\r\nHost : x\r\n\r\n", 400,
+       "whitespace between a header's name and its colon"},
+      {"10,000 header lines", many + "\r\n", 431, "more than 100 header lines"},
+      {"a 100 KB header", get + "X-Big: " + std::string(100000, 'b') + "\r\n\r\n", 431,
+       "longer than 64 KiB"},
+  };
+  for (const auto& [name, request, status, why] : cases) {
+    std::string reply;
+    EXPECT_EQ(RawExchange(server->port(), request, std::chrono::seconds(10), &reply), status)
+        << name << ": " << reply;
+    EXPECT_THAT(reply, HasSubstr("error: ")) << name;
+    EXPECT_THAT(reply, HasSubstr(why)) << name;
+    EXPECT_THAT(reply, HasSubstr("Connection: close")) << name;
+  }
+  // The server goes on serving well-formed requests.
+  auto ok = server->Client()->Get("/v1/stats");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200);
 }
 
 TEST_F(ServerTest, MalformedRequestsGetA4xxOrAClosedConnection) {
