@@ -37,6 +37,7 @@ Result<std::vector<std::string>> Lowering::Run() {
   if (m_.entry < 0) return Error(InvalidArgument(m_.filename() + ": no entry computation"));
   std::vector<int> state(m_.computations.size(), 0);
   HLOCACHE_RETURN_IF_ERROR(Reach(m_.entry, state));
+  MarkLoopComputations(state);
   pieces_.clear();
   pieces_.push_back({"", EntryPoint()});
   for (size_t c = 0; c < m_.computations.size(); ++c) {
@@ -234,8 +235,11 @@ Status Lowering::LowerComputation(int32_t c) {
 
   SegmentedFunction function(FunctionName(c), signature, std::move(params), options_.segment_bytes);
   function_ = &function;
+  std::vector<bool> invariant;
+  const std::vector<int32_t> hoisted = PlanHoisting(c, invariant);
+  if (!hoisted.empty()) HLOCACHE_RETURN_IF_ERROR(LowerInvariants(c, hoisted, invariant, function));
   for (size_t i = 0; i < comp.instructions.size(); ++i) {
-    if (!live_[i]) continue;
+    if (!live_[i] || invariant[i]) continue;
     HLOCACHE_RETURN_IF_ERROR(Lower(static_cast<int32_t>(i)));
     function.EndInstruction();
   }

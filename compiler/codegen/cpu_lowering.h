@@ -17,16 +17,16 @@
 #include "compiler/codegen/cpu_extended_ops.h"
 #include "compiler/codegen/cpu_prelude.h"
 #include "compiler/codegen/cpu_source.h"
-#include "compiler/codegen/fusion.h"
 #include "compiler/codegen/cpu_units.h"
+#include "compiler/codegen/fusion.h"
 #include "compiler/semantics/constant.h"
 #include "compiler/semantics/core_ops.h"
-#include "compiler/semantics/shape_rules.h"
 #include "compiler/semantics/dynamic_dims.h"
 #include "compiler/semantics/dynamic_shapes.h"
 #include "compiler/semantics/half.h"
 #include "compiler/semantics/linalg.h"
 #include "compiler/semantics/prng.h"
+#include "compiler/semantics/shape_rules.h"
 
 namespace hlocache::compiler::lowering_internal {
 
@@ -91,6 +91,28 @@ class Lowering : public CpuEmitter {
   // ---- One computation as one static function -------------------------------------------
 
   Status LowerComputation(int32_t c);
+
+  // ---- Loop-invariant values of loop bodies and conditions (cpu_hoisting.cc) ----------------
+  //
+  // A while's body and condition run once per step. Their values that depend on no parameter
+  // (and on nothing with effects or randomness) are the same at every step and in every run:
+  // they are computed once, by a function of their own, into static buffers of the executable,
+  // and the step reads them there (XLA's while-loop invariant code motion, without rewriting
+  // the module). Invariant values a step reads are "hoisted"; what only they need is computed
+  // with them.
+
+  // Which computations are a while's body or condition, from the reached ones.
+  void MarkLoopComputations(const std::vector<int>& reached);
+  // Whether computation `c` (and what it calls) has no effects, randomness or collectives.
+  bool PureComputation(int32_t c);
+  // For the computation being lowered: `invariant` per instruction, and the hoisted ones (in
+  // order). Empty when nothing is worth hoisting.
+  std::vector<int32_t> PlanHoisting(int32_t c, std::vector<bool>& invariant);
+  // Writes the function computing the hoisted values into its results, then, as the first
+  // code of `step` (the computation's own function), computes them once into static buffers
+  // and points at them. Binds the hoisted instructions' values to those pointers.
+  Status LowerInvariants(int32_t c, const std::vector<int32_t>& hoisted,
+                         const std::vector<bool>& invariant, SegmentedFunction& step);
 
   bool TouchesDynamicShapes(const Instruction& inst) const;
 
@@ -321,6 +343,8 @@ class Lowering : public CpuEmitter {
   SegmentedFunction* function_ = nullptr;  // The function being written.
   std::vector<CodePiece> pieces_;          // The module's functions and large constants.
   std::string small_constants_;            // Defined in every unit.
+  std::vector<bool> loop_computation_;     // A while's body or condition (MarkLoopComputations).
+  std::vector<int> pure_;                  // PureComputation's answers: 0 unknown, 1 yes, 2 no.
 };
 
 }  // namespace hlocache::compiler::lowering_internal

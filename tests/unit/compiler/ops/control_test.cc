@@ -252,6 +252,83 @@ TEST(ControlTest, APassedThroughLeafIsNeitherCopiedNorWritten) {
 
 // ---- Malformed loops ----------------------------------------------------------------------
 
+TEST(ControlTest, LoopInvariantValuesAreComputedOnceOutsideTheSteps) {
+  // Each step adds the same sum of iota * iota (invariant: it depends on no parameter), a
+  // broadcast of it (an invariant array) and the step's own x; the condition compares with an
+  // invariant bound. A random draw in the body depends on nothing either, but differs per step:
+  // it must stay in the step.
+  const std::string text = R"(HloModule m
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+cond {
+  p = (s32[], f32[8], f32[8]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  two = s32[] constant(2)
+  four = s32[] constant(4)
+  n = s32[] multiply(two, four)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  p = (s32[], f32[8], f32[8]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  x = f32[8] get-tuple-element(p), index=1
+  y = f32[8] get-tuple-element(p), index=2
+  iota = f32[4096] iota(), iota_dimension=0
+  sq = f32[4096] multiply(iota, iota)
+  zero = f32[] constant(0)
+  s = f32[] reduce(sq, zero), dimensions={0}, to_apply=add
+  sb = f32[8] broadcast(s), dimensions={}
+  x1 = f32[8] add(x, sb)
+  lo = f32[] constant(0)
+  hi = f32[] constant(1)
+  r = f32[8] rng(lo, hi), distribution=rng_uniform
+  y1 = f32[8] add(y, r)
+  one = s32[] constant(1)
+  i1 = s32[] add(i, one)
+  ROOT t = (s32[], f32[8], f32[8]) tuple(i1, x1, y1)
+}
+ENTRY e {
+  x0 = f32[8] parameter(0)
+  z = s32[] constant(0)
+  y0 = f32[8] broadcast(f32[] constant(0)), dimensions={}
+  init = (s32[], f32[8], f32[8]) tuple(z, x0, y0)
+  w = (s32[], f32[8], f32[8]) while(init), condition=cond, body=body
+  x = f32[8] get-tuple-element(w), index=1
+  y = f32[8] get-tuple-element(w), index=2
+  ROOT o = (f32[8], f32[8]) tuple(x, y)
+})";
+  const std::string source = ExpectCompiledMatchesInterpreterOnRandomInputs(text);
+  ASSERT_FALSE(source.empty());
+  // The function each instruction's code is in: the header of the last definition before it.
+  auto function_of = [&](const std::string& code) {
+    const size_t at = source.find(code);
+    if (at == std::string::npos) return std::string("(not found)");
+    const size_t start = source.rfind("\nint hc_comp", at);
+    return source.substr(start + 1, source.find('(', start) - start - 1);
+  };
+  EXPECT_NE(function_of("// s = reduce").find("_invariants"), std::string::npos)
+      << "the sum of iota * iota is computed outside the step\n"
+      << source;
+  EXPECT_NE(function_of("// n = multiply").find("_invariants"), std::string::npos)
+      << "the condition's bound is computed outside the step\n"
+      << source;
+  EXPECT_EQ(function_of("// r = rng").find("_invariants"), std::string::npos)
+      << "a random draw stays in the step\n"
+      << source;
+  EXPECT_EQ(function_of("// x1 = add").find("_invariants"), std::string::npos) << source;
+  // Computed once: a static, initialized by the first step.
+  EXPECT_NE(source.find("static const int hc_hoisted = "), std::string::npos) << source;
+}
+
+TEST(ControlTest, AStepWithoutInvariantsIsLoweredAsBefore) {
+  const std::string source = ExpectCompiledMatchesInterpreterOnRandomInputs(kCounting);
+  ASSERT_FALSE(source.empty());
+  EXPECT_EQ(source.find("_invariants("), std::string::npos) << source;
+}
+
 TEST(ControlTest, MalformedLoopsAreRefusedWithTheirLine) {
   // A condition that does not return pred[].
   ExpectMalformed(Replaced(kCounting, "ROOT lt = pred[] compare(i, n), direction=LT",
