@@ -1,5 +1,7 @@
 #include "client/cache.h"
 
+#include <xxhash.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -154,6 +156,23 @@ class CacheImpl final : public Cache {
   std::string compiler_id_;
   std::unique_ptr<compiler::WorkerPool> pool_;
 
+  // The keys of texts asked for before: XXH3-128 of the exact text, mixed with the target.
+  struct TextId {
+    uint64_t low, high;
+    bool operator==(const TextId&) const = default;
+  };
+  struct TextIdHash {
+    size_t operator()(const TextId& id) const { return static_cast<size_t>(id.low); }
+  };
+  static TextId IdOf(std::string_view text, std::string_view target) {
+    const XXH128_hash_t h =
+        XXH3_128bits_withSeed(text.data(), text.size(), XXH3_64bits(target.data(), target.size()));
+    return {h.low64, h.high64};
+  }
+  static constexpr size_t kMostRememberedKeys = 4096;
+  std::mutex keys_mu_;
+  std::unordered_map<TextId, std::string, TextIdHash> keys_;
+
   // In-process single flight: one lookup and compile per key at a time.
   std::mutex flights_mu_;
   std::map<std::string, std::shared_future<Result<Executable>>> flights_;
@@ -256,8 +275,38 @@ Result<std::string> CacheImpl::CompileHere(const std::string& key, const hlo::Mo
 }
 
 Result<Executable> CacheImpl::GetOrCompile(std::string_view hlo_text, std::string_view target) {
+  const auto start = Clock::now();
+  const TextId id = IdOf(hlo_text, target);
+  std::string key;
+  {
+    std::lock_guard<std::mutex> lock(keys_mu_);
+    if (auto it = keys_.find(id); it != keys_.end()) key = it->second;
+  }
+  if (!key.empty()) {
+    if (auto [exe, artifact] = memory_.Get(key); exe) {
+      Count([](CacheStats& s) {
+        ++s.requests;
+        ++s.memory_hits;
+        ++s.keys_memoized;
+      });
+      NoteUse(key);
+      Executable out;
+      out.key = std::move(key);
+      out.executable = std::move(exe);
+      out.artifact = std::move(artifact);
+      out.source = Source::kMemory;
+      out.total_seconds = SecondsSince(start);
+      return out;
+    }
+  }
   HLOCACHE_ASSIGN_OR_RETURN(hlo::Module module, hlo::ParseModule(std::string(hlo_text), "module"));
-  return GetOrCompile(module, target);
+  Result<Executable> result = GetOrCompile(module, target);
+  if (result) {
+    std::lock_guard<std::mutex> lock(keys_mu_);
+    if (keys_.size() >= kMostRememberedKeys) keys_.clear();  // Rebuilt by the next asks.
+    keys_.emplace(id, result->key);
+  }
+  return result;
 }
 
 Result<Executable> CacheImpl::GetOrCompile(const hlo::Module& module, std::string_view target) {

@@ -74,6 +74,34 @@ std::string RunProcess(const std::string& spec, const fs::path& file) {
   return CommandOutput(std::string(HLOCACHE_BINARY) + " run --cache " + spec + " " + file.string());
 }
 
+TEST_F(ClientTest, ATextAskedForAgainIsAnsweredFromMemoryWithoutKeyingIt) {
+  auto cache = Cache::Open((root_ / "store").string(), Options());
+  ASSERT_THAT(cache, IsOk());
+  const std::string text = Module(41);
+  auto first = (*cache)->GetOrCompile(text);
+  ASSERT_THAT(first, IsOk());
+  EXPECT_EQ(first->source, Source::kCompiledHere);
+  auto again = (*cache)->GetOrCompile(text);
+  ASSERT_THAT(again, IsOk());
+  EXPECT_EQ(again->source, Source::kMemory);
+  EXPECT_EQ(again->key, first->key);
+  EXPECT_EQ(again->executable, first->executable);
+  EXPECT_EQ((*cache)->stats().keys_memoized, 1u);
+  // Another text of the same module (a comment, other spacing) is keyed: the same key, from
+  // memory, but not by the memo.
+  auto respelled = (*cache)->GetOrCompile("// the same module\n" + text);
+  ASSERT_THAT(respelled, IsOk());
+  EXPECT_EQ(respelled->key, first->key);
+  EXPECT_EQ(respelled->source, Source::kMemory);
+  EXPECT_EQ((*cache)->stats().keys_memoized, 1u);
+  // Another target is another key.
+  auto other = (*cache)->GetOrCompile(text, "cpu-x86-64-v2");
+  ASSERT_THAT(other, IsOk());
+  EXPECT_NE(other->key, first->key);
+  EXPECT_EQ((*cache)->stats().keys_memoized, 1u);
+  EXPECT_EQ((*cache)->stats().memory_hits, 2u);
+}
+
 TEST_F(ClientTest, TwoProcessesShareADirectoryThroughItsServer) {
   ServerProcess server(HLOCACHE_BINARY, root_ / "shared", {"--access-log", ""});
   ASSERT_TRUE(server.started()) << server.output();
