@@ -29,8 +29,8 @@ import sys
 import tempfile
 import time
 
-from netns_hosts import (SKIP, Network, checksums, expect, graph, namespaces_refused,
-                         server_stats, start_server)
+from netns_hosts import (SKIP, Network, checksums, expect, finish_clients, graph,
+                         namespaces_refused, server_stats, start_clients, start_server)
 
 PREFIX = f"hb{os.getpid() % 100000}"
 HOSTS = {"o1": "10.97.0.1", "o2": "10.97.0.2", "a": "10.97.0.3", "b": "10.97.0.4",
@@ -128,26 +128,12 @@ class Fleet:
     def start_clients(self, host, graphs):
         """PROCESSES processes on `host`, each running every graph in turn (from a different
         one, so they overlap) through the host's server."""
-        procs = []
-        for i in range(PROCESSES):
-            turn = graphs[i % len(graphs):] + graphs[:i % len(graphs)]
-            script = "; ".join(
-                f"{self.binary} run --cache http://127.0.0.1:{PORT} --seed 7 {g} || exit 1"
-                for g in turn)
-            procs.append(subprocess.Popen(["ip", "netns", "exec", self.ns(host), "bash", "-c", script],
-                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                          text=True))
-        return procs
+        turns = [graphs[i % len(graphs):] + graphs[:i % len(graphs)] for i in range(PROCESSES)]
+        return start_clients(self.binary, self.ns(host), PORT, turns)
 
     @staticmethod
     def finish(host, procs):
-        outputs = []
-        for proc in procs:
-            out, _ = proc.communicate(timeout=600)
-            if proc.returncode != 0:
-                raise AssertionError(f"{host}: a client failed:\n{out}")
-            outputs.append(out)
-        return outputs
+        return finish_clients(host, procs)
 
     def run_both(self, graphs):
         started = {h: self.start_clients(h, graphs) for h in ("a", "b")}
@@ -169,9 +155,6 @@ def main():
         return 2
     binary = os.path.abspath(sys.argv[1])
     ceph_script = os.path.abspath(sys.argv[2])
-    if shutil.which("ip") is None:
-        print("SKIP: iproute2's `ip` is not installed")
-        return SKIP
     refused = namespaces_refused(PREFIX)
     if refused:
         print(f"SKIP: {refused}")

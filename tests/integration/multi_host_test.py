@@ -18,8 +18,8 @@ import sys
 import tempfile
 import time
 
-from netns_hosts import (SKIP, Network, checksums, expect, graph, namespaces_refused,
-                         server_stats, start_server)
+from netns_hosts import (SKIP, Network, checksums, expect, finish_clients, graph,
+                         namespaces_refused, server_stats, start_clients, start_server)
 
 PREFIX = f"hc{os.getpid() % 100000}"
 HOSTS = {"origin": "10.98.0.1", "a": "10.98.0.2", "b": "10.98.0.3"}
@@ -61,21 +61,8 @@ class Fleet:
     def run_clients(self, host, graphs, clients=2):
         """Starts `clients` processes on `host`, each running every graph in turn through the
         host's server; returns their outputs once all have finished."""
-        procs = []
-        for _ in range(clients):
-            script = "; ".join(
-                f"{self.binary} run --cache http://127.0.0.1:{PORT} --seed 7 {g} || exit 1"
-                for g in graphs)
-            procs.append(subprocess.Popen(
-                ["ip", "netns", "exec", self.network.ns(host), "bash", "-c", script],
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-        outputs = []
-        for proc in procs:
-            out, _ = proc.communicate(timeout=600)
-            if proc.returncode != 0:
-                raise AssertionError(f"{host}: a client failed:\n{out}")
-            outputs.append(out)
-        return outputs
+        procs = start_clients(self.binary, self.network.ns(host), PORT, [graphs] * clients)
+        return finish_clients(host, procs)
 
 
 def main():
@@ -83,9 +70,6 @@ def main():
         print(__doc__)
         return 2
     binary = os.path.abspath(sys.argv[1])
-    if shutil.which("ip") is None:
-        print("SKIP: iproute2's `ip` is not installed")
-        return SKIP
     refused = namespaces_refused(PREFIX)
     if refused:
         print(f"SKIP: {refused}")

@@ -3,6 +3,7 @@ a bridge in one more namespace, and what those tests share (servers started in a
 small graph, result lines, assertions that print as they pass)."""
 import json
 import os
+import shutil
 import subprocess
 import time
 
@@ -15,6 +16,8 @@ def ip(*args, check=True):
 
 def namespaces_refused(prefix):
     """Why this machine cannot make network namespaces, or None when it can."""
+    if shutil.which("ip") is None:
+        return "iproute2's `ip` is not installed"
     probe = ip("netns", "add", prefix + "probe", check=False)
     if probe.returncode != 0:
         return f"this kernel or user cannot make network namespaces: {probe.stderr.strip()}"
@@ -89,6 +92,29 @@ def server_stats(namespace, url, token):
     if r.returncode != 0:
         raise AssertionError(f"{namespace}: /v1/stats: {r.stderr}")
     return json.loads(r.stdout)
+
+
+def start_clients(binary, namespace, port, turns):
+    """One process in `namespace` per list of `turns`, each running its graphs in order through
+    the server on 127.0.0.1:`port` (`hlocache run --cache`), stopping at the first failure."""
+    procs = []
+    for graphs in turns:
+        script = "; ".join(
+            f"{binary} run --cache http://127.0.0.1:{port} --seed 7 {g} || exit 1" for g in graphs)
+        procs.append(subprocess.Popen(["ip", "netns", "exec", namespace, "bash", "-c", script],
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    return procs
+
+
+def finish_clients(host, procs):
+    """The outputs of `procs` once all have finished; an AssertionError when one failed."""
+    outputs = []
+    for proc in procs:
+        out, _ = proc.communicate(timeout=600)
+        if proc.returncode != 0:
+            raise AssertionError(f"{host}: a client failed:\n{out}")
+        outputs.append(out)
+    return outputs
 
 
 def graph(name, variant, rows=32):
