@@ -368,8 +368,8 @@ class UpstreamImpl final : public Upstream {
 
   // How long until an upload destination may be asked again.
   Clock::duration ShortestRest() const {
-    Clock::duration shortest = Clock::duration::max();
     if (bucket_) return bucket_->availability->RestLeft();
+    Clock::duration shortest = Clock::duration::max();
     for (const Part& origin : origins_) {
       shortest = std::min(shortest, origin.availability->RestLeft());
     }
@@ -523,6 +523,15 @@ Result<std::unique_ptr<Upstream>> Upstream::Make(UpstreamOptions options, cache:
   std::vector<Part> origins;
   std::unique_ptr<Part> bucket;
   std::string names;
+  // Every origin is reached with the same credentials and waits.
+  storage::HttpBackendOptions http;
+  http.token = options.token;
+  http.ca_cert = options.ca_cert;
+  http.connect_timeout = options.connect_timeout;
+  http.io_timeout = options.io_timeout;
+  http.compile_timeout = options.compile_timeout;
+  http.headers = options.headers;
+  const HttpGetOptions get_options = storage::HttpGetOptionsOf(http);
   for (const std::string& spec : SplitCommaList(options.url)) {
     Part part;
     if (storage::IsS3Url(spec)) {
@@ -535,15 +544,8 @@ Result<std::unique_ptr<Upstream>> Upstream::Make(UpstreamOptions options, cache:
       part.url = part.backend->name();
     } else {
       HLOCACHE_ASSIGN_OR_RETURN(part.url, ParseServerUrl(spec));
-      storage::HttpBackendOptions http;
-      http.token = options.token;
-      http.ca_cert = options.ca_cert;
-      http.connect_timeout = options.connect_timeout;
-      http.io_timeout = options.io_timeout;
-      http.compile_timeout = options.compile_timeout;
-      http.headers = options.headers;
-      part.getters = std::make_unique<HttpGetterPool>(part.url, storage::HttpGetOptionsOf(http));
-      HLOCACHE_ASSIGN_OR_RETURN(part.backend, storage::MakeHttpBackend(part.url, std::move(http)));
+      part.getters = std::make_unique<HttpGetterPool>(part.url, get_options);
+      HLOCACHE_ASSIGN_OR_RETURN(part.backend, storage::MakeHttpBackend(part.url, http));
     }
     names += (names.empty() ? "" : ",") + part.url;
     if (part.bucket == nullptr) {

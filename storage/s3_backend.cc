@@ -317,7 +317,14 @@ class S3Backend final : public Bucket {
   std::mutex marks_mu_;
   std::condition_variable marks_changed_;
   std::deque<std::string> marks_;
-  std::unordered_map<std::string, std::chrono::steady_clock::time_point> marked_;
+  // Looked up by string_view: a use already marked within the hour (every hit of a hot key)
+  // allocates nothing.
+  struct KeyHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, std::chrono::steady_clock::time_point, KeyHash, std::equal_to<>>
+      marked_;
   bool marking_ = false;        // A mark is being written.
   bool marks_failed_ = false;   // One failure was said; later ones are not.
   bool marks_refused_ = false;  // 401/403: credentials that may only read; no more marks.
@@ -329,10 +336,11 @@ void S3Backend::NoteUse(std::string_view key) {
   const auto now = std::chrono::steady_clock::now();
   std::lock_guard<std::mutex> lock(marks_mu_);
   if (stopping_ || marks_refused_) return;
-  auto [it, fresh] = marked_.try_emplace(std::string(key), now);
-  if (!fresh) {
+  if (auto it = marked_.find(key); it != marked_.end()) {
     if (now - it->second < options_.mark_interval) return;
     it->second = now;
+  } else {
+    marked_.emplace(key, now);
   }
   if (marks_.size() >= kMostQueuedMarks) return;  // Dropped: gc sees an older use.
   if (marked_.size() > 4 * kMostQueuedMarks) {
