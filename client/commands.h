@@ -5,6 +5,7 @@
 // commands in-process.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <iosfwd>
 #include <string>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "keying/keying.h"
+#include "storage/s3_backend.h"
 
 namespace hlocache::client {
 
@@ -47,9 +49,9 @@ int RunGc(const std::string& dir, const std::string& max_size, std::ostream& out
 struct BucketGcSettings {
   std::string bucket;  // s3://BUCKET[/PREFIX]
   std::string max_size;
-  // Twice the servers' marking interval (storage/s3_backend.h): what was served within the
-  // last hour has a mark at most two hours old.
-  int64_t keep_used_within_seconds = 7200;
+  // An hour plus the marking interval (storage/s3_backend.h): what was served within the last
+  // hour has a mark at most that old.
+  int64_t keep_used_within_seconds = (std::chrono::hours(1) + storage::kMarkInterval).count();
   bool dry_run = false;
 };
 

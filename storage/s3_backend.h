@@ -57,6 +57,9 @@
 
 namespace hlocache::storage {
 
+// How often one backend marks a use of one key, at most.
+inline constexpr std::chrono::seconds kMarkInterval{3600};
+
 struct S3Options {
   std::string endpoint;  // http(s)://host[:port]; empty: from the environment, else AWS.
   std::string ca_cert;   // PEM file of the CA that signs an https endpoint; empty: the system's.
@@ -68,8 +71,8 @@ struct S3Options {
   uint64_t multipart_threshold = uint64_t{64} << 20;
   uint64_t part_bytes = uint64_t{16} << 20;  // At least 5 MiB, S3's smallest part.
   int parallel = 4;
-  std::chrono::seconds mark_interval{3600};  // Uses of a key marked at most this often.
-  int list_page = 1000;                      // Objects per listing request (S3's most).
+  std::chrono::seconds mark_interval = kMarkInterval;  // Uses of a key marked at most this often.
+  int list_page = 1000;                                // Objects per listing request (S3's most).
 };
 
 // An artifact in a bucket, for gc.
