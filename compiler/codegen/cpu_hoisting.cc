@@ -170,19 +170,16 @@ Status Lowering::LowerInvariants(int32_t c, const std::vector<int32_t>& hoisted,
     call += std::string(k ? ", " : "") + store;
   }
   code += "    static const int hc_hoisted = " + call + ");\n    if (hc_hoisted != 0) return 1;\n";
-  size_t k = 0;
   for (int32_t h : hoisted) {
-    std::vector<Leaf> bound;
-    std::vector<const Shape*> shapes;
-    AppendLeafShapes(Inst(comp, h).shape, shapes);
-    for (const Shape* s : shapes) {
-      const std::string ptr = Fresh("hoisted");
-      DeclarePointer(ptr, *s, {});
-      code += "    " + ptr + " = hc_hoisted_" + std::to_string(k++) + ";\n";
-      bound.push_back({ptr, s});
-    }
-    values_[static_cast<size_t>(h)] = std::move(bound);
+    values_[static_cast<size_t>(h)].clear();
     fused_[static_cast<size_t>(h)] = std::nullopt;
+  }
+  for (size_t k = 0; k < leaves.size(); ++k) {
+    const auto [h, shape] = leaves[k];
+    const std::string ptr = Fresh("hoisted");
+    DeclarePointer(ptr, *shape, {});
+    code += "    " + ptr + " = hc_hoisted_" + std::to_string(k) + ";\n";
+    values_[static_cast<size_t>(h)].push_back({ptr, shape});
   }
   step.body() += code + "  }\n";
   step.EndInstruction();
