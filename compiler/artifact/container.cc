@@ -11,9 +11,7 @@
 namespace hlocache::compiler {
 namespace {
 
-constexpr std::string_view kMagic("\x89HLOART\n", 8);
 constexpr size_t kFixedBytes = 8 + 4 + 4 + 8 + 16;  // Magic, version, lengths, trailer.
-constexpr size_t kMaxHeaderBytes = size_t{1} << 20;
 
 void PutLittleEndian(std::string& out, uint64_t value, int bytes) {
   for (int i = 0; i < bytes; ++i) out += static_cast<char>((value >> (8 * i)) & 0xff);
@@ -73,7 +71,7 @@ Result<std::string> StringField(const nlohmann::json& j, const char* name) {
 std::string EncodeArtifactWithRawHeader(std::string_view header_json, std::string_view payload) {
   std::string out;
   out.reserve(kFixedBytes + header_json.size() + payload.size());
-  out.append(kMagic);
+  out.append(kArtifactMagic);
   PutLittleEndian(out, kArtifactFormatVersion, 4);
   PutLittleEndian(out, header_json.size(), 4);
   out.append(header_json);
@@ -128,18 +126,18 @@ Result<ArtifactHeader> ParseArtifactHeader(std::string_view json) {
 }
 
 Result<ArtifactHeader> PeekArtifactHeader(std::string_view prefix) {
-  if (prefix.size() < 16 || prefix.substr(0, kMagic.size()) != kMagic) {
+  if (prefix.size() < 16 || prefix.substr(0, kArtifactMagic.size()) != kArtifactMagic) {
     return Error(InvalidArgument("not an hlocache artifact (no container magic)"));
   }
   const uint64_t header_bytes = GetLittleEndian(prefix, 12, 4);
-  if (header_bytes > kMaxHeaderBytes || 16 + header_bytes > prefix.size()) {
+  if (header_bytes > kMaxArtifactHeaderBytes || 16 + header_bytes > prefix.size()) {
     return Error(Corrupt("header length " + std::to_string(header_bytes) + " does not fit"));
   }
   return ParseArtifactHeader(prefix.substr(16, header_bytes));
 }
 
 std::string_view PeekHeaderText(std::string_view prefix) {
-  if (prefix.size() < 16 || prefix.substr(0, kMagic.size()) != kMagic) return {};
+  if (prefix.size() < 16 || prefix.substr(0, kArtifactMagic.size()) != kArtifactMagic) return {};
   const uint64_t header_bytes = GetLittleEndian(prefix, 12, 4);
   if (16 + header_bytes > prefix.size()) return {};
   return prefix.substr(16, header_bytes);
@@ -162,7 +160,7 @@ double PeekCompileSeconds(std::string_view prefix) {
 }
 
 Result<DecodedArtifact> DecodeArtifact(std::string_view bytes) {
-  if (bytes.size() < kFixedBytes || bytes.substr(0, kMagic.size()) != kMagic) {
+  if (bytes.size() < kFixedBytes || bytes.substr(0, kArtifactMagic.size()) != kArtifactMagic) {
     return Error(InvalidArgument("not an hlocache artifact (" + std::to_string(bytes.size()) +
                                  " bytes without the container's magic)"));
   }
@@ -173,7 +171,7 @@ Result<DecodedArtifact> DecodeArtifact(std::string_view bytes) {
         std::to_string(kArtifactFormatVersion) + "): it was written by another release"));
   }
   const uint64_t header_bytes = GetLittleEndian(bytes, 12, 4);
-  if (header_bytes > kMaxHeaderBytes || 16 + header_bytes + 8 + 16 > bytes.size()) {
+  if (header_bytes > kMaxArtifactHeaderBytes || 16 + header_bytes + 8 + 16 > bytes.size()) {
     return Error(Corrupt("header length " + std::to_string(header_bytes) + " does not fit in " +
                          std::to_string(bytes.size()) + " bytes"));
   }

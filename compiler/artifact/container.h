@@ -20,6 +20,10 @@ namespace hlocache::compiler {
 inline constexpr uint32_t kArtifactFormatVersion = 1;
 inline constexpr std::string_view kPayloadSharedObject = "shared-object";
 inline constexpr std::string_view kPayloadCubinPlan = "cubin+plan";
+// The container's first 8 bytes, and the bound on its header that readers enforce before they
+// allocate for it (DecodeArtifact and the streaming check alike).
+inline constexpr std::string_view kArtifactMagic("\x89HLOART\n", 8);
+inline constexpr uint64_t kMaxArtifactHeaderBytes = uint64_t{1} << 20;
 // kPayloadFile ("file") is in compiler/artifact/file_payload.h.
 
 struct ArtifactHeader {

@@ -7,7 +7,7 @@
 namespace hlocache::compiler {
 namespace {
 
-constexpr std::string_view kMagic = "HLOCUBIN";
+constexpr std::string_view kCubinMagic = "HLOCUBIN";
 
 using nlohmann::json;
 
@@ -40,7 +40,7 @@ std::string EncodeCudaPayload(const CudaPlan& plan, std::string_view cubin) {
                   {"results", plan.results},
                   {"steps", steps}};
   const std::string text = j.dump();
-  std::string out(kMagic);
+  std::string out(kCubinMagic);
   const uint64_t n = text.size();
   for (int b = 0; b < 8; ++b) out.push_back(static_cast<char>((n >> (8 * b)) & 0xff));
   out += text;
@@ -49,7 +49,8 @@ std::string EncodeCudaPayload(const CudaPlan& plan, std::string_view cubin) {
 }
 
 Result<CudaPayload> DecodeCudaPayload(std::string_view payload) {
-  if (payload.size() < 16 || payload.substr(0, 8) != kMagic) return Error(Bad("no HLOCUBIN magic"));
+  if (payload.size() < 16 || payload.substr(0, 8) != kCubinMagic)
+    return Error(Bad("no HLOCUBIN magic"));
   uint64_t n = 0;
   for (int b = 0; b < 8; ++b)
     n |= static_cast<uint64_t>(static_cast<uint8_t>(payload[8 + b])) << (8 * b);

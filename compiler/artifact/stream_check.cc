@@ -8,8 +8,6 @@
 namespace hlocache::compiler {
 namespace {
 
-constexpr std::string_view kMagic("\x89HLOART\n", 8);
-constexpr uint64_t kMaxHeaderBytes = uint64_t{1} << 20;
 // Far beyond any artifact; keeps 40 + H + P from overflowing.
 constexpr uint64_t kMaxPayloadBytes = uint64_t{1} << 50;
 
@@ -37,7 +35,7 @@ ArtifactStreamChecker::~ArtifactStreamChecker() { XXH3_freeState(State(hash_stat
 
 Status ArtifactStreamChecker::ParsePrefix() {
   if (prefix_.size() == 16) {
-    if (std::string_view(prefix_).substr(0, 8) != kMagic) {
+    if (std::string_view(prefix_).substr(0, 8) != kArtifactMagic) {
       return InvalidArgument("not an hlocache artifact (no container magic)");
     }
     const uint64_t version = LittleEndian(prefix_, 8, 4);
@@ -47,7 +45,7 @@ Status ArtifactStreamChecker::ParsePrefix() {
                                 std::to_string(kArtifactFormatVersion) + ")");
     }
     const uint64_t header_bytes = LittleEndian(prefix_, 12, 4);
-    if (header_bytes > kMaxHeaderBytes) {
+    if (header_bytes > kMaxArtifactHeaderBytes) {
       return DataLoss("corrupt artifact: header length " + std::to_string(header_bytes) +
                       " is over the 1 MiB limit");
     }
@@ -103,7 +101,7 @@ Result<ArtifactHeader> ArtifactStreamChecker::Finish() {
   if (!failed_.ok()) return Error(failed_);
   if (declared_size_ == 0 || seen_ != declared_size_) {
     failed_ =
-        seen_ < 16 && (seen_ < 8 || std::string_view(prefix_).substr(0, 8) != kMagic)
+        seen_ < 16 && (seen_ < 8 || std::string_view(prefix_).substr(0, 8) != kArtifactMagic)
             ? InvalidArgument("not an hlocache artifact (" + std::to_string(seen_) + " bytes)")
             : DataLoss("corrupt artifact: truncated at " + std::to_string(seen_) + " bytes" +
                        (declared_size_ ? " of " + std::to_string(declared_size_) : ""));

@@ -6,15 +6,15 @@
 namespace hlocache::hlo {
 namespace {
 
-Status Bad(std::string why) { return InvalidArgument("dim_labels: " + std::move(why)); }
+Status BadLabels(std::string why) { return InvalidArgument("dim_labels: " + std::move(why)); }
 
 // One label: the dimension of letter `first` and of letter `second`, and of each digit.
 Status ReadLabel(std::string_view label, size_t rank, char first, char second, int64_t& a,
                  int64_t& b, std::vector<int64_t>& spatial) {
   const std::string quoted = "'" + std::string(label) + "'";
   if (label.size() != rank) {
-    return Bad(quoted + " names " + std::to_string(label.size()) +
-               " dimensions, the operands have " + std::to_string(rank));
+    return BadLabels(quoted + " names " + std::to_string(label.size()) +
+                     " dimensions, the operands have " + std::to_string(rank));
   }
   a = b = -1;
   spatial.assign(rank - 2, -1);
@@ -29,8 +29,8 @@ Status ReadLabel(std::string_view label, size_t rank, char first, char second, i
       slot = &spatial[static_cast<size_t>(c - '0')];
     }
     if (slot == nullptr || *slot >= 0) {
-      return Bad(quoted + " is not a permutation of " + first + ", " + second +
-                 " and the spatial dimensions");
+      return BadLabels(quoted + " is not a permutation of " + first + ", " + second +
+                       " and the spatial dimensions");
     }
     *slot = static_cast<int64_t>(d);
   }
@@ -41,15 +41,16 @@ Status ReadLabel(std::string_view label, size_t rank, char first, char second, i
 
 Result<ConvolutionDims> ReadConvolutionDims(const Module& m, const Instruction& inst, size_t rank) {
   const Attribute* attr = inst.FindAttribute("dim_labels");
-  if (attr == nullptr) return Error(Bad("absent"));
+  if (attr == nullptr) return Error(BadLabels("absent"));
   if (rank < 2 || rank > 12) {
-    return Error(Bad("operands of rank " + std::to_string(rank) + " (2 to 12 are supported)"));
+    return Error(
+        BadLabels("operands of rank " + std::to_string(rank) + " (2 to 12 are supported)"));
   }
   std::string text;
   for (uint32_t t = attr->value.begin; t < attr->value.end; ++t) text += m.TokenText(t);
   const size_t underscore = text.find('_'), arrow = text.find("->");
   if (underscore == std::string::npos || arrow == std::string::npos || arrow < underscore) {
-    return Error(Bad("'" + text + "' is not INPUT_KERNEL->OUTPUT"));
+    return Error(BadLabels("'" + text + "' is not INPUT_KERNEL->OUTPUT"));
   }
   ConvolutionDims d;
   HLOCACHE_RETURN_IF_ERROR(ReadLabel(std::string_view(text).substr(0, underscore), rank, 'b', 'f',
