@@ -9,9 +9,10 @@ namespace mount_internal {
 // Names and attributes
 
 void FileSystemImpl::Remember(const std::string& path, const Found& found,
-                              Clock::duration for_how_long) {
+                              Clock::duration for_how_long, uint64_t changes) {
   constexpr size_t kMostRemembered = 1 << 16;
   std::lock_guard<std::mutex> lock(mu_);
+  if (changes != changes_) return;  // What was found may be older than a change made since.
   const auto now = Clock::now();
   if (known_.size() >= kMostRemembered) {
     // Misses of names asked once (a framework probing keys) would otherwise pile up.
@@ -24,6 +25,7 @@ void FileSystemImpl::Remember(const std::string& path, const Found& found,
 void FileSystemImpl::Forget(const std::string& path) {
   {
     std::lock_guard<std::mutex> lock(mu_);
+    ++changes_;
     known_.erase(path);
     // A name now known here makes its directories known too.
     for (std::string p = Parent(path); !p.empty(); p = Parent(p)) {
@@ -40,8 +42,10 @@ Found FileSystemImpl::Lookup(const std::string& path) {
     found.kind = Found::Kind::kDirectory;
     return found;
   }
+  uint64_t changes = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    changes = changes_;
     if (hidden_.count(path)) return found;
     auto it = known_.find(path);
     if (it != known_.end() && Clock::now() < it->second.until) return it->second.found;
@@ -53,7 +57,7 @@ Found FileSystemImpl::Lookup(const std::string& path) {
     const uint64_t overhead = Overhead(key, path);
     if ((*info)->size >= overhead) {
       found = Found{Found::Kind::kFile, (*info)->size - overhead, (*info)->created_ms};
-      Remember(path, found, kLong);
+      Remember(path, found, kLong, changes);
       return found;
     }
   }
@@ -66,25 +70,25 @@ Found FileSystemImpl::Lookup(const std::string& path) {
   if (auto local = server::ListStoreFiles(*store_, options_.file_namespace, below, 1);
       local && !local->empty()) {
     found.kind = Found::Kind::kDirectory;
-    Remember(path, found, options_.positive_ttl);
+    Remember(path, found, options_.positive_ttl, changes);
     return found;
   }
   // The fleet's server: a file another host wrote, or a directory of them.
   if (upstream_) {
     if (auto size = upstream_->Head(key); size && *size && **size >= Overhead(key, path)) {
       found = Found{Found::Kind::kFile, **size - Overhead(key, path), started_ms_};
-      Remember(path, found, options_.positive_ttl);
+      Remember(path, found, options_.positive_ttl, changes);
       return found;
     }
     if (auto remote = upstream_->ListFiles(options_.file_namespace, below, 1);
         remote && !remote->empty()) {
       found.kind = Found::Kind::kDirectory;
-      Remember(path, found, options_.positive_ttl);
+      Remember(path, found, options_.positive_ttl, changes);
       return found;
     }
   }
   Count(&FileSystemStats::misses);
-  Remember(path, found, options_.negative_ttl);
+  Remember(path, found, options_.negative_ttl, changes);
   return found;
 }
 
@@ -148,6 +152,7 @@ int FileSystemImpl::Children(const std::string& path, std::map<std::string, Foun
     (*children)[e.path().filename().string()] = f;
   }
   if (IsLocal(path)) return 0;
+  const uint64_t changes = Changes();
   const std::string prefix = path.empty() ? std::string() : path + "/";
   auto add = [&](std::vector<server::FileEntry> entries, Clock::duration remember_for) {
     for (server::FileEntry& e : entries) {
@@ -160,7 +165,7 @@ int FileSystemImpl::Children(const std::string& path, std::map<std::string, Foun
       if (slash == std::string::npos) {
         const Found f{Found::Kind::kFile, e.size, 0};
         children->emplace(rest, f);
-        Remember(e.path, f, remember_for);
+        Remember(e.path, f, remember_for, changes);
       } else {
         Found dir;
         dir.kind = Found::Kind::kDirectory;

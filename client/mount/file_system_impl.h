@@ -132,8 +132,16 @@ class FileSystemImpl final : public FileSystem {
   bool IsLocal(const std::string& path) const { return local_names_.IsLocal(path); }
 
   Found Lookup(const std::string& path);
-  void Remember(const std::string& path, const Found& found, Clock::duration for_how_long);
+  // Remembers what `path` is for a while, unless a name changed here (Forget) since `changes`
+  // was read: a lookup that began before a commit would otherwise remember the miss it saw
+  // before it, and hide the committed file for the negative TTL.
+  void Remember(const std::string& path, const Found& found, Clock::duration for_how_long,
+                uint64_t changes);
   void Forget(const std::string& path);  // Its content or existence changed here.
+  uint64_t Changes() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return changes_;
+  }
   void Fill(struct stat* st, const Found& found) const;
   // Children of a directory: name -> what it is.
   int Children(const std::string& path, std::map<std::string, Found>* children);
@@ -177,6 +185,7 @@ class FileSystemImpl final : public FileSystem {
 
   mutable std::mutex mu_;  // Guards what follows.
   std::unordered_map<std::string, Remembered> known_;
+  uint64_t changes_ = 0;          // Forget calls so far.
   std::set<std::string> hidden_;  // Shared names unlinked here.
   std::unordered_multimap<std::string, std::weak_ptr<WriteFile>> writing_;
   std::map<uint64_t, std::shared_ptr<OpenFile>> handles_;

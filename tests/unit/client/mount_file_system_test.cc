@@ -6,12 +6,18 @@
 #include <gtest/gtest.h>
 #include <linux/fs.h>
 
+#include <httplib.h>
+
+#include <atomic>
 #include <cerrno>
 #include <fstream>
+#include <future>
+#include <thread>
 
 #include "cache/key.h"
 #include "client/mount/names.h"
 #include "server/file_listing.h"
+#include "server/upstream.h"
 #include "tests/integration/test_directory.h"
 #include "tests/unit/status_matchers.h"
 
@@ -23,7 +29,9 @@ using ::testing::UnorderedElementsAre;
 
 class FileSystemTest : public testing::TestDirectory {
  protected:
-  std::unique_ptr<FileSystem> Make(bool read_only = false, uint64_t max_bytes = 0) {
+  // With `fleet_url`, the fleet's server behind the local store.
+  std::unique_ptr<FileSystem> Make(bool read_only = false, uint64_t max_bytes = 0,
+                                   const std::string& fleet_url = "") {
     cache::StoreOptions store_options;
     store_options.min_free_bytes = 0;
     store_options.max_bytes = max_bytes;
@@ -34,7 +42,15 @@ class FileSystemTest : public testing::TestDirectory {
     options.read_only = read_only;
     options.state_dir = root_ / "state";
     options.invalidate = [this](const std::string& path) { invalidated_.push_back(path); };
-    auto fs = FileSystem::Make(std::move(options), std::move(*store), nullptr);
+    std::unique_ptr<server::Upstream> upstream;
+    if (!fleet_url.empty()) {
+      server::UpstreamOptions upstream_options;
+      upstream_options.url = fleet_url;
+      auto made = server::Upstream::Make(std::move(upstream_options), **store);
+      EXPECT_THAT(made, IsOk());
+      if (made) upstream = std::move(*made);
+    }
+    auto fs = FileSystem::Make(std::move(options), std::move(*store), std::move(upstream));
     EXPECT_THAT(fs, IsOk());
     return std::move(*fs);
   }
@@ -137,6 +153,44 @@ TEST_F(FileSystemTest, AFileBeingWrittenIsInvisibleToReadersUntilClosed) {
   ASSERT_EQ(fs->Flush(fh, 0), 0);
   fs->Release(fh);
   EXPECT_EQ(ReadFile(*fs, "/p"), "part-whole");
+}
+
+// A lookup that asked the fleet before a file was committed here, and was answered after, must
+// not remember the miss it saw: the committed file would be hidden for the negative TTL (a
+// reader racing a writer's close saw "no such file" after the close had returned).
+TEST_F(FileSystemTest, ALookupAnsweredAfterACommitDoesNotHideTheCommittedFile) {
+  httplib::Server fleet;
+  std::atomic<bool> first{true};
+  std::promise<void> asked, answer;
+  std::shared_future<void> answered = answer.get_future().share();
+  fleet.set_default_headers({});
+  auto not_found = [&](const httplib::Request&, httplib::Response& res) {
+    if (first.exchange(false)) {
+      asked.set_value();
+      answered.wait();
+    }
+    res.status = 404;
+  };
+  fleet.Get(".*", not_found);
+  const int port = fleet.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  std::thread serving([&] { fleet.listen_after_bind(); });
+  {
+    auto fs = Make(false, 0, "http://127.0.0.1:" + std::to_string(port));
+    struct stat st {};
+    std::future<int> early = std::async(std::launch::async, [&] {
+      struct stat seen {};
+      return fs->GetAttr("/late", &seen, 0);
+    });
+    asked.get_future().wait();  // The early lookup is waiting on the fleet.
+    ASSERT_EQ(WriteFile(*fs, "/late", "bytes"), 0);
+    answer.set_value();
+    EXPECT_EQ(early.get(), -ENOENT);  // It began before the file existed.
+    ASSERT_EQ(fs->GetAttr("/late", &st, 0), 0) << "the committed file is hidden";
+    EXPECT_EQ(st.st_size, 5);
+  }
+  fleet.stop();
+  serving.join();
 }
 
 TEST_F(FileSystemTest, TwoWritersOfOneNameEndWithTheFirstWholeFile) {
