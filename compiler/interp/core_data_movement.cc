@@ -29,7 +29,13 @@ Status Evaluator::MoveData(const Instruction& inst, const std::vector<Literal>& 
     }
   }
   if (op == Opcode::kDynamicUpdateSlice) {
-    for (size_t i = 0; i < out.size(); ++i) CopyElement(in, i, out, i);
+    // In place when nothing else reads the operand (a loop's state), else on a copy.
+    if (Literal* donated = Donated(inst, 0);
+        donated != nullptr && hlo::SameValues(donated->shape(), out.shape())) {
+      out = std::move(*donated);
+    } else {
+      for (size_t i = 0; i < out.size(); ++i) CopyElement(in, i, out, i);
+    }
     const Literal& update = values[inst.operands[1]];
     const auto out_strides = hlo::RowMajorStrides(out.shape().dims);
     ForEachIndex(update, [&](size_t i, const std::vector<int64_t>& idx) {

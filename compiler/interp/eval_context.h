@@ -30,6 +30,15 @@ class EvalContext : public ShapeContext {
   // Evaluates computation `computation` of the module on `args` (one per parameter).
   virtual Result<Literal> Call(int32_t computation, std::span<const Literal> args) = 0;
 
+  // As Call, but the callee may take the values of `args` rather than copy them (a loop's
+  // state passed to its body): the caller must not read them afterwards.
+  virtual Result<Literal> CallTaking(int32_t computation, std::span<Literal> args) = 0;
+
+  // Operand `k` of `inst`, the instruction being evaluated, when nothing after `inst` reads it
+  // (nor is it its computation's root, nor another operand of `inst`): the op may take its
+  // value (move from it) and update it in place rather than copy it. nullptr otherwise.
+  virtual Literal* Donated(const hlo::Instruction& inst, size_t k) = 0;
+
   // Computation `computation`, whose parameters and results are scalars (or tuples of
   // scalars), applied at every position of `args`: rank-1 arrays of one length, one per
   // parameter, of the parameters' types. Returns one such array per result (a tuple of arrays

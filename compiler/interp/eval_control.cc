@@ -30,11 +30,13 @@ Result<Literal> EvalWhile(EvalContext& ctx, const Instruction& inst,
                           std::span<const Literal* const> operands) {
   HLOCACHE_ASSIGN_OR_RETURN(int32_t condition, ctx.Callee(inst, "condition"));
   HLOCACHE_ASSIGN_OR_RETURN(int32_t body, ctx.Callee(inst, "body"));
-  Literal state = *operands[0];
+  Literal* donated = ctx.Donated(inst, 0);
+  Literal state = donated != nullptr ? std::move(*donated) : *operands[0];
   for (;;) {
     HLOCACHE_ASSIGN_OR_RETURN(Literal go, ctx.Call(condition, std::span<const Literal>(&state, 1)));
     if (go.GetInt(0) == 0) return state;
-    HLOCACHE_ASSIGN_OR_RETURN(state, ctx.Call(body, std::span<const Literal>(&state, 1)));
+    // The body takes the state: what it passes on unchanged is moved, not copied.
+    HLOCACHE_ASSIGN_OR_RETURN(state, ctx.CallTaking(body, std::span<Literal>(&state, 1)));
   }
 }
 

@@ -141,13 +141,17 @@ Result<Literal> Scatter(EvalContext& ctx, const Instruction& inst,
                         std::span<const Literal* const> operands) {
   const size_t n = (operands.size() - 1) / 2;
   const Literal& indices = *operands[n];
-  const Shape& oshape = operands[0]->shape();
   const Shape& ushape = operands[n + 1]->shape();
+  // The operands updated in place when nothing else reads them (a loop's state).
+  std::vector<Literal> results;
+  for (size_t k = 0; k < n; ++k) {
+    Literal* donated = ctx.Donated(inst, k);
+    results.push_back(donated != nullptr ? std::move(*donated) : *operands[k]);
+  }
+  const Shape& oshape = results[0].shape();
   auto a = hlo::ScatterAddressing(ctx.module(), inst, oshape, indices.shape(), ushape);
   if (!a) return Error(ctx.Malformed(inst, a.error().message()));
   HLOCACHE_ASSIGN_OR_RETURN(int32_t callee, ctx.Callee(inst, "to_apply"));
-  std::vector<Literal> results;
-  for (size_t k = 0; k < n; ++k) results.push_back(*operands[k]);
   const auto& odims = oshape.dims;
   const auto ostrides = hlo::RowMajorStrides(odims);
   // The start of every position as an operand offset, or -1 when its window is not wholly
@@ -168,7 +172,7 @@ Result<Literal> Scatter(EvalContext& ctx, const Instruction& inst,
   const auto& udims = ushape.dims;
   const auto position_strides = hlo::RowMajorStrides(extents);
   std::vector<Literal> args;
-  for (size_t k = 0; k < 2 * n; ++k) args.emplace_back(ArrayShape(operands[k % n]->type()));
+  for (size_t k = 0; k < 2 * n; ++k) args.emplace_back(ArrayShape(results[k % n].type()));
   std::vector<int64_t> u(udims.size(), 0);
   size_t i = 0;
   const bool any = std::all_of(udims.begin(), udims.end(), [](int64_t x) { return x > 0; });

@@ -6,58 +6,124 @@
 
 namespace hlocache::interp::internal {
 
-const std::vector<size_t>& Evaluator::LastUses(int32_t comp_index) {
-  if (last_uses_.empty()) last_uses_.resize(m_.computations.size());
-  std::vector<size_t>& last_use = last_uses_[static_cast<size_t>(comp_index)];
+const Evaluator::CallPlan& Evaluator::PlanOf(int32_t comp_index) {
+  if (plans_.empty()) plans_.resize(m_.computations.size());
+  CallPlan& plan = plans_[static_cast<size_t>(comp_index)];
+  if (plan.built) return plan;
+  plan.built = true;
   const Computation& comp = m_.computations[static_cast<size_t>(comp_index)];
   const size_t count = comp.instructions.size();
-  if (last_use.size() == count) return last_use;
-  last_use.assign(count, 0);
-  for (size_t i = 0; i < count; ++i) {
-    for (int32_t k : comp.instructions[i].operands) {
-      if (k >= 0 && static_cast<size_t>(k) < count) last_use[static_cast<size_t>(k)] = i;
+  auto valid = [&](int32_t k) { return k >= 0 && static_cast<size_t>(k) < count; };
+  auto is = [&](size_t i, Opcode op) { return comp.instructions[i].opcode.opcode == op; };
+  std::vector<uint32_t> users(count, 0);
+  for (const Instruction& inst : comp.instructions) {
+    for (int32_t k : inst.operands) {
+      if (valid(k)) ++users[static_cast<size_t>(k)];
     }
   }
-  return last_use;
+  const auto root = static_cast<size_t>(comp.root);
+  plan.dead.assign(count, 0);
+  plan.read_through.assign(count, 0);
+  plan.takes.assign(count, 0);
+  plan.last_use.assign(count, 0);
+  std::map<int64_t, int> parameters_numbered;
+  for (size_t i = 0; i < count; ++i) {
+    plan.dead[i] = is(i, Opcode::kGetTupleElement) && users[i] == 0 && i != root;
+    if (is(i, Opcode::kParameter)) {
+      ++parameters_numbered[comp.instructions[i].parameter_number];
+      plan.read_through[i] = comp.instructions[i].shape.IsTuple() && i != root;
+    }
+  }
+  for (size_t i = 0; i < count; ++i) {
+    if (plan.dead[i]) continue;
+    for (int32_t k : comp.instructions[i].operands) {
+      if (!valid(k)) continue;
+      plan.last_use[static_cast<size_t>(k)] = i;
+      if (!is(i, Opcode::kGetTupleElement)) plan.read_through[static_cast<size_t>(k)] = 0;
+    }
+  }
+  // Which element of a read-through parameter each live get-tuple-element reads, and how many
+  // read it.
+  std::map<std::pair<int32_t, int64_t>, int> readers;
+  std::vector<int64_t> element(count, -1);
+  for (size_t i = 0; i < count; ++i) {
+    const Instruction& inst = comp.instructions[i];
+    if (plan.dead[i] || !is(i, Opcode::kGetTupleElement) || inst.operands.size() != 1 ||
+        !valid(inst.operands[0]) || !plan.read_through[static_cast<size_t>(inst.operands[0])]) {
+      continue;
+    }
+    if (const hlo::Attribute* a = inst.FindAttribute("index"); a != nullptr) {
+      if (auto index = m_.Int(*a)) element[i] = *index;
+    }
+    ++readers[{inst.operands[0], element[i]}];
+  }
+  for (size_t i = 0; i < count; ++i) {
+    if (is(i, Opcode::kParameter)) {
+      plan.takes[i] = parameters_numbered[comp.instructions[i].parameter_number] == 1;
+    }
+  }
+  for (size_t i = 0; i < count; ++i) {
+    const Instruction& inst = comp.instructions[i];
+    if (element[i] >= 0) {
+      const auto p = static_cast<size_t>(inst.operands[0]);
+      plan.takes[i] = plan.takes[p] && readers[{inst.operands[0], element[i]}] == 1;
+    }
+  }
+  return plan;
 }
 
 bool Evaluator::LastUseOf(const Instruction& inst, size_t k) const {
-  const Computation* comp = comp_;
-  if (comp == nullptr || &inst < comp->instructions.data() ||
-      &inst >= comp->instructions.data() + comp->instructions.size()) {
-    return false;  // A computation of scalars evaluated over arrays, or a resized copy.
-  }
-  const auto index = static_cast<size_t>(&inst - comp->instructions.data());
-  const std::vector<size_t>& last_use =
-      last_uses_[static_cast<size_t>(comp - m_.computations.data())];
+  const size_t index = IndexInCurrent(inst);
+  if (index == SIZE_MAX || plan_ == nullptr || k >= inst.operands.size()) return false;
   const int32_t o = inst.operands[k];
-  if (o < 0 || static_cast<size_t>(o) >= comp->instructions.size() || o == comp->root ||
-      last_use[static_cast<size_t>(o)] != index) {
+  if (o < 0 || static_cast<size_t>(o) >= comp_->instructions.size() || o == comp_->root ||
+      plan_->last_use[static_cast<size_t>(o)] != index ||
+      plan_->read_through[static_cast<size_t>(o)]) {
     return false;
   }
   return std::count(inst.operands.begin(), inst.operands.end(), o) == 1;
 }
 
-Result<Literal> Evaluator::Call(int32_t comp_index, std::span<const Literal> args) {
+Literal* Evaluator::Donated(const Instruction& inst, size_t k) {
+  if (values_ == nullptr || !LastUseOf(inst, k)) return nullptr;
+  return &(*values_)[static_cast<size_t>(inst.operands[k])];
+}
+
+Result<Literal> Evaluator::CallWith(int32_t comp_index, std::span<const Literal> args,
+                                    std::span<Literal> taken) {
   const Computation& comp = m_.computations[static_cast<size_t>(comp_index)];
   const size_t count = comp.instructions.size();
+  const CallPlan& plan = PlanOf(comp_index);
   // Each value is dropped after its last use: a graph of large tensors needs the memory of
   // those alive at once, not of all it ever computed.
-  const std::vector<size_t>& last_use = LastUses(comp_index);
   std::vector<Literal> values(count);
-  // The computation being evaluated, for its instructions' declared shapes (restored when a
-  // call returns, whichever way).
+  // The computation being evaluated, for its instructions' declared shapes and its plan
+  // (restored when a call returns, whichever way).
   struct Current {
-    const Computation*& slot;
-    const Computation* outer;
-    ~Current() { slot = outer; }
-  } current{comp_, comp_};
+    Evaluator& e;
+    const Computation* comp;
+    const CallPlan* plan;
+    std::vector<Literal>* values;
+    std::span<Literal> taken;
+    ~Current() {
+      e.comp_ = comp;
+      e.plan_ = plan;
+      e.values_ = values;
+      e.taken_ = taken;
+    }
+  } current{*this, comp_, plan_, values_, taken_};
   comp_ = &comp;
+  plan_ = &plan;
+  values_ = &values;
+  taken_ = taken;
   for (size_t i = 0; i < count; ++i) {
-    HLOCACHE_ASSIGN_OR_RETURN(values[i], Eval(comp.instructions[i], values, args));
-    for (int32_t k : comp.instructions[i].operands) {
-      if (k >= 0 && static_cast<size_t>(k) < count && last_use[static_cast<size_t>(k)] == i &&
-          k != comp.root) {
+    const Instruction& inst = comp.instructions[i];
+    if (!plan.dead[i] && !plan.read_through[i]) {
+      HLOCACHE_ASSIGN_OR_RETURN(values[i], Eval(inst, values, args));
+    }
+    for (int32_t k : inst.operands) {
+      if (k >= 0 && static_cast<size_t>(k) < count && plan.last_use[static_cast<size_t>(k)] == i &&
+          k != comp.root && !plan.dead[i]) {
         values[static_cast<size_t>(k)] = Literal();
       }
     }
@@ -191,6 +257,8 @@ Result<Literal> Evaluator::Eval(const Instruction& inst, std::vector<Literal>& v
     if (n >= args.size()) {
       return Error(InvalidArgument("parameter " + std::to_string(n) + " has no argument"));
     }
+    const size_t at = IndexInCurrent(inst);
+    if (!taken_.empty() && at != SIZE_MAX && plan_->takes[at]) return std::move(taken_[n]);
     return args[n];
   }
   if (op == Opcode::kTuple) {
@@ -213,6 +281,24 @@ Result<Literal> Evaluator::Eval(const Instruction& inst, std::vector<Literal>& v
     const hlo::Attribute* a = inst.FindAttribute("index");
     if (a == nullptr) return Error(Unsupported(inst, "get-tuple-element without an index"));
     HLOCACHE_ASSIGN_OR_RETURN(int64_t index, m_.Int(*a));
+    const size_t at = IndexInCurrent(inst);
+    if (at != SIZE_MAX && inst.operands.size() == 1 && inst.operands[0] >= 0 &&
+        plan_->read_through[static_cast<size_t>(inst.operands[0])]) {
+      // An element of a parameter that is never built: read from the argument itself.
+      const Instruction& p = comp_->instructions[static_cast<size_t>(inst.operands[0])];
+      const auto n = static_cast<size_t>(p.parameter_number);
+      if (n >= args.size()) {
+        return Error(InvalidArgument("parameter " + std::to_string(n) + " has no argument"));
+      }
+      const Literal& t = args[n];
+      if (!t.is_tuple() || index < 0 || static_cast<size_t>(index) >= t.elements().size()) {
+        return Error(InvalidArgument("get-tuple-element index out of range"));
+      }
+      if (!taken_.empty() && plan_->takes[at]) {
+        return std::move(taken_[n].elements()[static_cast<size_t>(index)]);
+      }
+      return t.elements()[static_cast<size_t>(index)];
+    }
     const Literal& t = operand(0);
     if (!t.is_tuple() || index < 0 || static_cast<size_t>(index) >= t.elements().size()) {
       return Error(InvalidArgument("get-tuple-element index out of range"));
@@ -242,8 +328,11 @@ Result<Literal> Evaluator::Eval(const Instruction& inst, std::vector<Literal>& v
   if (op == Opcode::kCall || op == Opcode::kFusion) {
     if (inst.callees.size() != 1) return Error(Unsupported(inst, "call without one callee"));
     std::vector<Literal> call_args;
-    for (size_t k = 0; k < inst.operands.size(); ++k) call_args.push_back(operand(k));
-    return Call(inst.callees[0], call_args);
+    for (size_t k = 0; k < inst.operands.size(); ++k) {
+      Literal* donated = Donated(inst, k);
+      call_args.push_back(donated != nullptr ? std::move(*donated) : operand(k));
+    }
+    return CallTaking(inst.callees[0], call_args);
   }
   if (!inst.has_shape()) return Error(Unsupported(inst, "instructions without a shape"));
   HLOCACHE_RETURN_IF_ERROR(CheckOperandCount(m_, inst));

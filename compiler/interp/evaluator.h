@@ -71,7 +71,13 @@ class Evaluator : public EvalContext {
   explicit Evaluator(const hlo::Module& m, HostTransfers* host = nullptr)
       : EvalContext(m), m_(m), host_(host) {}
 
-  Result<Literal> Call(int32_t comp_index, std::span<const Literal> args) override;
+  Result<Literal> Call(int32_t comp_index, std::span<const Literal> args) override {
+    return CallWith(comp_index, args, {});
+  }
+  Result<Literal> CallTaking(int32_t comp_index, std::span<Literal> args) override {
+    return CallWith(comp_index, args, args);
+  }
+  Literal* Donated(const Instruction& inst, size_t k) override;
 
   uint64_t* RngState(const Instruction& inst) override { return rng_states_[&inst].data(); }
 
@@ -116,9 +122,41 @@ class Evaluator : public EvalContext {
   Result<Literal> CallMapped(int32_t c, std::span<const Literal> args, int64_t n);
 
   std::vector<int8_t> mappable_;  // Per computation: -1 not yet known, 0 no, 1 yes.
-  // Per computation, once: the index of each instruction's last user (LastUses).
-  std::vector<std::vector<size_t>> last_uses_;
-  const std::vector<size_t>& LastUses(int32_t comp_index);
+
+  // What Call needs to know of a computation, worked out once per computation: where each
+  // value is last used, what it need not evaluate, and which values it may take rather than
+  // copy. A loop's state then passes from iteration to iteration without a copy, and an update
+  // of it (scatter, dynamic-update-slice) is made in place.
+  struct CallPlan {
+    bool built = false;
+    // The index of each instruction's last user that is evaluated.
+    std::vector<size_t> last_use;
+    // Get-tuple-elements nothing reads (not the root): not evaluated.
+    std::vector<uint8_t> dead;
+    // Tuple parameters read only by get-tuple-elements: never built; their get-tuple-elements
+    // read the argument itself.
+    std::vector<uint8_t> read_through;
+    // A parameter whose number no other parameter has; a get-tuple-element of a read-through
+    // parameter that no other live one reads at its index. When Call was given its arguments
+    // to take (CallTaking), these take their value from the argument rather than copy it.
+    std::vector<uint8_t> takes;
+  };
+  std::vector<CallPlan> plans_;
+  const CallPlan& PlanOf(int32_t comp_index);
+
+  Result<Literal> CallWith(int32_t comp_index, std::span<const Literal> args,
+                           std::span<Literal> taken);
+
+  // The position of `inst` in the computation being evaluated, or SIZE_MAX when it is not one
+  // of its instructions (a computation of scalars evaluated over arrays, or a resized copy).
+  size_t IndexInCurrent(const Instruction& inst) const {
+    if (comp_ == nullptr || &inst < comp_->instructions.data() ||
+        &inst >= comp_->instructions.data() + comp_->instructions.size()) {
+      return SIZE_MAX;
+    }
+    return static_cast<size_t>(&inst - comp_->instructions.data());
+  }
+
   // Whether operand `k` of `inst`, an instruction of the computation Call is evaluating, is
   // used by nothing after it (nor is its computation's root, nor another operand of `inst`): a
   // tuple or get-tuple-element then takes the operand's value rather than copying it.
@@ -231,8 +269,13 @@ class Evaluator : public EvalContext {
                       Literal& out, LhsAt lhs_at, RhsAt rhs_at);
 
   const hlo::Module& m_;
-  HostTransfers* host_;                // Borrowed; may be null.
-  const Computation* comp_ = nullptr;  // The computation Call is evaluating.
+  HostTransfers* host_;  // Borrowed; may be null.
+  // The computation Call is evaluating, its plan, its values and, when it was given its
+  // arguments to take, those arguments.
+  const Computation* comp_ = nullptr;
+  const CallPlan* plan_ = nullptr;
+  std::vector<Literal>* values_ = nullptr;
+  std::span<Literal> taken_;
 };
 
 }  // namespace hlocache::interp::internal

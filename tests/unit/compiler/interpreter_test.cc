@@ -249,6 +249,67 @@ TEST(InterpreterTest, ConvertSaturatesRoundsAndMapsNanToZero) {
   EXPECT_EQ(FloatsOf(*f), (std::vector<double>{16777216, -3}));  // f32 has 24 bits.
 }
 
+// A loop's state is taken from iteration to iteration, and a scatter or dynamic-update-slice
+// updates its operand in place, only when nothing else reads that value: an operand read again
+// after the update (x), an element read by two get-tuple-elements (x, x_again) and a call's
+// argument used after the call (x0) keep their values.
+TEST(InterpreterTest, ValuesAreTakenOnlyWhenNothingElseReadsThem) {
+  auto r = EvalText(R"(HloModule m
+add_f {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+negate_f {
+  p = f32[4] parameter(0)
+  ROOT n = f32[4] negate(p)
+}
+body {
+  p = (s32[], f32[4], f32[4]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  x = f32[4] get-tuple-element(p), index=1
+  x_again = f32[4] get-tuple-element(p), index=1
+  y = f32[4] get-tuple-element(p), index=2
+  one = s32[] constant(1)
+  next = s32[] add(i, one)
+  ten = f32[1] constant({10})
+  x2 = f32[4] dynamic-update-slice(x, ten, i)
+  sum = f32[4] add(x, x2)
+  both = f32[4] add(sum, x_again)
+  idx = s32[1] reshape(i)
+  upd = f32[] constant(1)
+  y2 = f32[4] scatter(y, idx, upd), update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=0, to_apply=add_f
+  ROOT t = (s32[], f32[4], f32[4]) tuple(next, both, y2)
+}
+cond {
+  p = (s32[], f32[4], f32[4]) parameter(0)
+  unused = f32[4] get-tuple-element(p), index=1
+  i = s32[] get-tuple-element(p), index=0
+  three = s32[] constant(3)
+  ROOT lt = pred[] compare(i, three), direction=LT
+}
+ENTRY e {
+  x0 = f32[4] parameter(0)
+  zero = s32[] constant(0)
+  y0 = f32[4] constant({0, 0, 0, 0})
+  init = (s32[], f32[4], f32[4]) tuple(zero, x0, y0)
+  w = (s32[], f32[4], f32[4]) while(init), condition=cond, body=body
+  n = f32[4] call(x0), to_apply=negate_f
+  ROOT r = ((s32[], f32[4], f32[4]), f32[4], f32[4]) tuple(w, x0, n)
+})",
+                    {Floats(PrimitiveType::kF32, {4}, {1, 2, 3, 4})});
+  ASSERT_THAT(r, IsOk());
+  ASSERT_EQ(r->elements().size(), 3u);
+  const Literal& w = r->elements()[0];
+  ASSERT_EQ(w.elements().size(), 3u);
+  EXPECT_EQ(IntsOf(w.elements()[0]), (std::vector<int64_t>{3}));
+  // Each step: x + x_updated + x, the element at i being 2x + 10 and the others 3x.
+  EXPECT_EQ(FloatsOf(w.elements()[1]), (std::vector<double>{108, 66, 64, 108}));
+  EXPECT_EQ(FloatsOf(w.elements()[2]), (std::vector<double>{1, 1, 1, 0}));
+  EXPECT_EQ(FloatsOf(r->elements()[1]), (std::vector<double>{1, 2, 3, 4}));
+  EXPECT_EQ(FloatsOf(r->elements()[2]), (std::vector<double>{-1, -2, -3, -4}));
+}
+
 TEST(InterpreterTest, ShapesMoveDataWhereTheySay) {
   auto r = EvalText(R"(ENTRY e {
   io = s32[2,3] iota(), iota_dimension=1
