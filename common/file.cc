@@ -1,18 +1,50 @@
 #include "common/file.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 namespace hlocache {
 
+int ReadAll(int fd, std::string& out, size_t max_bytes) {
+  out.clear();
+  struct stat st {};
+  size_t expected = 0;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+    expected = static_cast<size_t>(st.st_size);
+  }
+  constexpr size_t kPiece = size_t{1} << 20;
+  for (;;) {
+    // One more byte than the file's size is asked for, so its end is seen by the first read of
+    // 0 bytes rather than by a regrowth.
+    const size_t want =
+        std::min(out.size() < expected ? expected - out.size() + 1 : kPiece, max_bytes + 1);
+    ssize_t got = 0;
+    const size_t had = out.size();
+    out.resize_and_overwrite(had + want, [&](char* p, size_t) {
+      do {
+        got = ::read(fd, p + had, want);
+      } while (got < 0 && errno == EINTR);
+      return had + static_cast<size_t>(std::max<ssize_t>(got, 0));
+    });
+    if (got < 0) return errno;
+    if (out.size() > max_bytes) return EFBIG;
+    if (got == 0) return 0;
+  }
+}
+
 Result<std::string> ReadWholeFile(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error(NotFound(path.string() + ": cannot be opened"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return Error(IoError(path.string() + ": read failed"));
-  return ss.str();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Error(NotFound(path.string() + ": cannot be opened"));
+  std::string bytes;
+  const int err = ReadAll(fd, bytes, bytes.max_size() - 1);
+  ::close(fd);
+  if (err != 0) return Error(IoError(path.string() + ": read failed"));
+  return bytes;
 }
 
 std::filesystem::path CurrentExecutable() {

@@ -2,6 +2,11 @@
 // attributes (literals and shapes are in parser_shapes.cc).
 #include "compiler/hlo/parser_impl.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "common/file.h"
+
 namespace hlocache::hlo {
 namespace parser_internal {
 
@@ -495,20 +500,12 @@ Result<Module> ParseModuleFile(const std::string& path) {
     text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
     return ParseModule(std::move(text), "<stdin>");
   }
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return Error(IoError(path + ": " + std::strerror(errno)));
-  char buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) {
-    text.append(buf, n);
-    if (text.size() > kMaxSourceBytes) {
-      std::fclose(f);
-      return Error(InvalidArgument(path + ":1:1: error: file larger than 2 GiB"));
-    }
-  }
-  const bool failed = std::ferror(f) != 0;
-  std::fclose(f);
-  if (failed) return Error(IoError(path + ": read error"));
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Error(IoError(path + ": " + std::strerror(errno)));
+  const int err = ReadAll(fd, text, kMaxSourceBytes);
+  ::close(fd);
+  if (err == EFBIG) return Error(InvalidArgument(path + ":1:1: error: file larger than 2 GiB"));
+  if (err != 0) return Error(IoError(path + ": read error: " + std::strerror(err)));
   return ParseModule(std::move(text), path);
 }
 
