@@ -1,9 +1,10 @@
 // server_bench: artifact hits from `hlocache serve`, side by side with nginx serving the same
 // bytes as static files and Redis GETs of the same values, all over loopback in one run.
 //
-// hlocache and nginx are loaded with wrk (-t2 -c8, keep-alive); Redis with redis-benchmark
-// (-c8, its own protocol, which wrk cannot speak). Prints requests/s, MB/s and p99 for 4 KiB
-// and 1 MiB hits, with the hlocache/nginx ratio.
+// hlocache and nginx are loaded with wrk (-t2, keep-alive) at 8 and at 64 connections; Redis
+// with redis-benchmark (its own protocol, which wrk cannot speak) at the same counts. Prints
+// requests/s, MB/s and the p50, p99 and p99.9 latencies for 4 KiB and 1 MiB hits, with the
+// hlocache/nginx ratios of throughput and of p99.
 //
 // Usage: server_bench [seconds per run, default 5]
 #include <signal.h>
@@ -36,9 +37,17 @@ namespace {
 struct Load {
   double requests_per_second = 0;
   double megabytes_per_second = 0;
-  double p99_ms = 0;
+  double p50_ms = 0, p99_ms = 0, p999_ms = -1;  // -1: not measured.
   bool ok = false;
 };
+
+// Prints the percentiles wrk's --latency summary lacks (p99.9), in microseconds, on a line of
+// their own.
+constexpr const char* kPercentileScript = R"(done = function(summary, latency, requests)
+  io.write(string.format("percentiles-us %d %d %d\n", latency:percentile(50),
+                         latency:percentile(99), latency:percentile(99.9)))
+end
+)";
 
 double Number(const std::string& text, const std::string& after) {
   const size_t at = text.find(after);
@@ -50,31 +59,26 @@ double Number(const std::string& text, const std::string& after) {
   return value;
 }
 
-// wrk's latency figures carry units: 120.5us, 1.20ms, 2.00s.
-double Milliseconds(const std::string& token) {
-  const double v = std::atof(token.c_str());
-  if (token.find("us") != std::string::npos) return v / 1000;
-  if (token.find("ms") != std::string::npos) return v;
-  if (token.find('s') != std::string::npos) return v * 1000;
-  return v;
-}
-
-Load Wrk(const std::string& url, int seconds, size_t bytes) {
+Load Wrk(const std::string& url, int seconds, size_t bytes, int connections,
+         const fs::path& script) {
   const std::string out =
-      CommandOutput("wrk -t2 -c8 -d" + std::to_string(seconds) + "s --latency " + url);
+      CommandOutput("wrk -t2 -c" + std::to_string(connections) + " -d" + std::to_string(seconds) +
+                    "s -s " + script.string() + " " + url);
   Load load;
   load.requests_per_second = Number(out, "Requests/sec:");
   load.megabytes_per_second = load.requests_per_second * static_cast<double>(bytes) / 1e6;
-  const size_t p99 = out.find(" 99%");
-  if (p99 != std::string::npos) {
-    std::istringstream in(out.substr(p99 + 4));
-    std::string token;
-    in >> token;
-    load.p99_ms = Milliseconds(token);
+  const size_t at = out.find("percentiles-us ");
+  if (at != std::string::npos) {
+    std::istringstream in(out.substr(at + 15));
+    double p50 = 0, p99 = 0, p999 = 0;
+    in >> p50 >> p99 >> p999;
+    load.p50_ms = p50 / 1000;
+    load.p99_ms = p99 / 1000;
+    load.p999_ms = p999 / 1000;
   }
   const bool errors =
       out.find("Non-2xx") != std::string::npos || out.find("Socket errors") != std::string::npos;
-  load.ok = load.requests_per_second > 0 && !errors;
+  load.ok = load.requests_per_second > 0 && at != std::string::npos && !errors;
   if (!load.ok) std::fprintf(stderr, "wrk %s:\n%s\n", url.c_str(), out.c_str());
   return load;
 }
@@ -160,6 +164,7 @@ int main(int argc, char** argv) {
   // The HTTP library's own ceiling: a bare cpp-httplib server in this process answering every
   // GET with a static buffer of the artifact's size (TCP_NODELAY on, as hlocache sets it).
   httplib::Server bare;
+  bare.new_task_queue = [] { return new httplib::ThreadPool(64); };  // As many as hlocache's.
   bare.set_tcp_nodelay(true);
   bare.set_keep_alive_max_count(1000);
   for (const Size& s : sizes) {
@@ -172,56 +177,74 @@ int main(int argc, char** argv) {
   std::thread bare_thread([&] { bare.listen_after_bind(); });
   std::this_thread::sleep_for(std::chrono::milliseconds(800));
 
+  const fs::path script = root / "percentiles.lua";
+  std::ofstream(script) << kPercentileScript;
+
   std::printf(
-      "server_bench: hits over loopback, %d s per run, wrk -t2 -c8 (redis-benchmark -c8)\n\n",
+      "server_bench: hits over loopback, %d s per run, wrk -t2 (redis-benchmark), keep-alive\n\n",
       seconds);
-  std::printf("| size | server | requests/s | MB/s | p99 ms | hlocache/nginx |\n");
-  std::printf("|---|---|---:|---:|---:|---:|\n");
+  std::printf(
+      "| size | connections | server | requests/s | MB/s | p50 ms | p99 ms | p99.9 ms | "
+      "requests/s vs nginx | p99 vs nginx |\n");
+  std::printf("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|\n");
   bool all_ok = true;
   for (const Size& s : sizes) {
-    const Load ours = Wrk(hlocache.url() + "/v1/artifacts/" + s.key, seconds, s.bytes.size());
-    const Load theirs = Wrk("http://127.0.0.1:" + std::to_string(nginx_port) + "/" + s.key, seconds,
-                            s.bytes.size());
-    // Redis: SET then GET of one value of the same size; the GET row.
-    const std::string csv =
-        CommandOutput("redis-benchmark -p " + std::to_string(redis_port) + " -t set,get -c 8 -d " +
-                      std::to_string(s.bytes.size()) + " -n " +
-                      std::to_string(s.bytes.size() > 100000 ? 20000 : 200000) + " --csv");
-    Load redis_load;
-    const size_t get = csv.find("\"GET\"");
-    if (get != std::string::npos) {
-      std::vector<double> fields;
-      std::string line = csv.substr(get, csv.find('\n', get) - get);
-      std::stringstream in(line);
-      std::string field;
-      while (std::getline(in, field, ',')) {
-        field.erase(std::remove(field.begin(), field.end(), '"'), field.end());
-        fields.push_back(std::atof(field.c_str()));
+    for (const int connections : {8, 64}) {
+      const std::string n = std::to_string(connections);
+      const Load ours = Wrk(hlocache.url() + "/v1/artifacts/" + s.key, seconds, s.bytes.size(),
+                            connections, script);
+      const Load theirs = Wrk("http://127.0.0.1:" + std::to_string(nginx_port) + "/" + s.key,
+                              seconds, s.bytes.size(), connections, script);
+      // Redis: SET then GET of one value of the same size; the GET row.
+      const std::string csv =
+          CommandOutput("redis-benchmark -p " + std::to_string(redis_port) + " -t set,get -c " + n +
+                        " -d " + std::to_string(s.bytes.size()) + " -n " +
+                        std::to_string(s.bytes.size() > 100000 ? 20000 : 200000) + " --csv");
+      Load redis_load;
+      const size_t get = csv.find("\"GET\"");
+      if (get != std::string::npos) {
+        std::vector<double> fields;
+        std::string line = csv.substr(get, csv.find('\n', get) - get);
+        std::stringstream in(line);
+        std::string field;
+        while (std::getline(in, field, ',')) {
+          field.erase(std::remove(field.begin(), field.end(), '"'), field.end());
+          fields.push_back(std::atof(field.c_str()));
+        }
+        // "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms",
+        // "p99_latency_ms","max_latency_ms"
+        if (fields.size() >= 7) {
+          redis_load.requests_per_second = fields[1];
+          redis_load.p50_ms = fields[4];
+          redis_load.p99_ms = fields[6];
+          redis_load.megabytes_per_second =
+              redis_load.requests_per_second * static_cast<double>(s.bytes.size()) / 1e6;
+          redis_load.ok = true;
+        }
       }
-      if (fields.size() >= 7) {
-        redis_load.requests_per_second = fields[1];
-        redis_load.p99_ms = fields[6];
-        redis_load.megabytes_per_second =
-            redis_load.requests_per_second * static_cast<double>(s.bytes.size()) / 1e6;
-        redis_load.ok = true;
-      }
+      const Load library = Wrk("http://127.0.0.1:" + std::to_string(bare_port) + "/" + s.key,
+                               seconds, s.bytes.size(), connections, script);
+      all_ok = all_ok && ours.ok && theirs.ok;
+      auto row = [&](const char* server, const Load& l, bool ratio) {
+        std::printf("| %s | %d | %s | %.0f | %.0f | %.2f | %.2f | ", s.name, connections, server,
+                    l.requests_per_second, l.megabytes_per_second, l.p50_ms, l.p99_ms);
+        if (l.p999_ms >= 0) {
+          std::printf("%.2f | ", l.p999_ms);
+        } else {
+          std::printf("- | ");
+        }
+        if (ratio && theirs.requests_per_second > 0 && theirs.p99_ms > 0) {
+          std::printf("%.2fx | %.2fx |\n", l.requests_per_second / theirs.requests_per_second,
+                      l.p99_ms / theirs.p99_ms);
+        } else {
+          std::printf(" | |\n");
+        }
+      };
+      row("hlocache", ours, true);
+      row("nginx (static file)", theirs, false);
+      row("bare cpp-httplib (static buffer)", library, true);
+      if (redis_load.ok) row("Redis GET", redis_load, false);
     }
-    const Load library =
-        Wrk("http://127.0.0.1:" + std::to_string(bare_port) + "/" + s.key, seconds, s.bytes.size());
-    all_ok = all_ok && ours.ok && theirs.ok;
-    auto row = [&](const char* server, const Load& l, bool ratio) {
-      std::printf("| %s | %s | %.0f | %.0f | %.2f | ", s.name, server, l.requests_per_second,
-                  l.megabytes_per_second, l.p99_ms);
-      if (ratio && theirs.requests_per_second > 0) {
-        std::printf("%.2fx |\n", l.requests_per_second / theirs.requests_per_second);
-      } else {
-        std::printf(" |\n");
-      }
-    };
-    row("hlocache", ours, true);
-    row("nginx (static file)", theirs, false);
-    row("bare cpp-httplib (static buffer)", library, true);
-    if (redis_load.ok) row("Redis GET", redis_load, false);
   }
   bare.stop();
   bare_thread.join();
