@@ -33,7 +33,7 @@ inline constexpr const char* kCudaFlags = "fmad-off";
 
 // The code generator's version, part of every compiler id. Bumped whenever generated code or
 // its calling convention changes, so that keys of older executables stop matching.
-inline constexpr const char* kCodegenVersion = "hlocache-codegen-9";
+inline constexpr const char* kCodegenVersion = "hlocache-codegen-10";
 // The optimization level every executable is compiled at, also part of the compiler id.
 inline constexpr const char* kOptimization = "O2";
 

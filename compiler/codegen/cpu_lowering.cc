@@ -355,8 +355,16 @@ void Lowering::Elementwise(int32_t index, const Instruction& inst, const std::st
   }
   Declare(Var(index), inst.shape);
   values_[slot] = {{Var(index), &inst.shape}};
-  Body() += "  for (int64_t i = 0; i < " + Int(Count(inst.shape)) + "; ++i) " + Var(index) +
-            "[i] = " + expr + ";\n";
+  const int64_t count = Count(inst.shape);
+  if (count >= kParallelElements) {
+    // Split across threads (prelude/hc_cpu_threads.h): each element is computed as on one.
+    Body() += "  hc_parallel_for(" + Int(count) + ", " + Int(kParallelGrain) +
+              ", [&](int64_t lo, int64_t hi) {\n    for (int64_t i = lo; i < hi; ++i) " +
+              Var(index) + "[i] = " + expr + ";\n  });\n";
+  } else {
+    Body() += "  for (int64_t i = 0; i < " + Int(count) + "; ++i) " + Var(index) + "[i] = " + expr +
+              ";\n";
+  }
   if (inst.shape.IsDynamic()) {
     ResultSizes(inst, interp::ElementwiseSizeSources(inst, OperandShapes(inst)), Var(index));
   }

@@ -44,6 +44,11 @@ inline constexpr size_t kSmallConstantElements = 64;
 // A chain of fused elementwise ops longer than this is cut by a buffer, so that no expression
 // grows deep enough to slow the C++ compiler down.
 inline constexpr int kMaxFusionDepth = 24;
+// Elementwise loops of at least this many elements are split across threads
+// (prelude/hc_cpu_threads.h), in pieces of at least kParallelGrain: below that a loop takes less
+// time than waking the workers.
+inline constexpr int64_t kParallelElements = int64_t{1} << 17;
+inline constexpr int64_t kParallelGrain = int64_t{1} << 15;
 
 using hlo::AppendLeafShapes;
 using hlo::SameValues;

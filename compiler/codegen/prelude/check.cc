@@ -2,6 +2,7 @@
 // units are compiled only when a module is, at run time).
 #include "compiler/codegen/prelude/hc_cpu.h"
 #include "compiler/codegen/prelude/hc_cpu_contractions.h"
+#include "compiler/codegen/prelude/hc_cpu_threads.h"
 
 // Generated units continue with the code the prelude shares with the interpreter.
 #include "compiler/semantics/half.h"

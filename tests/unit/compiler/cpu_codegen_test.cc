@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,28 @@ TEST(CpuCodegenTest, FloatElementwiseMatchesTheInterpreterBitForBit) {
 })",
       {Array(PrimitiveType::kF32, {6}, {0.1, -2.5, 3e38, NAN, 1, -0.0}),
        Array(PrimitiveType::kF32, {6}, {0.2, 0, 3e38, 1, -7, 3})});
+}
+
+// Elementwise loops of 2^17 elements or more are split across threads (the prelude's
+// hc_parallel_for): the same bits at any thread count, the pieces' edges included (300001 is
+// not a multiple of any piece size).
+TEST(CpuCodegenTest, LargeElementwiseLoopsSplitAcrossThreadsComputeTheSameBits) {
+  const std::string text = R"(HloModule big
+ENTRY e {
+  x = f32[300001] parameter(0)
+  y = f32[300001] parameter(1)
+  m = f32[300001] multiply(x, y)
+  t = f32[300001] tanh(m)
+  ROOT r = f32[300001] add(t, x)
+})";
+  // Two threads first: a loaded executable's pool takes its size from the first split loop.
+  for (const char* threads : {"2", "3", "1"}) {
+    SCOPED_TRACE(std::string("HLOCACHE_THREADS=") + threads);
+    ::setenv("HLOCACHE_THREADS", threads, 1);
+    const std::string source = ExpectCompiledMatchesInterpreterOnRandomInputs(text, 7);
+    EXPECT_THAT(source, HasSubstr("hc_parallel_for(300001LL"));
+  }
+  ::unsetenv("HLOCACHE_THREADS");
 }
 
 TEST(CpuCodegenTest, IntegerSemanticsMatchTheInterpreter) {

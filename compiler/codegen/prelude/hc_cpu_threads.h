@@ -1,0 +1,158 @@
+// Threads for generated CPU units: large elementwise loops are split into pieces that the
+// calling thread and a pool of workers take in turn.
+//
+// - How many: the CPUs the process may run on (sched_getaffinity), or HLOCACHE_THREADS when set
+//   to a positive number; 1 runs every loop on the calling thread. HLOCACHE_THREADS is read on
+//   every split loop (a getenv against a loop of 2^17 elements or more), the pool's size when
+//   the first one starts it.
+// - Same results at any count: each piece computes its elements exactly as one thread would.
+// - Never waits on a worker to make progress: the caller takes pieces too, and returns once
+//   every piece is done and no worker still holds the loop. A worker that wakes late finds the
+//   loop gone; a forked child, whose workers are not copied, runs every piece itself.
+// - One split loop at a time per loaded executable: a second thread running the executable
+//   meanwhile, or a loop inside a piece, runs on its own thread.
+// - The pool is a function-local static of each loaded executable (symbols are hidden), started
+//   by its first split loop and stopped (its workers joined) when the executable is unloaded.
+//
+// This is real C++, compiled on its own with the other preludes (compiler/codegen/prelude/
+// check.cc); its text below the marker is embedded after theirs into kCpuPrelude. Changing it
+// changes generated code: raise kCodegenVersion.
+#pragma once
+
+#include "compiler/codegen/prelude/hc_cpu.h"
+
+// ---- The prelude: every generated unit starts with the text below this line. ----
+#include <sched.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace hlocache_rt {
+
+inline int hc_threads_wanted() {
+  if (const char* s = std::getenv("HLOCACHE_THREADS"); s != nullptr && *s != 0) {
+    const long n = std::strtol(s, nullptr, 10);
+    if (n >= 1) return static_cast<int>(std::min<long>(n, 256));
+  }
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+class hc_pool {
+ public:
+  static hc_pool& get() {
+    static hc_pool pool;
+    return pool;
+  }
+  hc_pool(const hc_pool&) = delete;
+  hc_pool& operator=(const hc_pool&) = delete;
+
+  // fn(ctx, lo, hi) for [lo, hi) pieces of [0, n), `pieces` of them, on this thread and the
+  // workers; returns when all are done.
+  void run(int64_t n, int64_t pieces, void (*fn)(void*, int64_t, int64_t), void* ctx) {
+    job j{fn, ctx, n, (n + pieces - 1) / pieces, pieces};
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      job_ = &j;
+      ++generation_;
+    }
+    wake_.notify_all();
+    take(j);
+    std::unique_lock<std::mutex> lock(mu_);
+    finished_.wait(lock, [&] { return j.done.load() == j.pieces && holding_ == 0; });
+    job_ = nullptr;
+  }
+
+  int workers() const { return static_cast<int>(workers_.size()); }
+  std::mutex& busy() { return busy_; }
+  static bool in_loop() { return in_loop_; }
+  static void set_in_loop(bool v) { in_loop_ = v; }
+
+ private:
+  struct job {
+    void (*fn)(void*, int64_t, int64_t);
+    void* ctx;
+    int64_t n, piece, pieces;
+    std::atomic<int64_t> next{0}, done{0};
+  };
+
+  hc_pool() {
+    const int threads = hc_threads_wanted();
+    for (int t = 1; t < threads; ++t) workers_.emplace_back([this] { work(); });
+  }
+  ~hc_pool() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread& t : workers_) t.join();
+  }
+
+  static void take(job& j) {
+    for (int64_t p; (p = j.next.fetch_add(1)) < j.pieces;) {
+      const int64_t lo = p * j.piece;
+      j.fn(j.ctx, lo, std::min(j.n, lo + j.piece));
+      j.done.fetch_add(1);
+    }
+  }
+
+  void work() {
+    in_loop_ = true;
+    uint64_t seen = 0;
+    for (;;) {
+      job* j = nullptr;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+        if (stop_) return;
+        seen = generation_;
+        j = job_;
+        if (j == nullptr) continue;  // Woke after the loop was done.
+        ++holding_;
+      }
+      take(*j);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        --holding_;
+      }
+      finished_.notify_all();
+    }
+  }
+
+  std::mutex busy_;  // Held by the thread whose loop the pool runs.
+  std::mutex mu_;    // Guards what follows.
+  std::condition_variable wake_, finished_;
+  job* job_ = nullptr;
+  uint64_t generation_ = 0;
+  int holding_ = 0;  // Workers inside the current loop.
+  bool stop_ = false;
+  std::vector<std::thread> workers_;
+  // This thread is running a piece of a split loop (a worker, or the caller meanwhile).
+  static inline thread_local bool in_loop_ = false;
+};
+
+// Calls body(lo, hi) on pieces of [0, n) of at least `grain` elements, split across the pool
+// when there are at least two such pieces and more than one thread is wanted.
+template <class Body> void hc_parallel_for(int64_t n, int64_t grain, Body&& body) {
+  const int wanted = n >= 2 * grain && !hc_pool::in_loop() ? hc_threads_wanted() : 1;
+  if (wanted <= 1) return body(int64_t{0}, n);
+  hc_pool& pool = hc_pool::get();
+  std::unique_lock<std::mutex> busy(pool.busy(), std::try_to_lock);
+  const int threads = std::min(wanted, pool.workers() + 1);
+  if (!busy.owns_lock() || threads <= 1) return body(int64_t{0}, n);
+  // A few pieces a thread, so that one slowed by other work does not hold up the rest.
+  const int64_t pieces = std::min<int64_t>(n / grain, int64_t{4} * threads);
+  using B = std::remove_reference_t<Body>;
+  hc_pool::set_in_loop(true);  // A loop inside a piece runs on its own thread.
+  pool.run(n, pieces, [](void* b, int64_t lo, int64_t hi) { (*static_cast<B*>(b))(lo, hi); },
+           const_cast<void*>(static_cast<const void*>(&body)));
+  hc_pool::set_in_loop(false);
+}
+
+}  // namespace hlocache_rt
