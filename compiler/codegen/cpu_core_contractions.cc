@@ -72,11 +72,27 @@ Status Lowering::Reduce(int32_t index, const Instruction& inst) {
   for (size_t k = 0; k + 1 < kd.size(); ++k) linear = linear && ks[k] == ks[k + 1] * kd[k + 1];
   const int64_t stride = ks.empty() ? 0 : ks.back();
   const int64_t kTile = linear && stride == 1 ? 64 : 8;
+  bool swapped = false;
+  const char* helper = n == 1 ? OneOpCombiner(f, OperandShape(inst, 0).type, swapped) : nullptr;
+  // Tiles are independent: with a one-op combiner (no call that can fail, so no early return)
+  // and enough work, they are split across threads (prelude/hc_cpu_threads.h), each result
+  // still folded in the interpreter's order on one thread.
+  const int64_t tiles = (kept + kTile - 1) / kTile;
+  const int64_t folded = Product(rd);
+  const bool split = helper != nullptr && tiles >= 2 && kept * folded >= kParallelElements;
   Body() += "  {\n";
   if (!linear) Body() += IntArray("kd", kd) + IntArray("ks", ks);
-  Body() += "    for (int64_t t0 = 0; t0 < " + Int(kept) + "; t0 += " + Int(kTile) +
-            ") {\n      const int64_t tn = " + Int(kept) + " - t0 < " + Int(kTile) + " ? " +
-            Int(kept) + " - t0 : " + Int(kTile) + ";\n";
+  if (split) {
+    const int64_t grain =
+        std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, kTile * folded));
+    Body() += "    hc_parallel_for(" + Int(tiles) + ", " + Int(grain) +
+              ", [&](int64_t tile_lo, int64_t tile_hi) {\n    for (int64_t t0 = tile_lo * " +
+              Int(kTile) + "; t0 < tile_hi * " + Int(kTile) + "; t0 += " + Int(kTile) + ") {\n";
+  } else {
+    Body() += "    for (int64_t t0 = 0; t0 < " + Int(kept) + "; t0 += " + Int(kTile) + ") {\n";
+  }
+  Body() += "      const int64_t tn = " + Int(kept) + " - t0 < " + Int(kTile) + " ? " + Int(kept) +
+            " - t0 : " + Int(kTile) + ";\n";
   std::string start = "(t0 + j) * " + Int(stride);
   if (!linear) {
     Body() += "      int64_t base[" + Int(kTile) +
@@ -97,8 +113,6 @@ Status Lowering::Reduce(int32_t index, const Instruction& inst) {
     step += "const " + std::string(CType(OperandShape(inst, k).type)) + " x" + std::to_string(k) +
             " = " + Read(inst, k) + "; ";
   }
-  bool swapped = false;
-  const char* helper = n == 1 ? OneOpCombiner(f, OperandShape(inst, 0).type, swapped) : nullptr;
   if (helper != nullptr) {
     const std::string t = CType(OperandShape(inst, 0).type);
     step += "acc0[j] = " + std::string(helper) + "<" + t + ">(" +
@@ -129,7 +143,7 @@ Status Lowering::Reduce(int32_t index, const Instruction& inst) {
     Body() += "      for (int64_t j = 0; j < tn; ++j) " + out[k].ptr + "[t0 + j] = acc" +
               std::to_string(k) + "[j];\n";
   }
-  Body() += "    }\n  }\n";
+  Body() += split ? "    }\n    });\n  }\n" : "    }\n  }\n";
   return Status::Ok();
 }
 

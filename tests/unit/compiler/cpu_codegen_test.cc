@@ -53,9 +53,10 @@ TEST(CpuCodegenTest, FloatElementwiseMatchesTheInterpreterBitForBit) {
        Array(PrimitiveType::kF32, {6}, {0.2, 0, 3e38, 1, -7, 3})});
 }
 
-// Elementwise loops of 2^17 elements or more are split across threads (the prelude's
-// hc_parallel_for): the same bits at any thread count, the pieces' edges included (300001 is
-// not a multiple of any piece size).
+// Elementwise loops of 2^17 elements or more, and reductions with as much work, are split
+// across threads (the prelude's hc_parallel_for): the same bits at any thread count, the
+// pieces' edges included (300001 and 1001 are not multiples of any piece size), each reduced
+// result still folded in the interpreter's order.
 TEST(CpuCodegenTest, LargeElementwiseLoopsSplitAcrossThreadsComputeTheSameBits) {
   const std::string text = R"(HloModule big
 ENTRY e {
@@ -71,6 +72,29 @@ ENTRY e {
     ::setenv("HLOCACHE_THREADS", threads, 1);
     const std::string source = ExpectCompiledMatchesInterpreterOnRandomInputs(text, 7);
     EXPECT_THAT(source, HasSubstr("hc_parallel_for(300001LL"));
+  }
+  ::unsetenv("HLOCACHE_THREADS");
+}
+
+TEST(CpuCodegenTest, LargeReductionsSplitAcrossThreadsComputeTheSameBits) {
+  const std::string text = R"(HloModule reductions
+sum {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[1001,300] parameter(0)
+  zero = f32[] constant(0)
+  rows = f32[1001] reduce(x, zero), dimensions={1}, to_apply=sum
+  columns = f32[300] reduce(x, zero), dimensions={0}, to_apply=sum
+  ROOT both = (f32[1001], f32[300]) tuple(rows, columns)
+})";
+  for (const char* threads : {"2", "1"}) {
+    SCOPED_TRACE(std::string("HLOCACHE_THREADS=") + threads);
+    ::setenv("HLOCACHE_THREADS", threads, 1);
+    const std::string source = ExpectCompiledMatchesInterpreterOnRandomInputs(text, 11);
+    EXPECT_THAT(source, HasSubstr("[&](int64_t tile_lo, int64_t tile_hi)"));
   }
   ::unsetenv("HLOCACHE_THREADS");
 }
