@@ -53,6 +53,19 @@ TEST(CpuCodegenTest, FloatElementwiseMatchesTheInterpreterBitForBit) {
        Array(PrimitiveType::kF32, {6}, {0.2, 0, 3e38, 1, -7, 3})});
 }
 
+// `text` compiled and run at 2, 3 and 1 threads (HLOCACHE_THREADS), each against the
+// interpreter bit for bit; its source must split a loop (contain `split`). Two threads first: a
+// loaded executable's pool takes its size from its first split loop.
+void ExpectSameBitsAtEveryThreadCount(const std::string& text, const std::string& split) {
+  for (const char* threads : {"2", "3", "1"}) {
+    SCOPED_TRACE(std::string("HLOCACHE_THREADS=") + threads);
+    ::setenv("HLOCACHE_THREADS", threads, 1);
+    const std::string source = ExpectCompiledMatchesInterpreterOnRandomInputs(text, 7);
+    EXPECT_THAT(source, HasSubstr(split));
+  }
+  ::unsetenv("HLOCACHE_THREADS");
+}
+
 // Elementwise loops of 2^17 elements or more, and reductions with as much work, are split
 // across threads (the prelude's hc_parallel_for): the same bits at any thread count, the
 // pieces' edges included (300001 and 1001 are not multiples of any piece size), each reduced
@@ -66,14 +79,7 @@ ENTRY e {
   t = f32[300001] tanh(m)
   ROOT r = f32[300001] add(t, x)
 })";
-  // Two threads first: a loaded executable's pool takes its size from the first split loop.
-  for (const char* threads : {"2", "3", "1"}) {
-    SCOPED_TRACE(std::string("HLOCACHE_THREADS=") + threads);
-    ::setenv("HLOCACHE_THREADS", threads, 1);
-    const std::string source = ExpectCompiledMatchesInterpreterOnRandomInputs(text, 7);
-    EXPECT_THAT(source, HasSubstr("hc_parallel_for(300001LL"));
-  }
-  ::unsetenv("HLOCACHE_THREADS");
+  ExpectSameBitsAtEveryThreadCount(text, "hc_parallel_for(300001LL");
 }
 
 TEST(CpuCodegenTest, LargeReductionsSplitAcrossThreadsComputeTheSameBits) {
@@ -90,13 +96,7 @@ ENTRY e {
   columns = f32[300] reduce(x, zero), dimensions={0}, to_apply=sum
   ROOT both = (f32[1001], f32[300]) tuple(rows, columns)
 })";
-  for (const char* threads : {"2", "1"}) {
-    SCOPED_TRACE(std::string("HLOCACHE_THREADS=") + threads);
-    ::setenv("HLOCACHE_THREADS", threads, 1);
-    const std::string source = ExpectCompiledMatchesInterpreterOnRandomInputs(text, 11);
-    EXPECT_THAT(source, HasSubstr("[&](int64_t tile_lo, int64_t tile_hi)"));
-  }
-  ::unsetenv("HLOCACHE_THREADS");
+  ExpectSameBitsAtEveryThreadCount(text, "[&](int64_t tile_lo, int64_t tile_hi)");
 }
 
 TEST(CpuCodegenTest, IntegerSemanticsMatchTheInterpreter) {
