@@ -7,7 +7,10 @@
 //
 // Ownership: a LoadedExecutable owns its library handle; the library is unloaded when the last
 // owner goes away, so function pointers from Symbol() must not outlive it.
-// Thread safety: Load may be called from any thread; a LoadedExecutable is immutable.
+// Thread safety: Load may be called from any thread; a LoadedExecutable is immutable. A CPU
+// executable splits its large loops across a pool of threads of its own (HLOCACHE_THREADS,
+// compiler/codegen/prelude/hc_cpu_threads.h), started by its first such loop and joined when it
+// is unloaded: no run may be in flight when the last owner goes away.
 #pragma once
 
 #include <memory>

@@ -9,7 +9,8 @@
 // (compiler/semantics/half.h).
 //
 // The contractions and normalizations (dots, convolutions, batch norm) follow in every unit,
-// from compiler/codegen/prelude/hc_cpu_contractions.h.
+// from compiler/codegen/prelude/hc_cpu_contractions.h, then the threads that large loops are
+// split across, from compiler/codegen/prelude/hc_cpu_threads.h.
 //
 // This is real C++: the build compiles it on its own (compiler/codegen/prelude/check.cc) and
 // embeds the text below the marker into the binary (kCpuPrelude, compiler/codegen/cpu_prelude.h).
