@@ -357,8 +357,7 @@ Result<Literal> Evaluator::Eval(const Instruction& inst, std::vector<Literal>& v
 // Whether `inst`, an instruction of the computation being evaluated, has a dynamic shape or
 // an operand of one (dynamic_shapes.h).
 bool Evaluator::TouchesDynamicShapes(const Instruction& inst) const {
-  if (comp_ == nullptr || &inst < comp_->instructions.data() ||
-      &inst >= comp_->instructions.data() + comp_->instructions.size()) {
+  if (IndexInCurrent(inst) == SIZE_MAX) {
     return false;  // A computation of scalars evaluated over arrays: no dynamic shapes.
   }
   if (hlo::HasDynamicLeaf(inst.shape)) return true;
