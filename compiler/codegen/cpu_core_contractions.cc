@@ -80,31 +80,29 @@ Status Lowering::Reduce(int32_t index, const Instruction& inst) {
   const int64_t tiles = (kept + kTile - 1) / kTile;
   const int64_t folded = Product(rd);
   const bool split = helper != nullptr && tiles >= 2 && kept * folded >= kParallelElements;
-  Body() += "  {\n";
-  if (!linear) Body() += IntArray("kd", kd) + IntArray("ks", ks);
+  // The tiles' loop: over all of them, or over tiles [lo, hi) when split.
+  std::string code = "  {\n";
+  if (!linear) code += IntArray("kd", kd) + IntArray("ks", ks);
   if (split) {
-    const int64_t grain =
-        std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, kTile * folded));
-    Body() += "    hc_parallel_for(" + Int(tiles) + ", " + Int(grain) +
-              ", [&](int64_t tile_lo, int64_t tile_hi) {\n    for (int64_t t0 = tile_lo * " +
-              Int(kTile) + "; t0 < tile_hi * " + Int(kTile) + "; t0 += " + Int(kTile) + ") {\n";
+    code += "    for (int64_t t0 = lo * " + Int(kTile) + "; t0 < hi * " + Int(kTile) +
+            "; t0 += " + Int(kTile) + ") {\n";
   } else {
-    Body() += "    for (int64_t t0 = 0; t0 < " + Int(kept) + "; t0 += " + Int(kTile) + ") {\n";
+    code += "    for (int64_t t0 = 0; t0 < " + Int(kept) + "; t0 += " + Int(kTile) + ") {\n";
   }
-  Body() += "      const int64_t tn = " + Int(kept) + " - t0 < " + Int(kTile) + " ? " + Int(kept) +
-            " - t0 : " + Int(kTile) + ";\n";
+  code += "      const int64_t tn = " + Int(kept) + " - t0 < " + Int(kTile) + " ? " + Int(kept) +
+          " - t0 : " + Int(kTile) + ";\n";
   std::string start = "(t0 + j) * " + Int(stride);
   if (!linear) {
-    Body() += "      int64_t base[" + Int(kTile) +
-              "];\n      for (int64_t j = 0; j < tn; ++j) {\n        base[j] = 0;\n" +
-              Digits("t0 + j", "kd", kd.size(), {{"base[j]", "ks"}}) + "      }\n";
+    code += "      int64_t base[" + Int(kTile) +
+            "];\n      for (int64_t j = 0; j < tn; ++j) {\n        base[j] = 0;\n" +
+            Digits("t0 + j", "kd", kd.size(), {{"base[j]", "ks"}}) + "      }\n";
     start = "base[j]";
   }
   for (size_t k = 0; k < n; ++k) {
     const std::string t = CType(OperandShape(inst, k).type);
-    Body() += "      " + t + " acc" + std::to_string(k) + "[" + Int(kTile) + "];\n";
-    Body() += "      for (int64_t j = 0; j < tn; ++j) acc" + std::to_string(k) +
-              "[j] = " + Buffer(inst, n + k) + "[0];\n";
+    code += "      " + t + " acc" + std::to_string(k) + "[" + Int(kTile) + "];\n";
+    code += "      for (int64_t j = 0; j < tn; ++j) acc" + std::to_string(k) +
+            "[j] = " + Buffer(inst, n + k) + "[0];\n";
   }
   // One step of every result of the tile: element i of each operand (loaded, or its fused
   // expression) folded into the accumulators.
@@ -133,17 +131,23 @@ Status Lowering::Reduce(int32_t index, const Instruction& inst) {
     }
   }
   step += "}";
-  Body() += NestedLoops(rd,
-                        "{\n          const int64_t roff = " + Affine("0", rs) +
-                            ";\n          for (int64_t j = 0; j < tn; ++j) {\n" +
-                            "            const int64_t i = " + start + " + roff;\n" +
-                            "            " + step + "\n          }\n        }",
-                        6);
+  code += NestedLoops(rd,
+                      "{\n          const int64_t roff = " + Affine("0", rs) +
+                          ";\n          for (int64_t j = 0; j < tn; ++j) {\n" +
+                          "            const int64_t i = " + start + " + roff;\n" + "            " +
+                          step + "\n          }\n        }",
+                      6);
   for (size_t k = 0; k < n; ++k) {
-    Body() += "      for (int64_t j = 0; j < tn; ++j) " + out[k].ptr + "[t0 + j] = acc" +
-              std::to_string(k) + "[j];\n";
+    code += "      for (int64_t j = 0; j < tn; ++j) " + out[k].ptr + "[t0 + j] = acc" +
+            std::to_string(k) + "[j];\n";
   }
-  Body() += split ? "    }\n    });\n  }\n" : "    }\n  }\n";
+  code += "    }\n  }\n";
+  if (split) {
+    SplitLoop(tiles, std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(1, kTile * folded)),
+              code);
+  } else {
+    Body() += code;
+  }
   return Status::Ok();
 }
 

@@ -27,6 +27,7 @@ Status Lowering::Constant(int32_t index, const Instruction& inst) {
     pieces_.push_back({"extern const " + array + ";\n", "extern const " + array + values});
   }
   values_[static_cast<size_t>(index)] = {{name, &inst.shape}};
+  constant_types_[name] = "const " + t + "*";
   return Status::Ok();
 }
 

@@ -357,10 +357,9 @@ void Lowering::Elementwise(int32_t index, const Instruction& inst, const std::st
   values_[slot] = {{Var(index), &inst.shape}};
   const int64_t count = Count(inst.shape);
   if (count >= kParallelElements) {
-    // Split across threads (prelude/hc_cpu_threads.h): each element is computed as on one.
-    Body() += "  hc_parallel_for(" + Int(count) + ", " + Int(kParallelGrain) +
-              ", [&](int64_t lo, int64_t hi) {\n    for (int64_t i = lo; i < hi; ++i) " +
-              Var(index) + "[i] = " + expr + ";\n  });\n";
+    // Split across threads: each element is computed as on one.
+    SplitLoop(count, kParallelGrain,
+              "  for (int64_t i = lo; i < hi; ++i) " + Var(index) + "[i] = " + expr + ";\n");
   } else {
     Body() += "  for (int64_t i = 0; i < " + Int(count) + "; ++i) " + Var(index) + "[i] = " + expr +
               ";\n";
@@ -368,6 +367,43 @@ void Lowering::Elementwise(int32_t index, const Instruction& inst, const std::st
   if (inst.shape.IsDynamic()) {
     ResultSizes(inst, interp::ElementwiseSizeSources(inst, OperandShapes(inst)), Var(index));
   }
+}
+
+void Lowering::SplitLoop(int64_t count, int64_t grain, const std::string& loop) {
+  // The loop's pointers, in order of first use, become its arguments hc_a0, hc_a1, ...: loops
+  // that differ only in the buffers they touch (every layer of a model) share one function.
+  std::map<std::string, std::string> names;
+  std::string unpack;
+  std::string args;
+  for (const std::string& name : Identifiers(loop)) {
+    std::string type;
+    bool unaliased = true;
+    if (const auto pointer = function_->Pointer(name)) {
+      type = pointer->type;
+      unaliased = pointer->unaliased;
+    } else if (const auto constant = constant_types_.find(name);
+               constant != constant_types_.end()) {
+      type = constant->second;
+    } else {
+      continue;  // A local of the loop, or the prelude's.
+    }
+    const std::string arg = "hc_a" + std::to_string(names.size());
+    unpack += "  " + type + (unaliased ? " const __restrict " : " const ") + arg +
+              " = static_cast<" + type + ">(hc_in[" + std::to_string(names.size()) + "]);\n";
+    args += std::string(args.empty() ? "" : ", ") + "hc_arg(" + name + ")";
+    names[name] = arg;
+  }
+  const std::string body = "(void* const* hc_in, int64_t lo, int64_t hi) {\n" + unpack +
+                           RenameNames(loop, names) + "}\n\n";
+  auto [it, added] =
+      split_loops_.try_emplace(body, "hc_loop" + std::to_string(split_loops_.size()));
+  if (added) {
+    pieces_.push_back({"void " + it->second + "(void* const*, int64_t, int64_t);\n",
+                       "void " + it->second + body});
+  }
+  Body() += "  {\n    void* const hc_args[] = {" + (args.empty() ? "nullptr" : args) +
+            "};\n    hc_parallel_run(" + Int(count) + ", " + Int(grain) + ", " + it->second +
+            ", hc_args);\n  }\n";
 }
 
 std::vector<const Shape*> Lowering::OperandShapes(const Instruction& inst) const {

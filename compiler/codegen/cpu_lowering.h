@@ -127,6 +127,12 @@ class Lowering : public CpuEmitter {
   // The code of the function being written.
   std::string& Body() { return function_->body(); }
 
+  // Appends to the body a loop split across threads (prelude/hc_cpu_threads.h): `loop` runs
+  // over [lo, hi) of [0, count) and may name the function's pointers and the module's
+  // constants, which are passed to it. The loop becomes a function of the module, one per
+  // distinct text, its pointers as unaliased as in the function that calls it.
+  void SplitLoop(int64_t count, int64_t grain, const std::string& loop);
+
   static int64_t Count(const Shape& s) { return ElementCount(s); }
   static int64_t Bytes(const Shape& s) { return ByteCount(s); }
 
@@ -348,8 +354,10 @@ class Lowering : public CpuEmitter {
   SegmentedFunction* function_ = nullptr;  // The function being written.
   std::vector<CodePiece> pieces_;          // The module's functions and large constants.
   std::string small_constants_;            // Defined in every unit.
-  std::vector<bool> loop_computation_;     // A while's body or condition (MarkLoopComputations).
-  std::vector<int> pure_;                  // PureComputation's answers: 0 unknown, 1 yes, 2 no.
+  std::map<std::string, std::string> constant_types_;  // Constant name -> "const T*".
+  std::map<std::string, std::string> split_loops_;     // SplitLoop's functions: text -> name.
+  std::vector<bool> loop_computation_;  // A while's body or condition (MarkLoopComputations).
+  std::vector<int> pure_;               // PureComputation's answers: 0 unknown, 1 yes, 2 no.
 };
 
 }  // namespace hlocache::compiler::lowering_internal

@@ -13,29 +13,69 @@ bool IsIdentifierChar(char c) { return IsIdentifierStart(c) || (c >= '0' && c <=
 
 }  // namespace
 
+namespace {
+
+// Calls on_name(begin, end) for each identifier of C++ `text`, on_other for the text between.
+template <typename OnName, typename OnOther>
+void ScanIdentifiers(std::string_view text, OnName on_name, OnOther on_other) {
+  for (size_t i = 0; i < text.size();) {
+    size_t j = i;
+    if (!IsIdentifierStart(text[i])) {
+      // Skip numbers whole, so that the digits of 0x1p-3 never start a name.
+      if (text[i] >= '0' && text[i] <= '9') {
+        while (j < text.size() && IsIdentifierChar(text[j])) ++j;
+      } else {
+        ++j;
+      }
+      on_other(text.substr(i, j - i));
+    } else {
+      while (j < text.size() && IsIdentifierChar(text[j])) ++j;
+      on_name(text.substr(i, j - i));
+    }
+    i = j;
+  }
+}
+
+}  // namespace
+
 std::vector<std::string> NamesUsed(std::string_view text,
                                    const std::map<std::string, std::string>& names) {
   std::vector<std::string> out;
   std::map<std::string_view, bool> seen;
-  for (size_t i = 0; i < text.size();) {
-    if (!IsIdentifierStart(text[i])) {
-      // Skip numbers whole, so that the digits of 0x1p-3 never start a name.
-      if (text[i] >= '0' && text[i] <= '9') {
-        while (i < text.size() && IsIdentifierChar(text[i])) ++i;
-      } else {
-        ++i;
-      }
-      continue;
-    }
-    size_t j = i;
-    while (j < text.size() && IsIdentifierChar(text[j])) ++j;
-    const std::string_view word = text.substr(i, j - i);
-    if (!seen.contains(word) && names.contains(std::string(word))) {
-      seen[word] = true;
-      out.emplace_back(word);
-    }
-    i = j;
-  }
+  ScanIdentifiers(
+      text,
+      [&](std::string_view word) {
+        if (!seen.contains(word) && names.contains(std::string(word))) {
+          seen[word] = true;
+          out.emplace_back(word);
+        }
+      },
+      [](std::string_view) {});
+  return out;
+}
+
+std::vector<std::string> Identifiers(std::string_view text) {
+  std::vector<std::string> out;
+  std::map<std::string_view, bool> seen;
+  ScanIdentifiers(
+      text,
+      [&](std::string_view word) {
+        if (seen.emplace(word, true).second) out.emplace_back(word);
+      },
+      [](std::string_view) {});
+  return out;
+}
+
+std::string RenameNames(std::string_view text, const std::map<std::string, std::string>& to) {
+  std::string out;
+  out.reserve(text.size());
+  ScanIdentifiers(
+      text,
+      [&](std::string_view word) {
+        const auto it = to.find(std::string(word));
+        out += it == to.end() ? word : std::string_view(it->second);
+      },
+      [&](std::string_view other) { out += other; });
   return out;
 }
 
@@ -66,14 +106,20 @@ SegmentedFunction::SegmentedFunction(std::string name, std::string signature,
     : name_(std::move(name)),
       signature_(std::move(signature)),
       params_(std::move(params)),
-      segment_bytes_(segment_bytes) {}
+      segment_bytes_(segment_bytes) {
+  for (const auto& [param, type] : params_) pointer_types_[param] = type;
+}
 
 void SegmentedFunction::Declare(BufferDecl decl) {
+  pointer_types_[decl.name] = decl.type + "*";
   buffers_.push_back(std::move(decl));
   declared_in_.push_back(segments_.size() - 1);
 }
 
-void SegmentedFunction::DeclarePointer(PointerDecl decl) { pointers_.push_back(std::move(decl)); }
+void SegmentedFunction::DeclarePointer(PointerDecl decl) {
+  pointer_types_[decl.name] = "const " + decl.type + "*";
+  pointers_.push_back(std::move(decl));
+}
 
 void SegmentedFunction::EndInstruction() {
   if (chunk_.empty()) return;
@@ -82,6 +128,24 @@ void SegmentedFunction::EndInstruction() {
   current.chunks.push_back(std::move(chunk_));
   chunk_.clear();
   if (current.bytes >= segment_bytes_) segments_.emplace_back();
+}
+
+std::optional<SegmentedFunction::NamedPointer> SegmentedFunction::Pointer(
+    const std::string& name) const {
+  // Whatever a pointer variable may hold is never unaliased (as in Finish).
+  auto aliased = [&] {
+    for (const PointerDecl& p : pointers_) {
+      for (const std::string& expr : p.targets) {
+        if (!NamesUsed(expr, {{name, ""}}).empty()) return true;
+      }
+    }
+    return false;
+  };
+  const auto it = pointer_types_.find(name);
+  if (it == pointer_types_.end()) return std::nullopt;
+  const bool variable = std::any_of(pointers_.begin(), pointers_.end(),
+                                    [&](const PointerDecl& p) { return p.name == name; });
+  return NamedPointer{it->second, !variable && !aliased()};
 }
 
 std::vector<CodePiece> SegmentedFunction::FinishOne(const std::string& epilogue) const {

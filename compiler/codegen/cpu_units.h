@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,6 +51,12 @@ std::vector<std::string> PackUnits(const std::string& shared, const std::vector<
 // The identifiers of C++ `text` that are keys of `names`, in order of first appearance.
 std::vector<std::string> NamesUsed(std::string_view text,
                                    const std::map<std::string, std::string>& names);
+
+// The distinct identifiers of C++ `text`, in order of first appearance.
+std::vector<std::string> Identifiers(std::string_view text);
+
+// `text` with each identifier that is a key of `to` replaced by its value; the rest as is.
+std::string RenameNames(std::string_view text, const std::map<std::string, std::string>& to);
 
 // A buffer of a computation's function: a C++ name for a pointer to its elements.
 struct BufferDecl {
@@ -100,6 +107,16 @@ class SegmentedFunction {
   // Closes the current instruction's code, starting a new segment when the current one is full.
   void EndInstruction();
 
+  // What a name of this function (a parameter, result, buffer or pointer variable) is, for
+  // code that receives it as an argument: its pointer type ("const float*") and whether that
+  // code may take it as unaliased (__restrict), as the function's own blocks do. Nullopt for a
+  // name the function does not define.
+  struct NamedPointer {
+    std::string type;
+    bool unaliased = false;
+  };
+  std::optional<NamedPointer> Pointer(const std::string& name) const;
+
   // The pieces: the segments' functions, then the owner's. `epilogue` (the copy of the results)
   // runs after the last segment, in the owner; the buffers it names are never freed early.
   std::vector<CodePiece> Finish(const std::string& epilogue) const;
@@ -120,6 +137,7 @@ class SegmentedFunction {
   std::vector<BufferDecl> buffers_;
   std::vector<size_t> declared_in_;  // The segment each buffer was declared in.
   std::vector<PointerDecl> pointers_;
+  std::map<std::string, std::string> pointer_types_;  // Every name above -> its pointer type.
 };
 
 }  // namespace hlocache::compiler

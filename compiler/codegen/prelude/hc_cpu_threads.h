@@ -3,8 +3,8 @@
 //
 // - How many: the CPUs the process may run on (sched_getaffinity), or HLOCACHE_THREADS when set
 //   to a positive number; 1 runs every loop on the calling thread. HLOCACHE_THREADS is read on
-//   every split loop (a getenv against a loop of 2^17 elements or more), the pool's size when
-//   the first one starts it.
+//   every split loop (a getenv against a loop of 2^17 elements or more), the affinity mask once,
+//   the pool's size when the first split loop starts it.
 // - Same results at any count: each piece computes its elements exactly as one thread would.
 // - Never waits on a worker to make progress: the caller takes pieces too, and returns once
 //   every piece is done and no worker still holds the loop. A worker that wakes late finds the
@@ -32,16 +32,31 @@
 
 namespace hlocache_rt {
 
+// The CPUs this process may run on, asked once per loaded executable: a syscall per split loop
+// would sit on the hot path.
+inline int hc_cpus() {
+  static const int cpus = [] {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+    return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }();
+  return cpus;
+}
+
 inline int hc_threads_wanted() {
   if (const char* s = std::getenv("HLOCACHE_THREADS"); s != nullptr && *s != 0) {
     const long n = std::strtol(s, nullptr, 10);
     if (n >= 1) return static_cast<int>(std::min<long>(n, 256));
   }
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return hc_cpus();
 }
+
+// A loop over [lo, hi) of a split loop's range; `args` are the pointers it reads and writes.
+using hc_loop_fn = void (*)(void* const* args, int64_t lo, int64_t hi);
+
+// A pointer of any element type, as a split loop's argument.
+inline void* hc_arg(const void* p) { return const_cast<void*>(p); }
 
 class hc_pool {
  public:
@@ -52,10 +67,10 @@ class hc_pool {
   hc_pool(const hc_pool&) = delete;
   hc_pool& operator=(const hc_pool&) = delete;
 
-  // fn(ctx, lo, hi) for [lo, hi) pieces of [0, n), `pieces` of them, on this thread and the
+  // fn(args, lo, hi) for [lo, hi) pieces of [0, n), `pieces` of them, on this thread and the
   // workers; returns when all are done.
-  void run(int64_t n, int64_t pieces, void (*fn)(void*, int64_t, int64_t), void* ctx) {
-    job j{fn, ctx, n, (n + pieces - 1) / pieces, pieces};
+  void run(int64_t n, int64_t pieces, hc_loop_fn fn, void* const* args) {
+    job j{fn, args, n, (n + pieces - 1) / pieces, pieces};
     {
       std::lock_guard<std::mutex> lock(mu_);
       job_ = &j;
@@ -75,8 +90,8 @@ class hc_pool {
 
  private:
   struct job {
-    void (*fn)(void*, int64_t, int64_t);
-    void* ctx;
+    hc_loop_fn fn;
+    void* const* args;
     int64_t n, piece, pieces;
     std::atomic<int64_t> next{0}, done{0};
   };
@@ -97,7 +112,7 @@ class hc_pool {
   static void take(job& j) {
     for (int64_t p; (p = j.next.fetch_add(1)) < j.pieces;) {
       const int64_t lo = p * j.piece;
-      j.fn(j.ctx, lo, std::min(j.n, lo + j.piece));
+      j.fn(j.args, lo, std::min(j.n, lo + j.piece));
       j.done.fetch_add(1);
     }
   }
@@ -137,21 +152,22 @@ class hc_pool {
   static inline thread_local bool in_loop_ = false;
 };
 
-// Calls body(lo, hi) on pieces of [0, n) of at least `grain` elements, split across the pool
-// when there are at least two such pieces and more than one thread is wanted.
-template <class Body> void hc_parallel_for(int64_t n, int64_t grain, Body&& body) {
+// Calls fn(args, lo, hi) on pieces of [0, n) of at least `grain` elements, split across the
+// pool when there are at least two such pieces and more than one thread is wanted. A split
+// loop is a plain function of the unit (its pointers passed in `args`), shared by every loop
+// of the same text: a lambda and a template instance per loop multiplied compile time.
+[[gnu::noinline]] inline void hc_parallel_run(int64_t n, int64_t grain, hc_loop_fn fn,
+                                              void* const* args) {
   const int wanted = n >= 2 * grain && !hc_pool::in_loop() ? hc_threads_wanted() : 1;
-  if (wanted <= 1) return body(int64_t{0}, n);
+  if (wanted <= 1) return fn(args, 0, n);
   hc_pool& pool = hc_pool::get();
   std::unique_lock<std::mutex> busy(pool.busy(), std::try_to_lock);
   const int threads = std::min(wanted, pool.workers() + 1);
-  if (!busy.owns_lock() || threads <= 1) return body(int64_t{0}, n);
+  if (!busy.owns_lock() || threads <= 1) return fn(args, 0, n);
   // A few pieces a thread, so that one slowed by other work does not hold up the rest.
   const int64_t pieces = std::min<int64_t>(n / grain, int64_t{4} * threads);
-  using B = std::remove_reference_t<Body>;
   hc_pool::set_in_loop(true);  // A loop inside a piece runs on its own thread.
-  pool.run(n, pieces, [](void* b, int64_t lo, int64_t hi) { (*static_cast<B*>(b))(lo, hi); },
-           const_cast<void*>(static_cast<const void*>(&body)));
+  pool.run(n, pieces, fn, args);
   hc_pool::set_in_loop(false);
 }
 

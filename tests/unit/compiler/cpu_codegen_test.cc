@@ -67,7 +67,7 @@ void ExpectSameBitsAtEveryThreadCount(const std::string& text, const std::string
 }
 
 // Elementwise loops of 2^17 elements or more, and reductions with as much work, are split
-// across threads (the prelude's hc_parallel_for): the same bits at any thread count, the
+// across threads (the prelude's hc_parallel_run): the same bits at any thread count, the
 // pieces' edges included (300001 and 1001 are not multiples of any piece size), each reduced
 // result still folded in the interpreter's order.
 TEST(CpuCodegenTest, LargeElementwiseLoopsSplitAcrossThreadsComputeTheSameBits) {
@@ -79,7 +79,40 @@ ENTRY e {
   t = f32[300001] tanh(m)
   ROOT r = f32[300001] add(t, x)
 })";
-  ExpectSameBitsAtEveryThreadCount(text, "hc_parallel_for(300001LL");
+  ExpectSameBitsAtEveryThreadCount(text, "hc_parallel_run(300001LL");
+}
+
+int Occurrences(const std::string& text, const std::string& part) {
+  int n = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
+// A split loop is a function of the module taking its buffers and constants as arguments, so
+// loops that differ only in what they read and write (a model's layers) share one: here two
+// fused loops, one text. Each call still reads its own buffers and constants.
+TEST(CpuCodegenTest, SplitLoopsThatDifferOnlyInTheirBuffersShareOneFunction) {
+  const std::string text = R"(HloModule layers
+ENTRY e {
+  x = f32[200000] parameter(0)
+  y = f32[200000] parameter(1)
+  two = f32[] constant(2)
+  three = f32[] constant(3)
+  b2 = f32[200000] broadcast(two), dimensions={}
+  b3 = f32[200000] broadcast(three), dimensions={}
+  mx = f32[200000] multiply(x, b2)
+  my = f32[200000] multiply(y, b3)
+  tx = f32[200000] tanh(mx)
+  ty = f32[200000] tanh(my)
+  sx = f32[200000] subtract(tx, y)
+  sy = f32[200000] subtract(ty, x)
+  ROOT o = (f32[200000], f32[200000]) tuple(sx, sy)
+})";
+  ::setenv("HLOCACHE_THREADS", "2", 1);
+  const std::string source = ExpectCompiledMatchesInterpreterOnRandomInputs(text, 3);
+  ::unsetenv("HLOCACHE_THREADS");
+  EXPECT_EQ(Occurrences(source, "hc_parallel_run(200000LL"), 2) << source;
+  EXPECT_EQ(Occurrences(source, "(void* const* hc_in, int64_t lo, int64_t hi) {"), 1) << source;
 }
 
 TEST(CpuCodegenTest, LargeReductionsSplitAcrossThreadsComputeTheSameBits) {
@@ -96,7 +129,7 @@ ENTRY e {
   columns = f32[300] reduce(x, zero), dimensions={0}, to_apply=sum
   ROOT both = (f32[1001], f32[300]) tuple(rows, columns)
 })";
-  ExpectSameBitsAtEveryThreadCount(text, "[&](int64_t tile_lo, int64_t tile_hi)");
+  ExpectSameBitsAtEveryThreadCount(text, "for (int64_t t0 = lo * ");
 }
 
 TEST(CpuCodegenTest, IntegerSemanticsMatchTheInterpreter) {

@@ -29,6 +29,34 @@ TEST(CpuUnitsTest, NamesUsedFindsWholeIdentifiersInOrder) {
   EXPECT_THAT(NamesUsed("", names), ElementsAre());
 }
 
+TEST(CpuUnitsTest, IdentifiersAreFoundAndRenamedWhole) {
+  const std::string text = "v12[i] = hc_add<float>(p0[i], v1[0] * 0x1p-3) + v12[1]; xv1 = v1x;";
+  EXPECT_THAT(Identifiers(text),
+              ElementsAre("v12", "i", "hc_add", "float", "p0", "v1", "xv1", "v1x"));
+  EXPECT_EQ(RenameNames(text, {{"v12", "a0"}, {"v1", "a1"}, {"p", "q"}}),
+            "a0[i] = hc_add<float>(p0[i], a1[0] * 0x1p-3) + a0[1]; xv1 = v1x;");
+}
+
+// What code outside a function may assume of the function's names when they are passed to it:
+// buffers and parameters unaliased, pointer variables and whatever they may hold not.
+TEST(CpuUnitsTest, NamedPointersKeepTheFunctionsAliasing) {
+  SegmentedFunction f("hc_comp0", "int hc_comp0(const float* p0, float* r0)",
+                      {{"p0", "const float*"}, {"r0", "float*"}}, 1 << 20);
+  f.Declare({"v1", "float", 8, 4, false});
+  f.Declare({"v2", "float", 8, 4, false});
+  f.DeclarePointer({"state", "float", {"v2", "p0"}});
+  auto named = [&](const std::string& name) {
+    const auto p = f.Pointer(name);
+    return p ? p->type + (p->unaliased ? " unaliased" : "") : std::string("none");
+  };
+  EXPECT_EQ(named("v1"), "float* unaliased");
+  EXPECT_EQ(named("r0"), "float* unaliased");
+  EXPECT_EQ(named("v2"), "float*");
+  EXPECT_EQ(named("p0"), "const float*");
+  EXPECT_EQ(named("state"), "const float*");
+  EXPECT_EQ(named("v3"), "none");
+}
+
 TEST(CpuUnitsTest, PiecesArePackedIntoBalancedUnitsThatAllStartWithTheSharedText) {
   std::vector<CodePiece> pieces;
   for (int i = 0; i < 10; ++i) {
