@@ -63,6 +63,12 @@ class CpuEmitter {
   // Appends C++ statements to the body of the function being written (indented by two spaces,
   // each line ending in a newline).
   virtual void Emit(std::string_view code) = 0;
+  // Appends a loop split across the executable's threads (prelude/hc_cpu_threads.h): `loop`
+  // is statements running over [lo, hi) of [0, count), in pieces of at least `grain`. It may
+  // name the function's buffers and the module's constants (they are passed to it), the
+  // module's functions, and its own locals, nothing else of the function; it may
+  // `return 1` on failure, which the function then returns once every piece is done.
+  virtual void SplitLoop(int64_t count, int64_t grain, const std::string& loop) = 0;
   // Declares a fresh buffer named `name` for an array of shape `s`: on the stack when small, on
   // the heap otherwise (the function returns 1 when the allocation fails).
   virtual void Declare(const std::string& name, const hlo::Shape& s) = 0;

@@ -394,16 +394,16 @@ void Lowering::SplitLoop(int64_t count, int64_t grain, const std::string& loop) 
     names[name] = arg;
   }
   const std::string body = "(void* const* hc_in, int64_t lo, int64_t hi) {\n" + unpack +
-                           RenameNames(loop, names) + "}\n\n";
+                           RenameNames(loop, names) + "  return 0;\n}\n\n";
   auto [it, added] =
       split_loops_.try_emplace(body, "hc_loop" + std::to_string(split_loops_.size()));
   if (added) {
-    pieces_.push_back({"void " + it->second + "(void* const*, int64_t, int64_t);\n",
-                       "void " + it->second + body});
+    pieces_.push_back(
+        {"int " + it->second + "(void* const*, int64_t, int64_t);\n", "int " + it->second + body});
   }
   Body() += "  {\n    void* const hc_args[] = {" + (args.empty() ? "nullptr" : args) +
-            "};\n    hc_parallel_run(" + Int(count) + ", " + Int(grain) + ", " + it->second +
-            ", hc_args);\n  }\n";
+            "};\n    if (hc_parallel_run(" + Int(count) + ", " + Int(grain) + ", " + it->second +
+            ", hc_args) != 0) return 1;\n  }\n";
 }
 
 std::vector<const Shape*> Lowering::OperandShapes(const Instruction& inst) const {

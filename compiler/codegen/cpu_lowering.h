@@ -127,11 +127,9 @@ class Lowering : public CpuEmitter {
   // The code of the function being written.
   std::string& Body() { return function_->body(); }
 
-  // Appends to the body a loop split across threads (prelude/hc_cpu_threads.h): `loop` runs
-  // over [lo, hi) of [0, count) and may name the function's pointers and the module's
-  // constants, which are passed to it. The loop becomes a function of the module, one per
-  // distinct text, its pointers as unaliased as in the function that calls it.
-  void SplitLoop(int64_t count, int64_t grain, const std::string& loop);
+  // The loop becomes a function of the module, one per distinct text, its pointers as
+  // unaliased as in the function that calls it.
+  void SplitLoop(int64_t count, int64_t grain, const std::string& loop) override;
 
   static int64_t Count(const Shape& s) { return ElementCount(s); }
   static int64_t Bytes(const Shape& s) { return ByteCount(s); }

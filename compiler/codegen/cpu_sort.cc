@@ -17,6 +17,10 @@ using hlo::Shape;
 
 bool NotElementwise(Opcode) { return false; }
 
+// Comparisons (about) of a sort worth splitting across threads: each calls the comparator's
+// function.
+constexpr int64_t kSplitCompares = int64_t{1} << 17;
+
 Status LowerSort(CpuEmitter& e, int32_t index, const Instruction& inst) {
   const hlo::Module& m = e.module();
   const int32_t less = m.CalleesOf(inst, "to_apply")[0];
@@ -27,6 +31,39 @@ Status LowerSort(CpuEmitter& e, int32_t index, const Instruction& inst) {
   for (size_t k = 0; k < d; ++k) outer *= dims[k];
   for (size_t k = d + 1; k < dims.size(); ++k) inner *= dims[k];
   const std::vector<Leaf>& out = e.MaterializeLeaves(index, inst);
+
+  // Many rows with enough comparisons between them are sorted on the executable's threads,
+  // each row on one (pieces of rows: their own positions, sorted as on one thread).
+  const int64_t rows = outer * inner;
+  int64_t log_length = 1;
+  while ((int64_t{1} << log_length) < length) ++log_length;
+  const int64_t compares = std::max<int64_t>(1, length * log_length);  // A row's, about.
+  if (rows >= 2 && length >= 2 && rows * compares >= kSplitCompares) {
+    std::string args, copy;
+    for (size_t k = 0; k < inst.operands.size(); ++k) {
+      const std::string x = e.Buffer(inst, k);
+      args += x + " + base + a * " + Int(inner) + ", " + x + " + base + b * " + Int(inner) + ", ";
+      copy += "      " + out[k].ptr + "[base + j * " + Int(inner) + "] = " + x +
+              "[base + order[j] * " + Int(inner) + "];\n";
+    }
+    e.SplitLoop(rows, std::max<int64_t>(1, kSplitCompares / 4 / compares),
+                "  std::unique_ptr<int64_t[]> positions(new (std::nothrow) int64_t[" +
+                    Int(2 * length) +
+                    "]);\n  if (!positions) return 1;\n  bool failed = false;\n"
+                    "  for (int64_t row = lo; row < hi; ++row) {\n"
+                    "    const int64_t base = row / " +
+                    Int(inner) + " * " + Int(length * inner) + " + row % " + Int(inner) +
+                    ";\n    for (int64_t j = 0; j < " + Int(length) +
+                    "; ++j) positions[j] = j;\n"
+                    "    const int64_t* order = hc_merge_sort(positions.get(), positions.get() + " +
+                    Int(length) + ", " + Int(length) +
+                    ", [&](int64_t a, int64_t b) {\n      bool r[1] = {false};\n      if (" +
+                    e.FunctionName(less) + "(" + args +
+                    "r) != 0) failed = true;\n      return r[0];\n    });\n"
+                    "    for (int64_t j = 0; j < " +
+                    Int(length) + "; ++j) {\n" + copy + "    }\n  }\n  if (failed) return 1;\n");
+    return Status::Ok();
+  }
 
   const std::string s = e.Fresh("sort");
   Shape positions;

@@ -9,8 +9,11 @@
 #pragma once
 
 #include "compiler/codegen/prelude/hc_cpu.h"
+#include "compiler/codegen/prelude/hc_cpu_threads.h"
 
 // ---- The prelude: every generated unit starts with the text below this line. ----
+#include <atomic>
+
 namespace hlocache_rt {
 // Lanes of 8-byte elements in one vector register of the target: blocks of results are two
 // registers wide, so that their accumulators stay in registers (a wider vector type than the
@@ -98,8 +101,8 @@ bool hc_dot(const L* lhs, const R* rhs, T* out, int64_t B, int64_t M, int64_t N,
   // columns packs only what it has.
   const int64_t panel = std::min(kPanel, (N + kCols - 1) / kCols * kCols);
   std::unique_ptr<Acc[]> packed(new (std::nothrow) Acc[k_alloc * (panel > 0 ? panel : kCols)]);
-  std::unique_ptr<Acc[]> rows(new (std::nothrow) Acc[k_alloc * kRows]);
-  if (!packed || !rows) return false;
+  if (!packed) return false;
+  std::atomic<bool> failed{false};
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t p0 = 0; p0 < N; p0 += panel) {
       const int64_t tiles = (std::min(panel, N - p0) + kCols - 1) / kCols;
@@ -113,34 +116,49 @@ bool hc_dot(const L* lhs, const R* rhs, T* out, int64_t B, int64_t M, int64_t N,
           }
         }
       }
-      for (int64_t m0 = 0; m0 < M; m0 += kRows) {
-        const int64_t live = std::min(kRows, M - m0);
-        for (int64_t r = 0; r < kRows; ++r) {  // Rows past M multiply zeros.
-          for (int64_t k = 0; k < K; ++k) {
-            rows[r * k_alloc + k] = r < live ? load(lhs[lb[b] + lf[m0 + r] + lc[k]]) : Acc(0);
-          }
+      // Blocks of kRows rows of lhs against the whole panel, split across threads: each
+      // result is summed on one, as on one thread.
+      auto blocks = [&](int64_t lo, int64_t hi) {
+        std::unique_ptr<Acc[]> rows(new (std::nothrow) Acc[k_alloc * kRows]);
+        if (!rows) {
+          failed = true;
+          return;
         }
-        for (int64_t t = 0; t < tiles; ++t) {
-          const Acc* tile = &packed[t * k_alloc * kCols];
-          V acc[kRows][2];
-          if constexpr (kExactProducts<T, L> && kExactProducts<T, R>) {
-            hc_dot_block_fused<Acc, V>(tile, &rows[0], k_alloc, K, acc);
-          } else {
-            hc_dot_block<Acc, V>(tile, &rows[0], k_alloc, K, acc);
+        for (int64_t m0 = lo * kRows; m0 < hi * kRows && m0 < M; m0 += kRows) {
+          const int64_t live = std::min(kRows, M - m0);
+          for (int64_t r = 0; r < kRows; ++r) {  // Rows past M multiply zeros.
+            for (int64_t k = 0; k < K; ++k) {
+              rows[r * k_alloc + k] = r < live ? load(lhs[lb[b] + lf[m0 + r] + lc[k]]) : Acc(0);
+            }
           }
-          const int64_t n0 = p0 + t * kCols, cols = std::min(kCols, N - n0);
-          for (int64_t r = 0; r < live; ++r) {
-            Acc sums[kCols];
-            std::memcpy(sums, &acc[r][0], sizeof(V));
-            std::memcpy(sums + hc_lanes, &acc[r][1], sizeof(V));
-            T* o = out + (b * M + m0 + r) * N + n0;
-            for (int64_t j = 0; j < cols; ++j) {
-              if constexpr (kFloat<T>) o[j] = hc_store<T>(sums[j]);
-              else o[j] = static_cast<T>(static_cast<int64_t>(sums[j]));
+          for (int64_t t = 0; t < tiles; ++t) {
+            const Acc* tile = &packed[t * k_alloc * kCols];
+            V acc[kRows][2];
+            if constexpr (kExactProducts<T, L> && kExactProducts<T, R>) {
+              hc_dot_block_fused<Acc, V>(tile, &rows[0], k_alloc, K, acc);
+            } else {
+              hc_dot_block<Acc, V>(tile, &rows[0], k_alloc, K, acc);
+            }
+            const int64_t n0 = p0 + t * kCols, cols = std::min(kCols, N - n0);
+            for (int64_t r = 0; r < live; ++r) {
+              Acc sums[kCols];
+              std::memcpy(sums, &acc[r][0], sizeof(V));
+              std::memcpy(sums + hc_lanes, &acc[r][1], sizeof(V));
+              T* o = out + (b * M + m0 + r) * N + n0;
+              for (int64_t j = 0; j < cols; ++j) {
+                if constexpr (kFloat<T>)
+                  o[j] = hc_store<T>(sums[j]);
+                else
+                  o[j] = static_cast<T>(static_cast<int64_t>(sums[j]));
+              }
             }
           }
         }
-      }
+      };
+      const int64_t macs = kRows * k_alloc * tiles * kCols;  // A block's.
+      hc_parallel_body((M + kRows - 1) / kRows, std::max<int64_t>(1, hc_parallel_macs / macs),
+                       blocks);
+      if (failed) return false;
     }
   }
   return true;
@@ -278,14 +296,35 @@ struct hc_conv_run {
     return at;
   }
 
+  // Runs item(first, end) on ranges of the work items, split across threads: items are in order
+  // of batch, group, then the group's `per_group` items (tiles of placements, or rows), each
+  // written by one thread as on one. False when a range ran out of memory.
+  template <class Item>
+  bool split(int64_t per_group, int64_t macs_per_item, Item item) const {
+    std::atomic<bool> failed{false};
+    auto run = [&](int64_t lo, int64_t hi) {
+      if (!item(lo, hi)) failed = true;
+    };
+    hc_parallel_body(s.out_batch * s.groups * per_group,
+                     std::max<int64_t>(1, hc_parallel_macs / std::max<int64_t>(1, macs_per_item)),
+                     run);
+    return !failed;
+  }
+  const L* input(int64_t b, int64_t g) const {
+    return lhs + (s.batch_grouped ? g * s.out_batch + b : b) * s.in_batch_stride +
+           (s.feature_grouped ? g * kif : 0) * s.in_feature_stride;
+  }
+
   bool tiles() const {
-    std::unique_ptr<int64_t[]> reads(new (std::nothrow) int64_t[kPlacements * positions + 1]);
-    if (!reads) return false;
-    for (int64_t b = 0; b < s.out_batch; ++b) {
-      for (int64_t g = 0; g < s.groups; ++g) {
-        const L* x = lhs + (s.batch_grouped ? g * s.out_batch + b : b) * s.in_batch_stride +
-                     (s.feature_grouped ? g * kif : 0) * s.in_feature_stride;
-        for (int64_t p0 = 0; p0 < outputs; p0 += kPlacements) {
+    const int64_t blocks = (outputs + kPlacements - 1) / kPlacements;
+    return split(blocks, kPlacements * positions * kif * width, [&](int64_t first, int64_t end) {
+      std::unique_ptr<int64_t[]> reads(new (std::nothrow) int64_t[kPlacements * positions + 1]);
+      if (!reads) return false;
+      for (int64_t item = first; item < end; ++item) {
+        const int64_t b = item / (s.groups * blocks), g = item / blocks % s.groups;
+        const L* x = input(b, g);
+        {
+          const int64_t p0 = item % blocks * kPlacements;
           const int64_t live = std::min(kPlacements, outputs - p0);
           for (int64_t j = 0; j < kPlacements; ++j) {
             for (int64_t pos = 0; pos < positions; ++pos) {
@@ -343,8 +382,8 @@ struct hc_conv_run {
           }
         }
       }
-    }
-    return true;
+      return true;
+    });
   }
 
   // Placements run along the last spatial dimension, a row at a time: for each window position
@@ -352,10 +391,9 @@ struct hc_conv_run {
   bool rows() const {
     const hc_conv_dim& last = s.dims[n - 1];
     const int64_t row = last.out_extent, size = last.size;
-    std::unique_ptr<Acc[]> sums(new (std::nothrow) Acc[row]);
     // Without holes, the placements that read window element k form one range [lo, hi).
     std::unique_ptr<int64_t[]> range(new (std::nothrow) int64_t[2 * size]);
-    if (!sums || !range) return false;
+    if (!range) return false;
     for (int64_t k = 0; k < size; ++k) {
       int64_t lo = 0, hi = 0;
       if (last.base_dilation == 1) {
@@ -367,11 +405,14 @@ struct hc_conv_run {
       range[2 * k + 1] = hi;
     }
     const int64_t outer = outputs / row, outer_positions = positions / size;
-    for (int64_t b = 0; b < s.out_batch; ++b) {
-      for (int64_t g = 0; g < s.groups; ++g) {
-        const L* x = lhs + (s.batch_grouped ? g * s.out_batch + b : b) * s.in_batch_stride +
-                     (s.feature_grouped ? g * kif : 0) * s.in_feature_stride;
-        for (int64_t q = 0; q < outer; ++q) {
+    return split(outer, opg * positions * kif * row, [&](int64_t first, int64_t end) {
+      std::unique_ptr<Acc[]> sums(new (std::nothrow) Acc[row]);
+      if (!sums) return false;
+      for (int64_t item = first; item < end; ++item) {
+        const int64_t b = item / (s.groups * outer), g = item / outer % s.groups;
+        const L* x = input(b, g);
+        {
+          const int64_t q = item % outer;
           for (int64_t o = 0; o < opg; ++o) {
             Acc* const acc = sums.get();
             for (int64_t p = 0; p < row; ++p) acc[p] = Acc(0);
@@ -380,8 +421,8 @@ struct hc_conv_run {
               int64_t base = 0;
               bool hit = true;
               for (int64_t d = n - 2, qq = q, pp = op; d >= 0; --d) {
-                const int64_t t = tap[d][(qq % s.dims[d].out_extent) * s.dims[d].size +
-                                         pp % s.dims[d].size];
+                const int64_t t =
+                    tap[d][(qq % s.dims[d].out_extent) * s.dims[d].size + pp % s.dims[d].size];
                 hit = hit && t >= 0;
                 base += t;
                 qq /= s.dims[d].out_extent;
@@ -415,8 +456,8 @@ struct hc_conv_run {
           }
         }
       }
-    }
-    return true;
+      return true;
+    });
   }
 };
 

@@ -15,8 +15,9 @@
 //   by its first split loop and stopped (its workers joined) when the executable is unloaded.
 //
 // This is real C++, compiled on its own with the other preludes (compiler/codegen/prelude/
-// check.cc); its text below the marker is embedded after theirs into kCpuPrelude. Changing it
-// changes generated code: raise kCodegenVersion.
+// check.cc); its text below the marker is embedded after hc_cpu.h's into kCpuPrelude, before
+// the contractions, which split their work with it too. Changing it changes generated code:
+// raise kCodegenVersion.
 #pragma once
 
 #include "compiler/codegen/prelude/hc_cpu.h"
@@ -53,7 +54,8 @@ inline int hc_threads_wanted() {
 }
 
 // A loop over [lo, hi) of a split loop's range; `args` are the pointers it reads and writes.
-using hc_loop_fn = void (*)(void* const* args, int64_t lo, int64_t hi);
+// Returns 0, or 1 when it failed (out of memory, a called computation's failure).
+using hc_loop_fn = int (*)(void* const* args, int64_t lo, int64_t hi);
 
 // A pointer of any element type, as a split loop's argument.
 inline void* hc_arg(const void* p) { return const_cast<void*>(p); }
@@ -68,8 +70,8 @@ class hc_pool {
   hc_pool& operator=(const hc_pool&) = delete;
 
   // fn(args, lo, hi) for [lo, hi) pieces of [0, n), `pieces` of them, on this thread and the
-  // workers; returns when all are done.
-  void run(int64_t n, int64_t pieces, hc_loop_fn fn, void* const* args) {
+  // workers; returns when all are done: 0, or 1 when a piece failed.
+  int run(int64_t n, int64_t pieces, hc_loop_fn fn, void* const* args) {
     job j{fn, args, n, (n + pieces - 1) / pieces, pieces};
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -81,6 +83,7 @@ class hc_pool {
     std::unique_lock<std::mutex> lock(mu_);
     finished_.wait(lock, [&] { return j.done.load() == j.pieces && holding_ == 0; });
     job_ = nullptr;
+    return j.failed.load();
   }
 
   int workers() const { return static_cast<int>(workers_.size()); }
@@ -94,6 +97,7 @@ class hc_pool {
     void* const* args;
     int64_t n, piece, pieces;
     std::atomic<int64_t> next{0}, done{0};
+    std::atomic<int> failed{0};
   };
 
   hc_pool() {
@@ -112,7 +116,7 @@ class hc_pool {
   static void take(job& j) {
     for (int64_t p; (p = j.next.fetch_add(1)) < j.pieces;) {
       const int64_t lo = p * j.piece;
-      j.fn(j.args, lo, std::min(j.n, lo + j.piece));
+      if (j.fn(j.args, lo, std::min(j.n, lo + j.piece)) != 0) j.failed = 1;
       j.done.fetch_add(1);
     }
   }
@@ -156,8 +160,9 @@ class hc_pool {
 // pool when there are at least two such pieces and more than one thread is wanted. A split
 // loop is a plain function of the unit (its pointers passed in `args`), shared by every loop
 // of the same text: a lambda and a template instance per loop multiplied compile time.
-[[gnu::noinline]] inline void hc_parallel_run(int64_t n, int64_t grain, hc_loop_fn fn,
-                                              void* const* args) {
+// Returns 0, or 1 when a piece failed (the other pieces still ran).
+[[gnu::noinline]] inline int hc_parallel_run(int64_t n, int64_t grain, hc_loop_fn fn,
+                                             void* const* args) {
   const int wanted = n >= 2 * grain && !hc_pool::in_loop() ? hc_threads_wanted() : 1;
   if (wanted <= 1) return fn(args, 0, n);
   hc_pool& pool = hc_pool::get();
@@ -167,8 +172,27 @@ class hc_pool {
   // A few pieces a thread, so that one slowed by other work does not hold up the rest.
   const int64_t pieces = std::min<int64_t>(n / grain, int64_t{4} * threads);
   hc_pool::set_in_loop(true);  // A loop inside a piece runs on its own thread.
-  pool.run(n, pieces, fn, args);
+  const int failed = pool.run(n, pieces, fn, args);
   hc_pool::set_in_loop(false);
+  return failed;
+}
+
+// Multiply-adds a piece of a split dot or convolution does at least: in vector registers they
+// take a fraction of a nanosecond each, and waking a worker tens of microseconds.
+constexpr int64_t hc_parallel_macs = int64_t{1} << 20;
+
+// Calls body(lo, hi) as hc_parallel_run does, for the prelude's own kernels (a few instances a
+// unit; generated loops never use it: see hc_parallel_run).
+template <class Body>
+void hc_parallel_body(int64_t n, int64_t grain, Body& body) {
+  void* const args[1] = {&body};
+  hc_parallel_run(
+      n, grain,
+      [](void* const* a, int64_t lo, int64_t hi) {
+        (*static_cast<Body*>(a[0]))(lo, hi);
+        return 0;
+      },
+      args);
 }
 
 }  // namespace hlocache_rt

@@ -82,6 +82,62 @@ ENTRY e {
   ExpectSameBitsAtEveryThreadCount(text, "hc_parallel_run(300001LL");
 }
 
+// Dots and convolutions with enough work split their blocks of results across threads (the
+// prelude's kernels): a dot's blocks of rows, a convolution's tiles of placements (feature
+// groups of 16, two batches) and its rows of placements (depthwise), each result summed on
+// one thread in the interpreter's order.
+TEST(CpuCodegenTest, LargeDotsAndConvolutionsSplitAcrossThreadsComputeTheSameBits) {
+  const std::string text = R"(HloModule contractions
+ENTRY e {
+  a = f32[300,257] parameter(0)
+  b = f32[257,130] parameter(1)
+  x = f32[2,20,20,32] parameter(2)
+  k = f32[3,3,16,32] parameter(3)
+  y = f32[2,100,100,16] parameter(4)
+  w = f32[3,3,1,16] parameter(5)
+  d = f32[300,130] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  c = f32[2,18,18,32] convolution(x, k), window={size=3x3}, dim_labels=b01f_01io->b01f, feature_group_count=2
+  r = f32[2,98,98,16] convolution(y, w), window={size=3x3}, dim_labels=b01f_01io->b01f, feature_group_count=16
+  ROOT o = (f32[300,130], f32[2,18,18,32], f32[2,98,98,16]) tuple(d, c, r)
+})";
+  ExpectSameBitsAtEveryThreadCount(text, "hc_conv<");
+}
+
+// Sorts of many rows with enough comparisons sort their rows on the executable's threads, each
+// row on one: rows along the last dimension with ties between keys (the merge sort is stable,
+// so the values' order among equal keys shows a row sorted differently), and rows along the
+// first dimension, strided in memory.
+TEST(CpuCodegenTest, LargeSortsSortTheirRowsAcrossThreadsWithTheSameResults) {
+  const std::string text = R"(HloModule sorts
+by_key {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  c = s32[] parameter(2)
+  d = s32[] parameter(3)
+  ROOT lt = pred[] compare(a, b), direction=LT
+}
+descending {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT gt = pred[] compare(a, b), direction=GT
+}
+ENTRY e {
+  x = f32[300,1000] parameter(0)
+  four = f32[] constant(4)
+  b4 = f32[300,1000] broadcast(four), dimensions={}
+  m = f32[300,1000] multiply(x, b4)
+  k = f32[300,1000] floor(m)
+  v = s32[300,1000] iota(), iota_dimension=1
+  s = (f32[300,1000], s32[300,1000]) sort(k, v), dimensions={1}, to_apply=by_key
+  keys = f32[300,1000] get-tuple-element(s), index=0
+  values = s32[300,1000] get-tuple-element(s), index=1
+  y = f32[1000,130] parameter(1)
+  t = f32[1000,130] sort(y), dimensions={0}, to_apply=descending
+  ROOT o = (f32[300,1000], s32[300,1000], f32[1000,130]) tuple(keys, values, t)
+})";
+  ExpectSameBitsAtEveryThreadCount(text, "hc_merge_sort(positions.get()");
+}
+
 int Occurrences(const std::string& text, const std::string& part) {
   int n = 0;
   for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
