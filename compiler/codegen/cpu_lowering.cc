@@ -315,9 +315,47 @@ bool Lowering::IsScalarBroadcast(const Instruction& inst) const {
          inst.shape.IsArray();
 }
 
+bool Lowering::IsIndexedBroadcast(const Instruction& inst) const {
+  return inst.opcode.opcode == Opcode::kBroadcast && inst.operands.size() == 1 &&
+         OperandShape(inst, 0).IsArray() && !OperandShape(inst, 0).IsDynamic() &&
+         inst.shape.IsArray() && !inst.shape.IsDynamic();
+}
+
+Result<std::string> Lowering::BroadcastIndex(const Instruction& inst) const {
+  const std::vector<int64_t>& od = inst.shape.dims;
+  HLOCACHE_ASSIGN_OR_RETURN(AffineRead read, AffineReadOf(m_, inst, OperandShape(inst, 0).dims));
+  // Runs of result dimensions (size-1 ones dropped) that the operand reads as one: adjacent
+  // dimensions a, b with coefficient(a) == coefficient(b) * extent(b), both mapped or both not.
+  struct Run {
+    int64_t extent, stride, coefficient;  // Stride of the run's last dimension in the result.
+  };
+  std::vector<Run> runs;
+  const std::vector<int64_t> strides = hlo::RowMajorStrides(od);
+  for (size_t k = 0; k < od.size(); ++k) {
+    if (od[k] == 1) continue;
+    const int64_t c = read.coefficients[k];
+    if (!runs.empty() && runs.back().coefficient == c * od[k] &&
+        runs.back().stride == strides[k] * od[k]) {
+      runs.back() = {runs.back().extent * od[k], strides[k], c};
+      continue;
+    }
+    runs.push_back({od[k], strides[k], c});
+  }
+  std::string index = read.base != 0 ? Int(read.base) : "";
+  const int64_t count = Count(inst.shape);
+  for (const Run& r : runs) {
+    if (r.coefficient == 0) continue;
+    std::string digit = r.stride == 1 ? "i" : "(i / " + Int(r.stride) + ")";
+    if (r.extent * r.stride < count) digit = "(" + digit + " % " + Int(r.extent) + ")";
+    index += (index.empty() ? "" : " + ") + digit +
+             (r.coefficient == 1 ? "" : " * " + Int(r.coefficient));
+  }
+  return index.empty() ? "0" : index;
+}
+
 bool Lowering::Fusible(int32_t i) const {
   const Instruction& inst = Inst(*comp_, i);
-  if (!(IsElementwise(inst) || IsScalarBroadcast(inst)) || uses_[static_cast<size_t>(i)] != 1 ||
+  if (!(IsElementwise(inst) || IsIndexedBroadcast(inst)) || uses_[static_cast<size_t>(i)] != 1 ||
       i == comp_->root || inst.shape.IsDynamic()) {
     return false;  // A dynamic value keeps a buffer: its sizes live there.
   }
@@ -504,6 +542,11 @@ Status Lowering::Lower(int32_t index) {
     case Opcode::kBroadcast:
       if (IsScalarBroadcast(inst)) {
         Elementwise(index, inst, Buffer(inst, 0) + "[0]");
+        return Status::Ok();
+      }
+      if (IsIndexedBroadcast(inst) && Fusible(index)) {
+        HLOCACHE_ASSIGN_OR_RETURN(std::string at, BroadcastIndex(inst));
+        Elementwise(index, inst, Buffer(inst, 0) + "[" + at + "]");
         return Status::Ok();
       }
       return AffineCopy(index, inst);

@@ -155,6 +155,12 @@ class Lowering : public CpuEmitter {
 
   // A broadcast of a scalar is one load per element: as cheap to fuse as any elementwise op.
   bool IsScalarBroadcast(const Instruction& inst) const;
+  // A broadcast of static shapes: fused into its one elementwise user as a load at an index
+  // computed from the user's (one division and remainder per mapped run of dimensions),
+  // instead of a pass writing the whole result and another reading it back.
+  bool IsIndexedBroadcast(const Instruction& inst) const;
+  // broadcast: the operand's element read at the result's element i, as an index expression.
+  Result<std::string> BroadcastIndex(const Instruction& inst) const;
 
   bool Fusible(int32_t i) const;
 

@@ -53,6 +53,12 @@ TEST(CpuCodegenTest, FloatElementwiseMatchesTheInterpreterBitForBit) {
        Array(PrimitiveType::kF32, {6}, {0.2, 0, 3e38, 1, -7, 3})});
 }
 
+int Occurrences(const std::string& text, const std::string& part) {
+  int n = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
 // `text` compiled and run at 2, 3 and 1 threads (HLOCACHE_THREADS), each against the
 // interpreter bit for bit; its source must split a loop (contain `split`). Two threads first: a
 // loaded executable's pool takes its size from its first split loop.
@@ -80,6 +86,49 @@ ENTRY e {
   ROOT r = f32[300001] add(t, x)
 })";
   ExpectSameBitsAtEveryThreadCount(text, "hc_parallel_run(300001LL");
+}
+
+// A broadcast read by one elementwise op (or reduce) is fused into it, read at an index computed
+// from the element's (no pass writing the broadcast whole): along the first, last and middle
+// dimensions, runs of dimensions read as one, a degenerate dimension, and into a reduction.
+TEST(CpuCodegenTest, BroadcastsAreReadInPlaceByTheirElementwiseUsers) {
+  const std::string text = R"(HloModule broadcasts
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[6,4,5] parameter(0)
+  rows = f32[6] parameter(1)
+  mid = f32[4] parameter(2)
+  plane = f32[6,4] parameter(3)
+  last = f32[4,5] parameter(4)
+  edges = f32[6,5] parameter(5)
+  one = f32[1,5] parameter(6)
+  b0 = f32[6,4,5] broadcast(rows), dimensions={0}
+  b1 = f32[6,4,5] broadcast(mid), dimensions={1}
+  b01 = f32[6,4,5] broadcast(plane), dimensions={0,1}
+  b12 = f32[6,4,5] broadcast(last), dimensions={1,2}
+  b02 = f32[6,4,5] broadcast(edges), dimensions={0,2}
+  bone = f32[6,1,4,5] broadcast(one), dimensions={1,3}
+  r = f32[6,4,5] reshape(bone)
+  s0 = f32[6,4,5] add(x, b0)
+  s1 = f32[6,4,5] multiply(s0, b1)
+  s2 = f32[6,4,5] subtract(s1, b01)
+  s3 = f32[6,4,5] add(s2, b12)
+  s4 = f32[6,4,5] maximum(s3, b02)
+  s5 = f32[6,4,5] add(s4, r)
+  zero = f32[] constant(0)
+  bz = f32[6,4,5] broadcast(mid), dimensions={1}
+  sums = f32[6,5] reduce(bz, zero), dimensions={1}, to_apply=add
+  ROOT o = (f32[6,4,5], f32[6,5]) tuple(s5, sums)
+})";
+  const std::string source = ExpectCompiledMatchesInterpreterOnRandomInputs(text, 5);
+  // No broadcast is written whole (the copy loops of data movement write `[o++] = `); a
+  // reshape, which reads at the same index, passes the fused read on.
+  EXPECT_EQ(Occurrences(source, "[o++] = "), 0) << source;
+  EXPECT_THAT(source, HasSubstr("[(i / 20LL) * 5LL + (i % 5LL)]"));  // b02's runs.
 }
 
 // Dots and convolutions with enough work split their blocks of results across threads (the
@@ -136,12 +185,6 @@ ENTRY e {
   ROOT o = (f32[300,1000], s32[300,1000], f32[1000,130]) tuple(keys, values, t)
 })";
   ExpectSameBitsAtEveryThreadCount(text, "hc_merge_sort(positions.get()");
-}
-
-int Occurrences(const std::string& text, const std::string& part) {
-  int n = 0;
-  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
-  return n;
 }
 
 // A split loop is a function of the module taking its buffers and constants as arguments, so
