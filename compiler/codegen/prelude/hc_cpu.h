@@ -138,7 +138,26 @@ inline double hc_decode_half(uint16_t h, int eb, int m) {
   std::memcpy(&v, &d, sizeof v);
   return v;
 }
-inline double hc_load(hc_bf16 x) { return hc_decode_half(x.bits, 8, 7); }
+// bf16 is the upper half of a float: the same value as hc_decode_half(bits, 8, 7) (a NaN
+// quieted the same way, by the conversion to double), without its branches.
+inline double hc_load(hc_bf16 x) {
+  const uint32_t u = static_cast<uint32_t>(x.bits) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+// A float rounded to bf16, to nearest even, as hc_encode_half(x, 8, 7) rounds the same value (a
+// float holds exactly in double): past the largest finite value to infinity, a NaN to the quiet
+// NaN of its sign. Only from float: rounding a double through float would round twice.
+inline hc_bf16 hc_bf16_from_float(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) {
+    return hc_bf16{static_cast<uint16_t>(((u >> 16) & 0x8000u) | 0x7fc0u)};
+  }
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return hc_bf16{static_cast<uint16_t>(u >> 16)};
+}
 inline double hc_load(hc_f16 x) { return hc_decode_half(x.bits, 5, 10); }
 inline double hc_load(float x) { return x; }
 inline double hc_load(double x) { return x; }
@@ -350,8 +369,13 @@ template <class To, class From, int W = kBits<To>> To hc_cvt(From x) {
     if constexpr (kFloat<From>) return hc_load(x) != 0;
     else return x != 0;
   } else if constexpr (kFloat<To>) {
-    if constexpr (kFloat<From>) return hc_store<To>(hc_load(x));
-    else return hc_store<To>(static_cast<double>(x));  // Through double, as the interpreter does.
+    if constexpr (std::is_same_v<To, hc_bf16> && std::is_same_v<From, float>) {
+      return hc_bf16_from_float(x);
+    } else if constexpr (kFloat<From>) {
+      return hc_store<To>(hc_load(x));
+    } else {
+      return hc_store<To>(static_cast<double>(x));  // Through double, as the interpreter does.
+    }
   } else if constexpr (kFloat<From>) {
     const double v = hc_load(x);
     if (std::isnan(v)) return 0;

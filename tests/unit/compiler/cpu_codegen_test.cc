@@ -88,6 +88,63 @@ ENTRY e {
   ExpectSameBitsAtEveryThreadCount(text, "hc_parallel_run(300001LL");
 }
 
+// bf16 to f32 and f32 to bf16 take the fast paths of the prelude (a shift; rounding on the
+// float's bits), the same bits as the interpreter's conversions through double: every bf16,
+// and every float's upper half with lower halves at and around the rounding ties (overflow to
+// infinity, NaNs, subnormals, ties to even), the bf16 results compared as integers (a NaN's
+// payload too; the f32 ones as floats, whose NaN payloads may differ).
+TEST(CpuCodegenTest, Bf16ConversionsOfEveryValueMatchTheInterpreter) {
+  const std::string text = R"(HloModule conversions
+ENTRY e {
+  i = u32[65536] iota(), iota_dimension=0
+  h = u16[65536] convert(i)
+  b = bf16[65536] bitcast-convert(h)
+  f = f32[65536] convert(b)
+  sixteen = u32[] constant(16)
+  s16 = u32[65536] broadcast(sixteen), dimensions={}
+  hi = u32[65536] shift-left(i, s16)
+  zero = u32[] constant(0)
+  zeros = u32[65536] broadcast(zero), dimensions={}
+  zerox = u32[65536] or(hi, zeros)
+  zerof = f32[65536] bitcast-convert(zerox)
+  zeror = bf16[65536] convert(zerof)
+  zerob = u16[65536] bitcast-convert(zeror)
+  below_half = u32[] constant(32767)
+  below_halfs = u32[65536] broadcast(below_half), dimensions={}
+  below_halfx = u32[65536] or(hi, below_halfs)
+  below_halff = f32[65536] bitcast-convert(below_halfx)
+  below_halfr = bf16[65536] convert(below_halff)
+  below_halfb = u16[65536] bitcast-convert(below_halfr)
+  half = u32[] constant(32768)
+  halfs = u32[65536] broadcast(half), dimensions={}
+  halfx = u32[65536] or(hi, halfs)
+  halff = f32[65536] bitcast-convert(halfx)
+  halfr = bf16[65536] convert(halff)
+  halfb = u16[65536] bitcast-convert(halfr)
+  above_half = u32[] constant(32769)
+  above_halfs = u32[65536] broadcast(above_half), dimensions={}
+  above_halfx = u32[65536] or(hi, above_halfs)
+  above_halff = f32[65536] bitcast-convert(above_halfx)
+  above_halfr = bf16[65536] convert(above_halff)
+  above_halfb = u16[65536] bitcast-convert(above_halfr)
+  all = u32[] constant(65535)
+  alls = u32[65536] broadcast(all), dimensions={}
+  allx = u32[65536] or(hi, alls)
+  allf = f32[65536] bitcast-convert(allx)
+  allr = bf16[65536] convert(allf)
+  allb = u16[65536] bitcast-convert(allr)
+  mixed = u32[] constant(23130)
+  mixeds = u32[65536] broadcast(mixed), dimensions={}
+  mixedx = u32[65536] or(hi, mixeds)
+  mixedf = f32[65536] bitcast-convert(mixedx)
+  mixedr = bf16[65536] convert(mixedf)
+  mixedb = u16[65536] bitcast-convert(mixedr)
+  ROOT o = (f32[65536], u16[65536], u16[65536], u16[65536], u16[65536], u16[65536], u16[65536]) tuple(f, zerob, below_halfb, halfb, above_halfb, allb, mixedb)
+})";
+  const std::string source = ExpectCompiledMatchesInterpreter(text, {});
+  EXPECT_THAT(source, HasSubstr("hc_cvt<hc_bf16, float>"));
+}
+
 // A broadcast read by one elementwise op (or reduce) is fused into it, read at an index computed
 // from the element's (no pass writing the broadcast whole): along the first, last and middle
 // dimensions, runs of dimensions read as one, a degenerate dimension, and into a reduction.
