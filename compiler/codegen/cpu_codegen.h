@@ -6,7 +6,8 @@
 // flattened depth-first) and `results[k]` to the k-th array leaf of the result, each dense in
 // row-major order whatever layout the module names (pred as one byte, f16/bf16 as their 16
 // bits, a token as one byte that holds no data). It returns 0, or 1 when it could not allocate its
-// intermediate buffers (it never throws).
+// intermediate buffers (it never throws); the results are then unspecified. The results must
+// not overlap the parameters or each other: values are written into them as they are computed.
 //
 // Each computation the entry reaches becomes one function (call, fusion and reduction
 // computations included), cut into segment functions when long (cpu_units.h). Chains of elementwise

@@ -235,6 +235,7 @@ Status Lowering::LowerComputation(int32_t c) {
 
   SegmentedFunction function(FunctionName(c), signature, std::move(params), options_.segment_bytes);
   function_ = &function;
+  PlanResultBuffers(c, function);
   std::vector<bool> invariant;
   const std::vector<int32_t> hoisted = PlanHoisting(c, invariant);
   if (!hoisted.empty()) HLOCACHE_RETURN_IF_ERROR(LowerInvariants(c, hoisted, invariant, function));
@@ -257,8 +258,12 @@ Status Lowering::LowerComputation(int32_t c) {
     // (a loop's state passed through): then nothing is copied, nor written.
     const bool from_parameter = std::find(parameter_leaves.begin(), parameter_leaves.end(),
                                           out[j].ptr) != parameter_leaves.end();
+    const auto in_place = result_buffers_.find(out[j].ptr);
+    if (in_place != result_buffers_.end() && in_place->second == r) continue;  // Written there.
     epilogue += from_parameter ? "  if (" + r + " != " + out[j].ptr + ") " + copy : "  " + copy;
   }
+  result_buffers_.clear();
+  entry_function_ = nullptr;
   for (CodePiece& piece : function.Finish(epilogue)) pieces_.push_back(std::move(piece));
   return Status::Ok();
 }
@@ -282,8 +287,11 @@ void Lowering::Declare(const std::string& name, const Shape& s) {
   // A dynamic shape's buffer has room for its sizes after the elements (cpu_source.h).
   const int64_t width = hlo::BufferElementBytes(s.type);
   const int64_t count = Count(s) + (Bytes(s) - DataBytes(s) + width - 1) / width;
+  const auto result = result_buffers_.find(name);
   function_->Declare(
-      {name, CType(s.type), std::max<int64_t>(count, 1), width, Bytes(s) > kStackBufferBytes});
+      {name, CType(s.type), std::max<int64_t>(count, 1), width, Bytes(s) > kStackBufferBytes,
+       result != result_buffers_.end() && function_ == entry_function_ ? result->second
+                                                                       : std::string()});
 }
 
 // ---- Fusion of elementwise chains ---------------------------------------------------------
@@ -404,6 +412,46 @@ void Lowering::Elementwise(int32_t index, const Instruction& inst, const std::st
   }
   if (inst.shape.IsDynamic()) {
     ResultSizes(inst, interp::ElementwiseSizeSources(inst, OperandShapes(inst)), Var(index));
+  }
+}
+
+// The entry's results are buffers its caller provides, overlapping nothing (cpu_codegen.h): the
+// buffers of the values the root hands on whole (its own, or its tuple's operands used nowhere
+// else) are those results, written in place instead of copied at the end. Other computations'
+// callers may pass a parameter's buffer as a result (a loop's state), so they keep the copy.
+void Lowering::PlanResultBuffers(int32_t c, SegmentedFunction& function) {
+  result_buffers_.clear();
+  entry_function_ = nullptr;
+  if (c != m_.entry) return;
+  entry_function_ = &function;
+  const Computation& comp = m_.computations[static_cast<size_t>(c)];
+  const Instruction& root = Inst(comp, comp.root);
+  // Leaves of instruction x's value, results first_result on: the names its buffers have
+  // (MaterializeLeaves'; a reduce's and other multi-result ops' v<x>_<j> even for one leaf).
+  // No op names scratch buffers this way (those are Fresh's).
+  auto alias = [&](int32_t x, size_t first_result) {
+    const Instruction& inst = Inst(comp, x);
+    if (inst.opcode.opcode == Opcode::kParameter) return;
+    std::vector<const Shape*> leaves;
+    AppendLeafShapes(inst.shape, leaves);
+    for (size_t j = 0; j < leaves.size(); ++j) {
+      if (leaves[j]->IsDynamic()) continue;
+      const std::string result = "r" + std::to_string(first_result + j);
+      result_buffers_[Var(x) + "_" + std::to_string(j)] = result;
+      if (leaves.size() == 1 && inst.shape.IsArray()) result_buffers_[Var(x)] = result;
+    }
+  };
+  if (root.opcode.opcode != Opcode::kTuple) {
+    alias(comp.root, 0);
+    return;
+  }
+  size_t first = 0;
+  for (int32_t x : root.operands) {
+    // Used by the root tuple alone, once.
+    if (uses_[static_cast<size_t>(x)] == 1) alias(x, first);
+    std::vector<const Shape*> leaves;
+    AppendLeafShapes(Inst(comp, x).shape, leaves);
+    first += leaves.size();
   }
 }
 

@@ -130,6 +130,8 @@ class Lowering : public CpuEmitter {
   // The loop becomes a function of the module, one per distinct text, its pointers as
   // unaliased as in the function that calls it.
   void SplitLoop(int64_t count, int64_t grain, const std::string& loop) override;
+  // Which of computation c's buffers are its results (result_buffers_), for its `function`.
+  void PlanResultBuffers(int32_t c, SegmentedFunction& function);
 
   static int64_t Count(const Shape& s) { return ElementCount(s); }
   static int64_t Bytes(const Shape& s) { return ByteCount(s); }
@@ -360,6 +362,9 @@ class Lowering : public CpuEmitter {
   std::string small_constants_;            // Defined in every unit.
   std::map<std::string, std::string> constant_types_;  // Constant name -> "const T*".
   std::map<std::string, std::string> split_loops_;     // SplitLoop's functions: text -> name.
+  // The entry's buffers that are its results (PlanResultBuffers): buffer name -> "r<k>".
+  std::map<std::string, std::string> result_buffers_;
+  const SegmentedFunction* entry_function_ = nullptr;  // The entry's own function.
   std::vector<bool> loop_computation_;  // A while's body or condition (MarkLoopComputations).
   std::vector<int> pure_;               // PureComputation's answers: 0 unknown, 1 yes, 2 no.
 };

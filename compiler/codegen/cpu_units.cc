@@ -151,6 +151,10 @@ std::optional<SegmentedFunction::NamedPointer> SegmentedFunction::Pointer(
 std::vector<CodePiece> SegmentedFunction::FinishOne(const std::string& epilogue) const {
   std::string text = signature_ + " {\n";
   for (const BufferDecl& b : buffers_) {
+    if (!b.alias.empty()) {
+      text += "  " + b.type + "* const " + b.name + " = " + b.alias + ";\n";
+      continue;
+    }
     if (!b.on_heap) {
       text += "  alignas(64) " + b.type + " " + b.name + "[" + std::to_string(b.count) + "];\n";
       continue;
@@ -275,7 +279,7 @@ std::vector<CodePiece> SegmentedFunction::Finish(const std::string& epilogue) co
   size_t arena = 0;
   std::vector<size_t> offset(buffers_.size(), 0);
   for (size_t b = 0; b < buffers_.size(); ++b) {
-    if (buffers_[b].on_heap) continue;
+    if (buffers_[b].on_heap || !buffers_[b].alias.empty()) continue;
     offset[b] = arena;
     arena += (static_cast<size_t>(buffers_[b].count * buffers_[b].element_bytes) + 63) / 64 * 64;
   }
@@ -285,7 +289,10 @@ std::vector<CodePiece> SegmentedFunction::Finish(const std::string& epilogue) co
            std::to_string(buffers_.size()) + ", " + std::to_string(std::max<size_t>(arena, 64)) +
            "));\n  if (!arena) return 1;\n";
   for (size_t b = 0; b < buffers_.size(); ++b) {
-    if (!buffers_[b].on_heap) {
+    if (!buffers_[b].alias.empty()) {
+      owner += "  f[" + std::to_string(slots[buffers_[b].name]) +
+               "] = const_cast<void*>(static_cast<const void*>(" + buffers_[b].alias + "));\n";
+    } else if (!buffers_[b].on_heap) {
       owner += "  f[" + std::to_string(slots[buffers_[b].name]) + "] = arena + " +
                std::to_string(offset[b]) + ";\n";
     }
@@ -293,7 +300,9 @@ std::vector<CodePiece> SegmentedFunction::Finish(const std::string& epilogue) co
   for (size_t k = 0; k < segments.size(); ++k) {
     for (size_t b = 0; b < buffers_.size(); ++b) {
       const BufferDecl& d = buffers_[b];
-      if (!d.on_heap || std::min(declared_in_[b], segments.size() - 1) != k) continue;
+      if (!d.on_heap || !d.alias.empty() || std::min(declared_in_[b], segments.size() - 1) != k) {
+        continue;
+      }
       owner += "  if (!(f[" + std::to_string(slots[d.name]) + "] = heap.alloc(" +
                std::to_string(b) + ", " + std::to_string(d.count * d.element_bytes) +
                "))) return 1;\n";
@@ -302,7 +311,8 @@ std::vector<CodePiece> SegmentedFunction::Finish(const std::string& epilogue) co
     for (size_t b = 0; b < buffers_.size(); ++b) {
       const BufferDecl& d = buffers_[b];
       auto last = last_use.find(d.name);
-      if (d.on_heap && last != last_use.end() && last->second == k && !kept_uses.contains(d.name)) {
+      if (d.on_heap && d.alias.empty() && last != last_use.end() && last->second == k &&
+          !kept_uses.contains(d.name)) {
         owner +=
             "  heap.release(" + std::to_string(b) + ");  // " + d.name + " is not named again.\n";
       }

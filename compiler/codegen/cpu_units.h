@@ -65,6 +65,9 @@ struct BufferDecl {
   int64_t count = 1;
   int64_t element_bytes = 1;
   bool on_heap = false;
+  // When set, not a buffer of its own: this parameter of the function (a result the caller
+  // provides, written in place instead of copied into at the end).
+  std::string alias;
 };
 
 // A pointer variable of a computation's function: a C++ name for a `const type*` that the code

@@ -25,6 +25,7 @@ namespace {
 using hlo::PrimitiveType;
 using interp::Literal;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::vector<double> Ramp(int n, double start, double step) {
   std::vector<double> v;
@@ -143,6 +144,42 @@ ENTRY e {
 })";
   const std::string source = ExpectCompiledMatchesInterpreter(text, {});
   EXPECT_THAT(source, HasSubstr("hc_cvt<hc_bf16, float>"));
+}
+
+// The entry's results are the caller's buffers: a value the root hands on whole and nothing else
+// reads is computed into its result (no copy at the end); one handed on twice, a parameter,
+// and one that another instruction reads too are copied. Checked cut as built and finest (the
+// results then pass through the frame of segment functions), against result buffers filled
+// with garbage first.
+TEST(CpuCodegenTest, TheEntrysResultsAreWrittenInPlace) {
+  const std::string text = R"(HloModule results
+add {
+  p = f32[] parameter(0)
+  q = f32[] parameter(1)
+  ROOT s = f32[] add(p, q)
+}
+ENTRY e {
+  x = f32[64] parameter(0)
+  y = f32[64] parameter(1)
+  a = f32[64] multiply(x, y)
+  b = f32[64] add(x, y)
+  c = f32[64] subtract(x, y)
+  d = f32[64] exponential(c)
+  zero = f32[] constant(0)
+  s = f32[] reduce(y, zero), dimensions={0}, to_apply=add
+  ROOT o = (f32[64], f32[64], f32[64], f32[64], f32[64], f32[64], f32[]) tuple(a, b, b, x, c, d, s)
+})";
+  const std::string source = ExpectCompiledMatchesInterpreterOnRandomInputs(text, 9);
+  // The entry computation's function (hc_comp1; hc_comp0 is `add`): its definition comes last.
+  const size_t at = source.rfind("int hc_comp1(");
+  ASSERT_NE(at, std::string::npos);
+  const std::string entry = source.substr(at);
+  for (const char* copied : {"memcpy(r1,", "memcpy(r2,", "memcpy(r3,", "memcpy(r4,"}) {
+    EXPECT_THAT(entry, HasSubstr(copied));
+  }
+  for (const char* in_place : {"memcpy(r0,", "memcpy(r5,", "memcpy(r6,"}) {
+    EXPECT_THAT(entry, Not(HasSubstr(in_place)));
+  }
 }
 
 // A broadcast read by one elementwise op (or reduce) is fused into it, read at an index computed
