@@ -47,7 +47,8 @@ size_t hlocache_executable_parameter_bytes(const hlocache_executable* executable
 size_t hlocache_executable_result_bytes(const hlocache_executable* executable, size_t i);
 
 /* Runs on caller buffers: parameters[i] holds parameter_bytes(i) bytes, results[k] has room
- * for result_bytes(k). */
+ * for result_bytes(k). No result may overlap a parameter or another result: results are written
+ * as they are computed, while parameters are still being read. */
 int hlocache_executable_run(const hlocache_executable* executable, const void* const* parameters,
                             void* const* results, char* error, size_t error_size);
 
