@@ -158,7 +158,27 @@ inline hc_bf16 hc_bf16_from_float(float x) {
   u += 0x7fffu + ((u >> 16) & 1u);
   return hc_bf16{static_cast<uint16_t>(u >> 16)};
 }
+#if defined(__F16C__)
+// The target's f16 conversions (F16C), without <immintrin.h>, whose text every unit would
+// parse. A conversion of an f16 to float is exact (a NaN quieted, its payload kept, as
+// hc_decode_half keeps it); of a float to f16 rounds to nearest even, as hc_encode_half rounds
+// the same value, except that a NaN keeps part of its payload: hc_f16_from_float makes it the
+// quiet NaN of its sign, as hc_encode_half does.
+typedef short hc_v8hi __attribute__((vector_size(16)));
+typedef float hc_v4sf __attribute__((vector_size(16)));
+inline double hc_load(hc_f16 x) {
+  const hc_v8hi h = {static_cast<short>(x.bits), 0, 0, 0, 0, 0, 0, 0};
+  return __builtin_ia32_vcvtph2ps(h)[0];
+}
+inline hc_f16 hc_f16_from_float(float x) {
+  if (x != x) return hc_f16{static_cast<uint16_t>(std::signbit(x) ? 0xfe00u : 0x7e00u)};
+  const hc_v4sf f = {x, 0, 0, 0};
+  return hc_f16{static_cast<uint16_t>(__builtin_ia32_vcvtps2ph(f, 0)[0])};  // 0: to nearest.
+}
+#else
 inline double hc_load(hc_f16 x) { return hc_decode_half(x.bits, 5, 10); }
+inline hc_f16 hc_f16_from_float(float x) { return hc_f16{hc_encode_half(x, 5, 10)}; }
+#endif
 inline double hc_load(float x) { return x; }
 inline double hc_load(double x) { return x; }
 template <int E, int M, int Bias, bool Inf, int Nan>
@@ -371,6 +391,8 @@ template <class To, class From, int W = kBits<To>> To hc_cvt(From x) {
   } else if constexpr (kFloat<To>) {
     if constexpr (std::is_same_v<To, hc_bf16> && std::is_same_v<From, float>) {
       return hc_bf16_from_float(x);
+    } else if constexpr (std::is_same_v<To, hc_f16> && std::is_same_v<From, float>) {
+      return hc_f16_from_float(x);
     } else if constexpr (kFloat<From>) {
       return hc_store<To>(hc_load(x));
     } else {

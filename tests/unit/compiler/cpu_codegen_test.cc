@@ -146,6 +146,120 @@ ENTRY e {
   EXPECT_THAT(source, HasSubstr("hc_cvt<hc_bf16, float>"));
 }
 
+// f16 to f32 and f32 to f16 take the target's conversions where it has them (F16C): the same
+// results as the interpreter's conversions through double, the f16 ones compared as integers
+// (a NaN's payload too): every f16 value; floats with every upper half and lower halves at and
+// around the tie of f16's rounding; floats in f16's subnormal range and at its smallest
+// normals, with every upper mantissa and lower bits at and around the tie.
+TEST(CpuCodegenTest, F16ConversionsMatchTheInterpreter) {
+  const std::string text = R"(HloModule conversions
+ENTRY e {
+  i = u32[65536] iota(), iota_dimension=0
+  h = u16[65536] convert(i)
+  g = f16[65536] bitcast-convert(h)
+  f = f32[65536] convert(g)
+  c13 = u32[] constant(13)
+  b13 = u32[65536] broadcast(c13), dimensions={}
+  sh13 = u32[65536] shift-left(i, b13)
+  c16 = u32[] constant(16)
+  b16 = u32[65536] broadcast(c16), dimensions={}
+  sh16 = u32[65536] shift-left(i, b16)
+  k0 = u32[] constant(0)
+  off0 = u32[65536] broadcast(k0), dimensions={}
+  k33000000 = u32[] constant(855638016)
+  off33000000 = u32[65536] broadcast(k33000000), dimensions={}
+  k38000000 = u32[] constant(939524096)
+  off38000000 = u32[65536] broadcast(k38000000), dimensions={}
+  z_x = u32[65536] add(sh16, off0)
+  z_l = u32[] constant(0)
+  z_lb = u32[65536] broadcast(z_l), dimensions={}
+  z_y = u32[65536] or(z_x, z_lb)
+  z_f = f32[65536] bitcast-convert(z_y)
+  z_r = f16[65536] convert(z_f)
+  z_b = u16[65536] bitcast-convert(z_r)
+  b_x = u32[65536] add(sh16, off0)
+  b_l = u32[] constant(4095)
+  b_lb = u32[65536] broadcast(b_l), dimensions={}
+  b_y = u32[65536] or(b_x, b_lb)
+  b_f = f32[65536] bitcast-convert(b_y)
+  b_r = f16[65536] convert(b_f)
+  b_b = u16[65536] bitcast-convert(b_r)
+  t_x = u32[65536] add(sh16, off0)
+  t_l = u32[] constant(4096)
+  t_lb = u32[65536] broadcast(t_l), dimensions={}
+  t_y = u32[65536] or(t_x, t_lb)
+  t_f = f32[65536] bitcast-convert(t_y)
+  t_r = f16[65536] convert(t_f)
+  t_b = u16[65536] bitcast-convert(t_r)
+  a_x = u32[65536] add(sh16, off0)
+  a_l = u32[] constant(4097)
+  a_lb = u32[65536] broadcast(a_l), dimensions={}
+  a_y = u32[65536] or(a_x, a_lb)
+  a_f = f32[65536] bitcast-convert(a_y)
+  a_r = f16[65536] convert(a_f)
+  a_b = u16[65536] bitcast-convert(a_r)
+  o_x = u32[65536] add(sh16, off0)
+  o_l = u32[] constant(12288)
+  o_lb = u32[65536] broadcast(o_l), dimensions={}
+  o_y = u32[65536] or(o_x, o_lb)
+  o_f = f32[65536] bitcast-convert(o_y)
+  o_r = f16[65536] convert(o_f)
+  o_b = u16[65536] bitcast-convert(o_r)
+  f_x = u32[65536] add(sh16, off0)
+  f_l = u32[] constant(65535)
+  f_lb = u32[65536] broadcast(f_l), dimensions={}
+  f_y = u32[65536] or(f_x, f_lb)
+  f_f = f32[65536] bitcast-convert(f_y)
+  f_r = f16[65536] convert(f_f)
+  f_b = u16[65536] bitcast-convert(f_r)
+  sb_x = u32[65536] add(sh13, off33000000)
+  sb_l = u32[] constant(4095)
+  sb_lb = u32[65536] broadcast(sb_l), dimensions={}
+  sb_y = u32[65536] or(sb_x, sb_lb)
+  sb_f = f32[65536] bitcast-convert(sb_y)
+  sb_r = f16[65536] convert(sb_f)
+  sb_b = u16[65536] bitcast-convert(sb_r)
+  st_x = u32[65536] add(sh13, off33000000)
+  st_l = u32[] constant(4096)
+  st_lb = u32[65536] broadcast(st_l), dimensions={}
+  st_y = u32[65536] or(st_x, st_lb)
+  st_f = f32[65536] bitcast-convert(st_y)
+  st_r = f16[65536] convert(st_f)
+  st_b = u16[65536] bitcast-convert(st_r)
+  sa_x = u32[65536] add(sh13, off33000000)
+  sa_l = u32[] constant(4097)
+  sa_lb = u32[65536] broadcast(sa_l), dimensions={}
+  sa_y = u32[65536] or(sa_x, sa_lb)
+  sa_f = f32[65536] bitcast-convert(sa_y)
+  sa_r = f16[65536] convert(sa_f)
+  sa_b = u16[65536] bitcast-convert(sa_r)
+  nb_x = u32[65536] add(sh13, off38000000)
+  nb_l = u32[] constant(4095)
+  nb_lb = u32[65536] broadcast(nb_l), dimensions={}
+  nb_y = u32[65536] or(nb_x, nb_lb)
+  nb_f = f32[65536] bitcast-convert(nb_y)
+  nb_r = f16[65536] convert(nb_f)
+  nb_b = u16[65536] bitcast-convert(nb_r)
+  nt_x = u32[65536] add(sh13, off38000000)
+  nt_l = u32[] constant(4096)
+  nt_lb = u32[65536] broadcast(nt_l), dimensions={}
+  nt_y = u32[65536] or(nt_x, nt_lb)
+  nt_f = f32[65536] bitcast-convert(nt_y)
+  nt_r = f16[65536] convert(nt_f)
+  nt_b = u16[65536] bitcast-convert(nt_r)
+  na_x = u32[65536] add(sh13, off38000000)
+  na_l = u32[] constant(4097)
+  na_lb = u32[65536] broadcast(na_l), dimensions={}
+  na_y = u32[65536] or(na_x, na_lb)
+  na_f = f32[65536] bitcast-convert(na_y)
+  na_r = f16[65536] convert(na_f)
+  na_b = u16[65536] bitcast-convert(na_r)
+  ROOT o = (f32[65536], u16[65536], u16[65536], u16[65536], u16[65536], u16[65536], u16[65536], u16[65536], u16[65536], u16[65536], u16[65536], u16[65536], u16[65536]) tuple(f, z_b, b_b, t_b, a_b, o_b, f_b, sb_b, st_b, sa_b, nb_b, nt_b, na_b)
+})";
+  const std::string source = ExpectCompiledMatchesInterpreter(text, {});
+  EXPECT_THAT(source, HasSubstr("hc_cvt<hc_f16, float>"));
+}
+
 // The entry's results are the caller's buffers: a value the root hands on whole and nothing else
 // reads is computed into its result (no copy at the end); one handed on twice, a parameter,
 // and one that another instruction reads too are copied. Checked cut as built and finest (the
