@@ -31,6 +31,21 @@ Status LowerSort(CpuEmitter& e, int32_t index, const Instruction& inst) {
   for (size_t k = 0; k < d; ++k) outer *= dims[k];
   for (size_t k = d + 1; k < dims.size(); ++k) inner *= dims[k];
   const std::vector<Leaf>& out = e.MaterializeLeaves(index, inst);
+  // The comparator's arguments (elements a and b of each operand's run starting at `base`),
+  // and the statements copying each operand's run into the result in sorted order.
+  std::string args;
+  auto copy = [&](const std::string& indent) {
+    std::string code;
+    for (size_t k = 0; k < inst.operands.size(); ++k) {
+      code += indent + out[k].ptr + "[base + j * " + Int(inner) + "] = " + e.Buffer(inst, k) +
+              "[base + order[j] * " + Int(inner) + "];\n";
+    }
+    return code;
+  };
+  for (size_t k = 0; k < inst.operands.size(); ++k) {
+    const std::string x = e.Buffer(inst, k);
+    args += x + " + base + a * " + Int(inner) + ", " + x + " + base + b * " + Int(inner) + ", ";
+  }
 
   // Many rows with enough comparisons between them are sorted on the executable's threads,
   // each row on one (pieces of rows: their own positions, sorted as on one thread).
@@ -39,29 +54,22 @@ Status LowerSort(CpuEmitter& e, int32_t index, const Instruction& inst) {
   while ((int64_t{1} << log_length) < length) ++log_length;
   const int64_t compares = std::max<int64_t>(1, length * log_length);  // A row's, about.
   if (rows >= 2 && length >= 2 && rows * compares >= kSplitCompares) {
-    std::string args, copy;
-    for (size_t k = 0; k < inst.operands.size(); ++k) {
-      const std::string x = e.Buffer(inst, k);
-      args += x + " + base + a * " + Int(inner) + ", " + x + " + base + b * " + Int(inner) + ", ";
-      copy += "      " + out[k].ptr + "[base + j * " + Int(inner) + "] = " + x +
-              "[base + order[j] * " + Int(inner) + "];\n";
-    }
-    e.SplitLoop(rows, std::max<int64_t>(1, kSplitCompares / 4 / compares),
-                "  std::unique_ptr<int64_t[]> positions(new (std::nothrow) int64_t[" +
-                    Int(2 * length) +
-                    "]);\n  if (!positions) return 1;\n  bool failed = false;\n"
-                    "  for (int64_t row = lo; row < hi; ++row) {\n"
-                    "    const int64_t base = row / " +
-                    Int(inner) + " * " + Int(length * inner) + " + row % " + Int(inner) +
-                    ";\n    for (int64_t j = 0; j < " + Int(length) +
-                    "; ++j) positions[j] = j;\n"
-                    "    const int64_t* order = hc_merge_sort(positions.get(), positions.get() + " +
-                    Int(length) + ", " + Int(length) +
-                    ", [&](int64_t a, int64_t b) {\n      bool r[1] = {false};\n      if (" +
-                    e.FunctionName(less) + "(" + args +
-                    "r) != 0) failed = true;\n      return r[0];\n    });\n"
-                    "    for (int64_t j = 0; j < " +
-                    Int(length) + "; ++j) {\n" + copy + "    }\n  }\n  if (failed) return 1;\n");
+    e.SplitLoop(
+        rows, std::max<int64_t>(1, kSplitCompares / 4 / compares),
+        "  std::unique_ptr<int64_t[]> positions(new (std::nothrow) int64_t[" + Int(2 * length) +
+            "]);\n  if (!positions) return 1;\n  bool failed = false;\n"
+            "  for (int64_t row = lo; row < hi; ++row) {\n"
+            "    const int64_t base = row / " +
+            Int(inner) + " * " + Int(length * inner) + " + row % " + Int(inner) +
+            ";\n    for (int64_t j = 0; j < " + Int(length) +
+            "; ++j) positions[j] = j;\n"
+            "    const int64_t* order = hc_merge_sort(positions.get(), positions.get() + " +
+            Int(length) + ", " + Int(length) +
+            ", [&](int64_t a, int64_t b) {\n      bool r[1] = {false};\n      if (" +
+            e.FunctionName(less) + "(" + args +
+            "r) != 0) failed = true;\n      return r[0];\n    });\n"
+            "    for (int64_t j = 0; j < " +
+            Int(length) + "; ++j) {\n" + copy("      ") + "    }\n  }\n  if (failed) return 1;\n");
     return Status::Ok();
   }
 
@@ -71,13 +79,6 @@ Status LowerSort(CpuEmitter& e, int32_t index, const Instruction& inst) {
   positions.dims = {std::max<int64_t>(length, 1)};
   e.Declare(s + "_order", positions);
   e.Declare(s + "_scratch", positions);
-  std::string args, copy;
-  for (size_t k = 0; k < inst.operands.size(); ++k) {
-    const std::string x = e.Buffer(inst, k);
-    args += x + " + base + a * " + Int(inner) + ", " + x + " + base + b * " + Int(inner) + ", ";
-    copy += "        " + out[k].ptr + "[base + j * " + Int(inner) + "] = " + x +
-            "[base + order[j] * " + Int(inner) + "];\n";
-  }
   e.Emit("  {\n    bool " + s + "_failed = false;\n    for (int64_t o = 0; o < " + Int(outer) +
          "; ++o) {\n      for (int64_t in = 0; in < " + Int(inner) +
          "; ++in) {\n        const int64_t base = o * " + Int(length * inner) +
@@ -87,7 +88,7 @@ Status LowerSort(CpuEmitter& e, int32_t index, const Instruction& inst) {
          ", [&](int64_t a, int64_t b) {\n          bool r[1] = {false};\n          if (" +
          e.FunctionName(less) + "(" + args + "r) != 0) " + s +
          "_failed = true;\n          return r[0];\n        });\n        for (int64_t j = 0; j < " +
-         Int(length) + "; ++j) {\n" + copy + "        }\n      }\n    }\n    if (" + s +
+         Int(length) + "; ++j) {\n" + copy("        ") + "        }\n      }\n    }\n    if (" + s +
          "_failed) return 1;\n  }\n");
   return Status::Ok();
 }
