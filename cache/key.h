@@ -33,7 +33,7 @@ Hash128 HashBytes(std::string_view bytes);
 struct KeyInput {
   std::string_view canonical_module;
   std::string_view target;       // e.g. "cpu-x86-64-v3"
-  std::string_view compiler_id;  // e.g. "gcc-12.2.0/hlocache-codegen-15/O2"
+  std::string_view compiler_id;  // e.g. "gcc-12.2.0/hlocache-codegen-16/O2"
   std::vector<std::pair<std::string, std::string>> options;  // Any order; sorted here.
 };
 

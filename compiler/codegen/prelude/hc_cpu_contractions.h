@@ -12,8 +12,6 @@
 #include "compiler/codegen/prelude/hc_cpu_threads.h"
 
 // ---- The prelude: every generated unit starts with the text below this line. ----
-#include <atomic>
-
 namespace hlocache_rt {
 // Lanes of 8-byte elements in one vector register of the target: blocks of results are two
 // registers wide, so that their accumulators stay in registers (a wider vector type than the
@@ -102,7 +100,6 @@ bool hc_dot(const L* lhs, const R* rhs, T* out, int64_t B, int64_t M, int64_t N,
   const int64_t panel = std::min(kPanel, (N + kCols - 1) / kCols * kCols);
   std::unique_ptr<Acc[]> packed(new (std::nothrow) Acc[k_alloc * (panel > 0 ? panel : kCols)]);
   if (!packed) return false;
-  std::atomic<bool> failed{false};
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t p0 = 0; p0 < N; p0 += panel) {
       const int64_t tiles = (std::min(panel, N - p0) + kCols - 1) / kCols;
@@ -120,10 +117,7 @@ bool hc_dot(const L* lhs, const R* rhs, T* out, int64_t B, int64_t M, int64_t N,
       // result is summed on one, as on one thread.
       auto blocks = [&](int64_t lo, int64_t hi) {
         std::unique_ptr<Acc[]> rows(new (std::nothrow) Acc[k_alloc * kRows]);
-        if (!rows) {
-          failed = true;
-          return;
-        }
+        if (!rows) return false;
         for (int64_t m0 = lo * kRows; m0 < hi * kRows && m0 < M; m0 += kRows) {
           const int64_t live = std::min(kRows, M - m0);
           for (int64_t r = 0; r < kRows; ++r) {  // Rows past M multiply zeros.
@@ -154,11 +148,13 @@ bool hc_dot(const L* lhs, const R* rhs, T* out, int64_t B, int64_t M, int64_t N,
             }
           }
         }
+        return true;
       };
       const int64_t macs = kRows * k_alloc * tiles * kCols;  // A block's.
-      hc_parallel_body((M + kRows - 1) / kRows, std::max<int64_t>(1, hc_parallel_macs / macs),
-                       blocks);
-      if (failed) return false;
+      if (!hc_parallel_body((M + kRows - 1) / kRows,
+                            std::max<int64_t>(1, hc_parallel_macs / macs), blocks)) {
+        return false;
+      }
     }
   }
   return true;
@@ -301,14 +297,9 @@ struct hc_conv_run {
   // written by one thread as on one. False when a range ran out of memory.
   template <class Item>
   bool split(int64_t per_group, int64_t macs_per_item, Item item) const {
-    std::atomic<bool> failed{false};
-    auto run = [&](int64_t lo, int64_t hi) {
-      if (!item(lo, hi)) failed = true;
-    };
-    hc_parallel_body(s.out_batch * s.groups * per_group,
-                     std::max<int64_t>(1, hc_parallel_macs / std::max<int64_t>(1, macs_per_item)),
-                     run);
-    return !failed;
+    return hc_parallel_body(
+        s.out_batch * s.groups * per_group,
+        std::max<int64_t>(1, hc_parallel_macs / std::max<int64_t>(1, macs_per_item)), item);
   }
   const L* input(int64_t b, int64_t g) const {
     return lhs + (s.batch_grouped ? g * s.out_batch + b : b) * s.in_batch_stride +

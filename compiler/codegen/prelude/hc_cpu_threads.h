@@ -182,17 +182,17 @@ class hc_pool {
 constexpr int64_t hc_parallel_macs = int64_t{1} << 20;
 
 // Calls body(lo, hi) as hc_parallel_run does, for the prelude's own kernels (a few instances a
-// unit; generated loops never use it: see hc_parallel_run).
+// unit; generated loops never use it: see hc_parallel_run). body returns false when it failed
+// (out of memory); so does this, once every piece is done.
 template <class Body>
-void hc_parallel_body(int64_t n, int64_t grain, Body& body) {
+bool hc_parallel_body(int64_t n, int64_t grain, Body& body) {
   void* const args[1] = {&body};
-  hc_parallel_run(
-      n, grain,
-      [](void* const* a, int64_t lo, int64_t hi) {
-        (*static_cast<Body*>(a[0]))(lo, hi);
-        return 0;
-      },
-      args);
+  return hc_parallel_run(
+             n, grain,
+             [](void* const* a, int64_t lo, int64_t hi) {
+               return (*static_cast<Body*>(a[0]))(lo, hi) ? 0 : 1;
+             },
+             args) == 0;
 }
 
 }  // namespace hlocache_rt

@@ -89,59 +89,49 @@ ENTRY e {
   ExpectSameBitsAtEveryThreadCount(text, "hc_parallel_run(300001LL");
 }
 
+// Floats (i << shift) + offset + low for every i < 65536 (low below 1 << shift).
+struct FloatFamily {
+  int shift;
+  uint32_t offset, low;
+};
+
+// A module converting every value of the 16-bit float type `half` (its bits from a u16) to f32,
+// and each family's floats to `half`, returned as their u16 bits.
+std::string HalfConversionModule(const std::string& half,
+                                 const std::vector<FloatFamily>& families) {
+  std::string text =
+      "HloModule conversions\nENTRY e {\n  i = u32[65536] iota(), iota_dimension=0\n"
+      "  h = u16[65536] convert(i)\n  g = " +
+      half + "[65536] bitcast-convert(h)\n  f = f32[65536] convert(g)\n";
+  std::string shapes = "f32[65536]", names = "f";
+  for (size_t k = 0; k < families.size(); ++k) {
+    const FloatFamily& fam = families[k];
+    const std::string x = "x" + std::to_string(k);
+    text += "  " + x + "_s = u32[] constant(" + std::to_string(fam.shift) + ")\n  " + x +
+            "_sb = u32[65536] broadcast(" + x + "_s), dimensions={}\n  " + x +
+            "_h = u32[65536] shift-left(i, " + x + "_sb)\n  " + x + "_a = u32[] constant(" +
+            std::to_string(fam.offset + fam.low) + ")\n  " + x + "_ab = u32[65536] broadcast(" + x +
+            "_a), dimensions={}\n  " + x + "_y = u32[65536] add(" + x + "_h, " + x + "_ab)\n  " +
+            x + "_f = f32[65536] bitcast-convert(" + x + "_y)\n  " + x + "_r = " + half +
+            "[65536] convert(" + x + "_f)\n  " + x + "_b = u16[65536] bitcast-convert(" + x +
+            "_r)\n";
+    shapes += ", u16[65536]";
+    names += ", " + x + "_b";
+  }
+  return text + "  ROOT o = (" + shapes + ") tuple(" + names + ")\n}\n";
+}
+
 // bf16 to f32 and f32 to bf16 take the fast paths of the prelude (a shift; rounding on the
 // float's bits), the same bits as the interpreter's conversions through double: every bf16,
 // and every float's upper half with lower halves at and around the rounding ties (overflow to
 // infinity, NaNs, subnormals, ties to even), the bf16 results compared as integers (a NaN's
 // payload too; the f32 ones as floats, whose NaN payloads may differ).
 TEST(CpuCodegenTest, Bf16ConversionsOfEveryValueMatchTheInterpreter) {
-  const std::string text = R"(HloModule conversions
-ENTRY e {
-  i = u32[65536] iota(), iota_dimension=0
-  h = u16[65536] convert(i)
-  b = bf16[65536] bitcast-convert(h)
-  f = f32[65536] convert(b)
-  sixteen = u32[] constant(16)
-  s16 = u32[65536] broadcast(sixteen), dimensions={}
-  hi = u32[65536] shift-left(i, s16)
-  zero = u32[] constant(0)
-  zeros = u32[65536] broadcast(zero), dimensions={}
-  zerox = u32[65536] or(hi, zeros)
-  zerof = f32[65536] bitcast-convert(zerox)
-  zeror = bf16[65536] convert(zerof)
-  zerob = u16[65536] bitcast-convert(zeror)
-  below_half = u32[] constant(32767)
-  below_halfs = u32[65536] broadcast(below_half), dimensions={}
-  below_halfx = u32[65536] or(hi, below_halfs)
-  below_halff = f32[65536] bitcast-convert(below_halfx)
-  below_halfr = bf16[65536] convert(below_halff)
-  below_halfb = u16[65536] bitcast-convert(below_halfr)
-  half = u32[] constant(32768)
-  halfs = u32[65536] broadcast(half), dimensions={}
-  halfx = u32[65536] or(hi, halfs)
-  halff = f32[65536] bitcast-convert(halfx)
-  halfr = bf16[65536] convert(halff)
-  halfb = u16[65536] bitcast-convert(halfr)
-  above_half = u32[] constant(32769)
-  above_halfs = u32[65536] broadcast(above_half), dimensions={}
-  above_halfx = u32[65536] or(hi, above_halfs)
-  above_halff = f32[65536] bitcast-convert(above_halfx)
-  above_halfr = bf16[65536] convert(above_halff)
-  above_halfb = u16[65536] bitcast-convert(above_halfr)
-  all = u32[] constant(65535)
-  alls = u32[65536] broadcast(all), dimensions={}
-  allx = u32[65536] or(hi, alls)
-  allf = f32[65536] bitcast-convert(allx)
-  allr = bf16[65536] convert(allf)
-  allb = u16[65536] bitcast-convert(allr)
-  mixed = u32[] constant(23130)
-  mixeds = u32[65536] broadcast(mixed), dimensions={}
-  mixedx = u32[65536] or(hi, mixeds)
-  mixedf = f32[65536] bitcast-convert(mixedx)
-  mixedr = bf16[65536] convert(mixedf)
-  mixedb = u16[65536] bitcast-convert(mixedr)
-  ROOT o = (f32[65536], u16[65536], u16[65536], u16[65536], u16[65536], u16[65536], u16[65536]) tuple(f, zerob, below_halfb, halfb, above_halfb, allb, mixedb)
-})";
+  std::vector<FloatFamily> families;
+  for (uint32_t low : {0x0000u, 0x7fffu, 0x8000u, 0x8001u, 0xffffu, 0x5a5au}) {
+    families.push_back({16, 0, low});
+  }
+  const std::string text = HalfConversionModule("bf16", families);
   const std::string source = ExpectCompiledMatchesInterpreter(text, {});
   EXPECT_THAT(source, HasSubstr("hc_cvt<hc_bf16, float>"));
 }
@@ -152,110 +142,15 @@ ENTRY e {
 // around the tie of f16's rounding; floats in f16's subnormal range and at its smallest
 // normals, with every upper mantissa and lower bits at and around the tie.
 TEST(CpuCodegenTest, F16ConversionsMatchTheInterpreter) {
-  const std::string text = R"(HloModule conversions
-ENTRY e {
-  i = u32[65536] iota(), iota_dimension=0
-  h = u16[65536] convert(i)
-  g = f16[65536] bitcast-convert(h)
-  f = f32[65536] convert(g)
-  c13 = u32[] constant(13)
-  b13 = u32[65536] broadcast(c13), dimensions={}
-  sh13 = u32[65536] shift-left(i, b13)
-  c16 = u32[] constant(16)
-  b16 = u32[65536] broadcast(c16), dimensions={}
-  sh16 = u32[65536] shift-left(i, b16)
-  k0 = u32[] constant(0)
-  off0 = u32[65536] broadcast(k0), dimensions={}
-  k33000000 = u32[] constant(855638016)
-  off33000000 = u32[65536] broadcast(k33000000), dimensions={}
-  k38000000 = u32[] constant(939524096)
-  off38000000 = u32[65536] broadcast(k38000000), dimensions={}
-  z_x = u32[65536] add(sh16, off0)
-  z_l = u32[] constant(0)
-  z_lb = u32[65536] broadcast(z_l), dimensions={}
-  z_y = u32[65536] or(z_x, z_lb)
-  z_f = f32[65536] bitcast-convert(z_y)
-  z_r = f16[65536] convert(z_f)
-  z_b = u16[65536] bitcast-convert(z_r)
-  b_x = u32[65536] add(sh16, off0)
-  b_l = u32[] constant(4095)
-  b_lb = u32[65536] broadcast(b_l), dimensions={}
-  b_y = u32[65536] or(b_x, b_lb)
-  b_f = f32[65536] bitcast-convert(b_y)
-  b_r = f16[65536] convert(b_f)
-  b_b = u16[65536] bitcast-convert(b_r)
-  t_x = u32[65536] add(sh16, off0)
-  t_l = u32[] constant(4096)
-  t_lb = u32[65536] broadcast(t_l), dimensions={}
-  t_y = u32[65536] or(t_x, t_lb)
-  t_f = f32[65536] bitcast-convert(t_y)
-  t_r = f16[65536] convert(t_f)
-  t_b = u16[65536] bitcast-convert(t_r)
-  a_x = u32[65536] add(sh16, off0)
-  a_l = u32[] constant(4097)
-  a_lb = u32[65536] broadcast(a_l), dimensions={}
-  a_y = u32[65536] or(a_x, a_lb)
-  a_f = f32[65536] bitcast-convert(a_y)
-  a_r = f16[65536] convert(a_f)
-  a_b = u16[65536] bitcast-convert(a_r)
-  o_x = u32[65536] add(sh16, off0)
-  o_l = u32[] constant(12288)
-  o_lb = u32[65536] broadcast(o_l), dimensions={}
-  o_y = u32[65536] or(o_x, o_lb)
-  o_f = f32[65536] bitcast-convert(o_y)
-  o_r = f16[65536] convert(o_f)
-  o_b = u16[65536] bitcast-convert(o_r)
-  f_x = u32[65536] add(sh16, off0)
-  f_l = u32[] constant(65535)
-  f_lb = u32[65536] broadcast(f_l), dimensions={}
-  f_y = u32[65536] or(f_x, f_lb)
-  f_f = f32[65536] bitcast-convert(f_y)
-  f_r = f16[65536] convert(f_f)
-  f_b = u16[65536] bitcast-convert(f_r)
-  sb_x = u32[65536] add(sh13, off33000000)
-  sb_l = u32[] constant(4095)
-  sb_lb = u32[65536] broadcast(sb_l), dimensions={}
-  sb_y = u32[65536] or(sb_x, sb_lb)
-  sb_f = f32[65536] bitcast-convert(sb_y)
-  sb_r = f16[65536] convert(sb_f)
-  sb_b = u16[65536] bitcast-convert(sb_r)
-  st_x = u32[65536] add(sh13, off33000000)
-  st_l = u32[] constant(4096)
-  st_lb = u32[65536] broadcast(st_l), dimensions={}
-  st_y = u32[65536] or(st_x, st_lb)
-  st_f = f32[65536] bitcast-convert(st_y)
-  st_r = f16[65536] convert(st_f)
-  st_b = u16[65536] bitcast-convert(st_r)
-  sa_x = u32[65536] add(sh13, off33000000)
-  sa_l = u32[] constant(4097)
-  sa_lb = u32[65536] broadcast(sa_l), dimensions={}
-  sa_y = u32[65536] or(sa_x, sa_lb)
-  sa_f = f32[65536] bitcast-convert(sa_y)
-  sa_r = f16[65536] convert(sa_f)
-  sa_b = u16[65536] bitcast-convert(sa_r)
-  nb_x = u32[65536] add(sh13, off38000000)
-  nb_l = u32[] constant(4095)
-  nb_lb = u32[65536] broadcast(nb_l), dimensions={}
-  nb_y = u32[65536] or(nb_x, nb_lb)
-  nb_f = f32[65536] bitcast-convert(nb_y)
-  nb_r = f16[65536] convert(nb_f)
-  nb_b = u16[65536] bitcast-convert(nb_r)
-  nt_x = u32[65536] add(sh13, off38000000)
-  nt_l = u32[] constant(4096)
-  nt_lb = u32[65536] broadcast(nt_l), dimensions={}
-  nt_y = u32[65536] or(nt_x, nt_lb)
-  nt_f = f32[65536] bitcast-convert(nt_y)
-  nt_r = f16[65536] convert(nt_f)
-  nt_b = u16[65536] bitcast-convert(nt_r)
-  na_x = u32[65536] add(sh13, off38000000)
-  na_l = u32[] constant(4097)
-  na_lb = u32[65536] broadcast(na_l), dimensions={}
-  na_y = u32[65536] or(na_x, na_lb)
-  na_f = f32[65536] bitcast-convert(na_y)
-  na_r = f16[65536] convert(na_f)
-  na_b = u16[65536] bitcast-convert(na_r)
-  ROOT o = (f32[65536], u16[65536], u16[65536], u16[65536], u16[65536], u16[65536], u16[65536], u16[65536], u16[65536], u16[65536], u16[65536], u16[65536], u16[65536]) tuple(f, z_b, b_b, t_b, a_b, o_b, f_b, sb_b, st_b, sa_b, nb_b, nt_b, na_b)
-})";
+  std::vector<FloatFamily> families;
+  for (uint32_t low : {0x0000u, 0x0fffu, 0x1000u, 0x1001u, 0x3000u, 0xffffu}) {
+    families.push_back({16, 0, low});
+  }
+  // Exponents 102 to 109 (f16's subnormals) and 112 to 119 (its smallest normals).
+  for (uint32_t offset : {0x33000000u, 0x38000000u}) {
+    for (uint32_t low : {0x0fffu, 0x1000u, 0x1001u}) families.push_back({13, offset, low});
+  }
+  const std::string text = HalfConversionModule("f16", families);
   const std::string source = ExpectCompiledMatchesInterpreter(text, {});
   EXPECT_THAT(source, HasSubstr("hc_cvt<hc_f16, float>"));
 }
