@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -22,8 +23,8 @@ using std::chrono::milliseconds;
 
 constexpr size_t kReadBufferBytes = 16 << 10;
 constexpr size_t kWriteBufferBytes = 64 << 10;
-// How often a connection waiting for its next request checks whether the server is stopping.
-constexpr milliseconds kStopCheck{100};
+// How often idle connections are checked against the keep-alive timeout.
+constexpr milliseconds kReapEvery{100};
 // The slowest a request body may arrive, on average (Apache's mod_reqtimeout uses 500 too).
 constexpr uint64_t kMinBodyBytesPerSecond = 500;
 // How long a refused body is read and dropped before the connection is closed.
@@ -44,6 +45,11 @@ std::string AddressText(const sockaddr_storage& addr, int& port) {
 }
 
 std::atomic<uint64_t> g_connections{0};
+
+}  // namespace
+
+// Named, not anonymous: PlainServer::Connection, declared in the header, holds one.
+namespace connection_internal {
 
 class ConnectionStream final : public httplib::Stream {
  public:
@@ -70,28 +76,8 @@ class ConnectionStream final : public httplib::Stream {
     TraceIo("accepted from %s:%d", remote_ip_.c_str(), remote_port_);
   }
 
-  // Waits for the first byte of the next request: false when the connection closed, stayed
-  // idle for `idle`, or `stopping` became true.
-  template <typename Stopping>
-  bool WaitForRequest(milliseconds idle, Stopping stopping) {
-    if (in_pos_ < in_len_) return true;  // Pipelined.
-    const auto deadline = Clock::now() + idle;
-    while (!stopping()) {
-      const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
-      if (left.count() <= 0) {
-        TraceIo("idle for %lld ms: closing", static_cast<long long>(idle.count()));
-        return false;
-      }
-      const int ready = Poll(POLLIN, std::min(left, kStopCheck));
-      if (ready < 0) {
-        TraceIo("poll while idle: %s", std::strerror(errno));
-        return false;
-      }
-      if (ready > 0) return true;
-    }
-    TraceIo("the server is stopping: closing an idle connection");
-    return false;
-  }
+  // Bytes of a next request already read (pipelined).
+  bool HasBuffered() const { return in_pos_ < in_len_; }
 
   // A request begins: its line and headers must all arrive within the header timeout.
   // It has no body until its headers announce one.
@@ -389,6 +375,12 @@ class ConnectionStream final : public httplib::Stream {
   std::string out_;
 };
 
+}  // namespace connection_internal
+
+namespace {
+
+using connection_internal::ConnectionStream;
+
 thread_local ConnectionStream* t_stream = nullptr;
 
 milliseconds ToMillis(time_t seconds, time_t micros) {
@@ -403,44 +395,204 @@ void MarkRequestHeadersRead() {
 
 bool RequestBodyLeftUnread() { return t_stream != nullptr && t_stream->BodyLeftUnread(); }
 
-bool PlainServer::process_and_close_socket(socket_t sock) {
-  bool ok = false;
+struct PlainServer::Connection {
+  Connection(int socket, milliseconds read_timeout, milliseconds write_timeout,
+             milliseconds header_timeout, size_t max_requests)
+      : sock(socket),
+        stream(socket, read_timeout, write_timeout, header_timeout),
+        requests_left(max_requests) {}
+
+  const int sock;
+  uint64_t id = 0;  // Its key in connections_ and in its epoll events.
+  ConnectionStream stream;
+  size_t requests_left;  // Keep-alive's bound on requests per connection.
+  // With mu_ held: parked (in the epoll set, no thread on it) or claimed by one thread.
+  bool parked = true;
+  Clock::time_point idle_until;
+};
+
+// The library's accept loop hands each socket to enqueue() and calls shutdown() once it stops
+// accepting: parking a socket is quick, so it is done on the accept thread.
+class PlainServer::Queue final : public httplib::TaskQueue {
+ public:
+  explicit Queue(PlainServer& server) : server_(server) { server_.StartThreads(); }
+  void enqueue(std::function<void()> fn) override { fn(); }
+  void shutdown() override { server_.StopThreads(); }
+
+ private:
+  PlainServer& server_;
+};
+
+PlainServer::PlainServer(milliseconds header_timeout, size_t threads)
+    : header_timeout_(header_timeout),
+      threads_(std::max<size_t>(threads, 1)),
+      max_pollers_(
+          std::min(threads_, std::max<size_t>(8, 4 * std::thread::hardware_concurrency()))) {
+  new_task_queue = [this] { return new Queue(*this); };
+}
+
+PlainServer::~PlainServer() { StopThreads(); }
+
+void PlainServer::StartThreads() {
+  stopping_ = false;
+  epoll_ = ::epoll_create1(EPOLL_CLOEXEC);
+  for (size_t i = 0; i < threads_; ++i) workers_.emplace_back([this] { Work(); });
+  reaper_ = std::thread([this] { Reap(); });
+}
+
+void PlainServer::StopThreads() {
   {
-    ConnectionStream stream(sock, ToMillis(read_timeout_sec_, read_timeout_usec_),
-                            ToMillis(write_timeout_sec_, write_timeout_usec_), header_timeout_);
-    t_stream = &stream;
-    const milliseconds idle(keep_alive_timeout_sec_ * 1000);
-    auto stopping = [this] { return svr_sock_ == INVALID_SOCKET; };
-    for (size_t left = keep_alive_max_count_; left > 0 && stream.WaitForRequest(idle, stopping);
-         --left) {
-      stream.StartRequest();
-      bool closed = false;
-      ok = process_request(
-          stream, /*close_connection=*/left == 1, closed, [&stream](httplib::Request& req) {
-            const bool chunked = req.has_header("Transfer-Encoding");
-            const uint64_t length =
-                std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10);
-            stream.BodyAnnounced(length, chunked);
-          });
-      if (!stream.Flush()) ok = false;
-      stream.TraceRequestEnd(ok, closed);
-      if (!stream.failure().empty() && cut_short_) {
-        std::string ip;
-        int port = 0;
-        stream.get_remote_ip_and_port(ip, port);
-        cut_short_(ip + ":" + std::to_string(port), stream.failure());
-      }
-      if (ok && stream.BodyLeftUnread()) {
-        stream.Linger(kLinger);
-        break;
-      }
-      if (!ok || closed) break;
-    }
-    t_stream = nullptr;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (epoll_ < 0) return;
+    stopping_ = true;
   }
-  ::shutdown(sock, SHUT_RDWR);
-  ::close(sock);
-  return ok;
+  reap_cv_.notify_all();
+  spare_cv_.notify_all();
+  if (reaper_.joinable()) reaper_.join();    // Its last round closes every parked connection.
+  for (std::thread& t : workers_) t.join();  // Each finishes its request, then closes it.
+  workers_.clear();
+  std::lock_guard<std::mutex> lock(mu_);
+  while (!connections_.empty()) {
+    auto it = connections_.begin();
+    CloseLocked(*it->second);
+  }
+  ::close(epoll_);
+  epoll_ = -1;
+}
+
+bool PlainServer::process_and_close_socket(socket_t sock) {
+  auto c = std::make_unique<Connection>(sock, ToMillis(read_timeout_sec_, read_timeout_usec_),
+                                        ToMillis(write_timeout_sec_, write_timeout_usec_),
+                                        header_timeout_, keep_alive_max_count_);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_ || epoll_ < 0) {
+    c.reset();
+    ::close(sock);
+    return false;
+  }
+  const uint64_t id = next_id_++;
+  c->id = id;
+  c->idle_until = Clock::now() + milliseconds(keep_alive_timeout_sec_ * 1000);
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
+  ev.data.u64 = id;
+  if (::epoll_ctl(epoll_, EPOLL_CTL_ADD, sock, &ev) != 0) {
+    ::close(sock);
+    return false;
+  }
+  connections_.emplace(id, std::move(c));
+  return true;
+}
+
+void PlainServer::Work() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    // Spare: wait until fewer threads than max_pollers_ listen.
+    spare_cv_.wait(lock, [this] { return stopping_ || pollers_ < max_pollers_; });
+    if (stopping_) return;
+    ++pollers_;
+    lock.unlock();
+    Connection* c = nullptr;
+    while (c == nullptr) {
+      epoll_event ev{};
+      // The timeout only bounds how long a stop goes unnoticed by a listening thread.
+      const int n = ::epoll_wait(epoll_, &ev, 1, static_cast<int>(kReapEvery.count()));
+      lock.lock();
+      if (stopping_) {
+        --pollers_;
+        return;
+      }
+      auto it = n == 1 ? connections_.find(ev.data.u64) : connections_.end();
+      // Gone (closed as idle just before), or a stale event: nothing to do.
+      if (it != connections_.end() && it->second->parked) {
+        c = it->second.get();
+        c->parked = false;
+        // The last listener takes a request that may block (an upload, a compile, a read
+        // through to an origin): a spare listens meanwhile.
+        if (--pollers_ == 0) spare_cv_.notify_one();
+      }
+      lock.unlock();
+    }
+    Serve(*c);
+    lock.lock();
+  }
+}
+
+void PlainServer::Serve(Connection& c) {
+  bool keep = true;
+  do {
+    if (c.requests_left == 0) {
+      keep = false;
+      break;
+    }
+    --c.requests_left;
+    keep = ServeOne(c, c.requests_left == 0);
+  } while (keep && c.stream.HasBuffered() && !stopping_.load(std::memory_order_relaxed));
+  std::lock_guard<std::mutex> lock(mu_);
+  if (keep && !stopping_) {
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
+    ev.data.u64 = c.id;
+    // Re-armed with mu_ held: a thread the event wakes waits here until it is parked.
+    if (::epoll_ctl(epoll_, EPOLL_CTL_MOD, c.sock, &ev) == 0) {
+      c.parked = true;
+      c.idle_until = Clock::now() + milliseconds(keep_alive_timeout_sec_ * 1000);
+      return;
+    }
+  }
+  CloseLocked(c);
+}
+
+bool PlainServer::ServeOne(Connection& c, bool last) {
+  ConnectionStream& stream = c.stream;
+  t_stream = &stream;
+  stream.StartRequest();
+  bool closed = false;
+  bool ok =
+      process_request(stream, /*close_connection=*/last, closed, [&stream](httplib::Request& req) {
+        const bool chunked = req.has_header("Transfer-Encoding");
+        const uint64_t length =
+            std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10);
+        stream.BodyAnnounced(length, chunked);
+      });
+  if (!stream.Flush()) ok = false;
+  stream.TraceRequestEnd(ok, closed);
+  if (!stream.failure().empty() && cut_short_) {
+    std::string ip;
+    int port = 0;
+    stream.get_remote_ip_and_port(ip, port);
+    cut_short_(ip + ":" + std::to_string(port), stream.failure());
+  }
+  t_stream = nullptr;
+  if (ok && stream.BodyLeftUnread()) {
+    stream.Linger(kLinger);
+    return false;
+  }
+  return ok && !closed;
+}
+
+void PlainServer::Reap() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    const bool stop = stopping_;
+    const auto now = Clock::now();
+    for (auto it = connections_.begin(); it != connections_.end();) {
+      auto next = std::next(it);
+      if (it->second->parked && (stop || now >= it->second->idle_until)) {
+        CloseLocked(*it->second);
+      }
+      it = next;
+    }
+    if (stop) return;
+    reap_cv_.wait_for(lock, kReapEvery);
+  }
+}
+
+void PlainServer::CloseLocked(Connection& c) {
+  ::epoll_ctl(epoll_, EPOLL_CTL_DEL, c.sock, nullptr);
+  ::shutdown(c.sock, SHUT_RDWR);
+  ::close(c.sock);
+  connections_.erase(c.id);  // Destroys c.
 }
 
 }  // namespace hlocache::server

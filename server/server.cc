@@ -132,8 +132,11 @@ void ServerImpl::Configure() {
   http.set_keep_alive_timeout(o.keep_alive_timeout.count());
   http.set_keep_alive_max_count(1000);
   http.set_payload_max_length(o.max_body);
-  const size_t threads = std::max<size_t>(o.threads, 2);
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  // The plain server brings its own (connection.h).
+  if (dynamic_cast<PlainServer*>(&http) == nullptr) {
+    const size_t threads = std::max<size_t>(o.threads, 2);
+    http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  }
 
   http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     MarkRequestHeadersRead();
@@ -257,7 +260,7 @@ Status ServerImpl::Init(ServerOptions options) {
                              " and key " + o.tls_key.string());
     }
   } else {
-    auto plain = std::make_unique<PlainServer>(o.io_timeout);
+    auto plain = std::make_unique<PlainServer>(o.io_timeout, std::max<size_t>(o.threads, 2));
     // Such a request may never reach the access log: say what happened to it.
     plain->set_cut_short_handler([this](const std::string& remote, const std::string& why) {
       ctx_.metrics.cut_short.fetch_add(1, std::memory_order_relaxed);

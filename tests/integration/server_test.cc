@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -39,6 +40,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ::testing::StartsWith;
 
 std::string Module(int variant) {
   return "HloModule m" + std::to_string(variant) +
@@ -330,7 +332,7 @@ TEST_F(ServerTest, CompilesGpuExecutablesWithoutAGpu) {
     ASSERT_TRUE(keys);
     const auto j = nlohmann::json::parse(keys->body);
     EXPECT_EQ(j["key"], r->get_header_value("X-Hlocache-Key"));
-    EXPECT_THAT(j["compiler_id"].get<std::string>(), ::testing::StartsWith("nvrtc-"));
+    EXPECT_THAT(j["compiler_id"].get<std::string>(), StartsWith("nvrtc-"));
     auto again = client->Post(("/v1/compile?target=" + target).c_str(), Module(7), "text/plain");
     ASSERT_TRUE(again);
     EXPECT_EQ(again->get_header_value("X-Hlocache-Cache"), "hit");
@@ -740,6 +742,53 @@ TEST_F(ServerTest, ASlowClientIsCutOffWhileOthersAreServed) {
   EXPECT_EQ(closed.load(), 4) << "a stalled client kept its connection";
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15));
   EXPECT_EQ(server->Stop(), 0);
+}
+
+// One HTTP reply read from `fd`: its status line and headers, then as many body bytes as its
+// Content-Length says. Empty when the connection closed, or nothing came for 20 s.
+std::string ReadReply(int fd) {
+  std::string reply;
+  size_t want = std::string::npos;
+  while (reply.size() < want) {
+    pollfd p{fd, POLLIN, 0};
+    char buf[4096];
+    if (::poll(&p, 1, 20000) <= 0) return "";
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) return "";
+    reply.append(buf, static_cast<size_t>(n));
+    const size_t head_end = reply.find("\r\n\r\n");
+    if (want == std::string::npos && head_end != std::string::npos) {
+      const size_t at = reply.find("Content-Length: ");
+      if (at == std::string::npos || at > head_end) return "";
+      want = head_end + 4 + std::stoul(reply.substr(at + 16));
+    }
+  }
+  return reply;
+}
+
+TEST_F(ServerTest, IdleKeepAliveConnectionsHoldNoThread) {
+  // Three times as many connections as threads, each answered once and then left idle: were
+  // an idle connection to hold its thread, the later ones would get no reply until the
+  // earlier ones were closed as idle (after 5 s), and those could not ask a second time.
+  auto server = Start({"--threads", "2"});
+  const std::string request = "GET /healthz HTTP/1.1\r\nHost: idle\r\n\r\n";
+  std::vector<int> fds;
+  for (int i = 0; i < 6; ++i) {
+    const int fd = ConnectLoopback(server->port());
+    ASSERT_GE(fd, 0);
+    fds.push_back(fd);
+    ASSERT_EQ(::send(fd, request.data(), request.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(request.size()));
+    EXPECT_THAT(ReadReply(fd), StartsWith("HTTP/1.1 200")) << "connection " << i;
+  }
+  for (size_t i = 0; i < fds.size(); ++i) {
+    ASSERT_EQ(::send(fds[i], request.data(), request.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(request.size()));
+    EXPECT_THAT(ReadReply(fds[i]), StartsWith("HTTP/1.1 200"))
+        << "connection " << i << " was closed while idle, or not answered again";
+  }
+  for (int fd : fds) ::close(fd);
+  EXPECT_EQ(server->Stop(), 0) << server->output();
 }
 
 // A real full disk: the store on a small tmpfs. A put that does not fit is 507; what was
