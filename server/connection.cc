@@ -502,7 +502,8 @@ void PlainServer::Work() {
         --pollers_;
         return;
       }
-      auto it = n == 1 ? connections_.find(ev.data.u64) : connections_.end();
+      const uint64_t id = ev.data.u64;  // A copy: epoll_event is packed, its field misaligned.
+      auto it = n == 1 ? connections_.find(id) : connections_.end();
       // Gone (closed as idle just before), or a stale event: nothing to do.
       if (it != connections_.end() && it->second->parked) {
         c = it->second.get();
