@@ -28,6 +28,8 @@ constexpr size_t kWriteBufferBytes = 64 << 10;
 constexpr size_t kGatheredPieceBytes = 2 << 10;
 // How often idle connections are checked against the keep-alive timeout.
 constexpr milliseconds kReapEvery{100};
+// How long every listener may be on a request before a spare thread starts listening.
+constexpr milliseconds kSpareAfter{2};
 // The slowest a request body may arrive, on average (Apache's mod_reqtimeout uses 500 too).
 constexpr uint64_t kMinBodyBytesPerSecond = 500;
 // How long a refused body is read and dropped before the connection is closed.
@@ -443,7 +445,7 @@ PlainServer::PlainServer(milliseconds header_timeout, size_t threads)
     : header_timeout_(header_timeout),
       threads_(std::max<size_t>(threads, 1)),
       max_pollers_(
-          std::min(threads_, std::max<size_t>(8, 4 * std::thread::hardware_concurrency()))) {
+          std::min(threads_, std::max<size_t>(4, 2 * std::thread::hardware_concurrency()))) {
   new_task_queue = [this] { return new Queue(*this); };
 }
 
@@ -524,9 +526,8 @@ void PlainServer::Work() {
       if (it != connections_.end() && it->second->parked) {
         c = it->second.get();
         c->parked = false;
-        // The last listener takes a request that may block (an upload, a compile, a read
-        // through to an origin): a spare listens meanwhile.
-        if (--pollers_ == 0) spare_cv_.notify_one();
+        // The last listener: if it stays on this request, Reap wakes a spare.
+        if (--pollers_ == 0) all_busy_since_ = Clock::now();
       }
       lock.unlock();
     }
@@ -590,18 +591,26 @@ bool PlainServer::ServeOne(Connection& c, bool last) {
 
 void PlainServer::Reap() {
   std::unique_lock<std::mutex> lock(mu_);
+  auto next_reap = Clock::now();
   while (true) {
     const bool stop = stopping_;
     const auto now = Clock::now();
-    for (auto it = connections_.begin(); it != connections_.end();) {
-      auto next = std::next(it);
-      if (it->second->parked && (stop || now >= it->second->idle_until)) {
-        CloseLocked(*it->second);
+    // Every listener has been on a request for a whole round: they may be blocked (an upload,
+    // a compile, a read through to an origin), so a spare listens meanwhile. Requests that
+    // end within a round (hits) never wake one.
+    if (pollers_ == 0 && now - all_busy_since_ >= kSpareAfter) spare_cv_.notify_one();
+    if (stop || now >= next_reap) {
+      for (auto it = connections_.begin(); it != connections_.end();) {
+        auto next = std::next(it);
+        if (it->second->parked && (stop || now >= it->second->idle_until)) {
+          CloseLocked(*it->second);
+        }
+        it = next;
       }
-      it = next;
+      next_reap = now + kReapEvery;
     }
     if (stop) return;
-    reap_cv_.wait_for(lock, kReapEvery);
+    reap_cv_.wait_for(lock, kSpareAfter);
   }
 }
 

@@ -11,16 +11,17 @@
 //
 // Connections and threads: a connection holds a thread only while a request on it is being
 // read and answered. Between requests it is parked in one epoll set, and a few threads of the
-// pool (four per core, at least 8) listen on it, each taking one ready connection at a time
+// pool (two per core, at least 4) listen on it, each taking one ready connection at a time
 // (EPOLLONESHOT); the others are spares. Idle keep-alive connections cost no thread, and under
 // many busy connections a few threads run requests back to back, finding the next ready
 // connection without sleeping, instead of a thread per connection sleeping and waking for each
-// of its requests (measured at 64 busy connections on 2 cores: 1.1 context switches a request
-// with a thread per connection, 1.8 with all 64 threads listening, 0.6 with 8). When the last
-// listener takes a request (which may block: an upload, a compile, a read through to an
-// origin), a spare starts listening, so a request waits only when every thread of the pool is
-// busy. A connection idle past the keep-alive timeout, or idle when the server stops, is
-// closed at once.
+// of its requests. When every listener has been on a request for 2 ms (it may be blocked: an
+// upload, a compile, a read through to an origin), a spare starts listening, so a request
+// waits only when every thread of the pool is busy; hits end sooner and never wake one (a
+// spare woken each time the listeners were all busy cost a context switch per request at 8
+// connections). Measured at 64 busy connections on 2 cores: 1.1 context switches a request
+// with a thread per connection, 0.1 with 4 listeners. A connection idle past the keep-alive
+// timeout, or idle when the server stops, is closed at once.
 // The TLS server keeps the library's own streams and its thread per connection.
 //
 // Thread safety: a request is served by one thread from start to end; the thread-local state
@@ -109,6 +110,7 @@ class PlainServer final : public WideBacklog<httplib::Server> {
   std::condition_variable reap_cv_;
   std::condition_variable spare_cv_;  // Spares wait here for pollers_ < max_pollers_.
   size_t pollers_ = 0;
+  std::chrono::steady_clock::time_point all_busy_since_;  // When pollers_ last fell to 0.
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> connections_;
   uint64_t next_id_ = 1;  // Epoll events name connections by id: a stale event finds none.
   std::vector<std::thread> workers_;

@@ -791,6 +791,34 @@ TEST_F(ServerTest, IdleKeepAliveConnectionsHoldNoThread) {
   EXPECT_EQ(server->Stop(), 0) << server->output();
 }
 
+TEST_F(ServerTest, RequestsThatBlockLeaveTheRestOfThePoolListening) {
+  // Forty connections that send half a request line and then wait: each holds a thread,
+  // blocked on its headers for up to --io-timeout, more than the few threads that listen for
+  // ready connections. Spares must take over listening, so another client is answered while
+  // all forty are still waiting, not once the first of them is cut off.
+  auto server = Start({"--io-timeout", "20", "--threads", "64"});
+  std::vector<int> slow;
+  for (int i = 0; i < 40; ++i) {
+    const int fd = ConnectLoopback(server->port());
+    ASSERT_GE(fd, 0);
+    slow.push_back(fd);
+    ASSERT_EQ(::send(fd, "GET /v1/sta", 11, MSG_NOSIGNAL), 11);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto health = server->Client()->Get("/healthz");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  for (size_t i = 0; i < slow.size(); ++i) {
+    char byte;
+    errno = 0;
+    const ssize_t n = ::recv(slow[i], &byte, 1, MSG_DONTWAIT);
+    EXPECT_TRUE(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        << "slow connection " << i << " was answered or closed before the other client was";
+  }
+  for (int fd : slow) ::close(fd);
+  EXPECT_EQ(server->Stop(), 0) << server->output();
+}
+
 // A real full disk: the store on a small tmpfs. A put that does not fit is 507; what was
 // stored stays readable.
 // Sends `prefix` at once, then `request` one byte every `gap`; how many bytes of `request` went
