@@ -37,7 +37,7 @@ struct ServerOptions {
   size_t compile_queue = 64;
   std::chrono::seconds compile_timeout{600};
   uint64_t max_body = uint64_t{4} << 30;  // Largest upload or HLO text accepted (413 beyond).
-  size_t threads = 64;                    // Connections handled at once.
+  size_t threads = 64;                    // Requests served at once (idle connections need none).
   std::chrono::seconds io_timeout{10};    // Longest wait for a client to send or receive.
   std::chrono::seconds keep_alive_timeout{5};
   // Also decode the header of every upload and check its payload kind against its target.
