@@ -44,8 +44,8 @@ build: deps
 	cmake --build $(BUILD)
 
 # One test more than there are cores: many tests spend their time waiting (a Ceph cluster
-# starting, a client trickling its headers, a worker timing out), and a third test keeps both
-# cores busy meanwhile. Measured on 2 cores: the plain suite in 303 s at -j3 against 512 s at -j2,
+# starting, a client trickling its headers, a worker timing out), and one more test keeps every
+# core busy meanwhile. Measured on 2 cores: the plain suite in 303 s at -j3 against 512 s at -j2,
 # the cores idle 1% of the run.
 CTEST_JOBS ?= $(shell echo $$(( $$(nproc) + 1 )))
 

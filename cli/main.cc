@@ -216,7 +216,10 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   serve->add_option("--max-body", serve_settings.max_body,
                     "largest upload or HLO text accepted (default 4G)");
-  serve->add_option("--threads", so.threads, "requests served at once (idle keep-alive connections hold none)")->capture_default_str();
+  serve
+      ->add_option("--threads", so.threads,
+                   "requests served at once (idle keep-alive connections hold none)")
+      ->capture_default_str();
   serve
       ->add_option("--io-timeout", io_timeout_seconds,
                    "seconds a client may stall while sending or receiving")
