@@ -446,14 +446,20 @@ PlainServer::PlainServer(milliseconds header_timeout, size_t threads)
       threads_(std::max<size_t>(threads, 1)),
       max_pollers_(
           std::min(threads_, std::max<size_t>(4, 2 * std::thread::hardware_concurrency()))) {
+  epoll_ = ::epoll_create1(EPOLL_CLOEXEC);
   new_task_queue = [this] { return new Queue(*this); };
 }
 
-PlainServer::~PlainServer() { StopThreads(); }
+PlainServer::~PlainServer() {
+  StopThreads();
+  if (epoll_ >= 0) ::close(epoll_);
+}
 
 void PlainServer::StartThreads() {
-  stopping_ = false;
-  epoll_ = ::epoll_create1(EPOLL_CLOEXEC);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = false;
+  }
   for (size_t i = 0; i < threads_; ++i) workers_.emplace_back([this] { Work(); });
   reaper_ = std::thread([this] { Reap(); });
 }
@@ -461,7 +467,7 @@ void PlainServer::StartThreads() {
 void PlainServer::StopThreads() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (epoll_ < 0) return;
+    if (!reaper_.joinable()) return;  // Not started, or already stopped.
     stopping_ = true;
   }
   reap_cv_.notify_all();
@@ -474,8 +480,6 @@ void PlainServer::StopThreads() {
     auto it = connections_.begin();
     CloseLocked(*it->second);
   }
-  ::close(epoll_);
-  epoll_ = -1;
 }
 
 bool PlainServer::process_and_close_socket(socket_t sock) {
@@ -483,7 +487,7 @@ bool PlainServer::process_and_close_socket(socket_t sock) {
                                         ToMillis(write_timeout_sec_, write_timeout_usec_),
                                         header_timeout_, keep_alive_max_count_);
   std::lock_guard<std::mutex> lock(mu_);
-  if (stopping_ || epoll_ < 0) {
+  if (stopping_) {
     c.reset();
     ::close(sock);
     return false;

@@ -71,6 +71,9 @@ class PlainServer final : public WideBacklog<httplib::Server> {
   PlainServer(std::chrono::milliseconds header_timeout, size_t threads);
   ~PlainServer() override;
 
+  // False when the kernel refused the epoll set (out of file descriptors or memory).
+  bool is_valid() const override { return epoll_ >= 0; }
+
   // Called, on the connection's thread, for each request the connection failed during: a
   // deadline passed, the client went away mid-request, or a send failed. `remote` is
   // "ip:port"; `why` a phrase such as "its body arrived slower than 500 bytes/s (1200 bytes
@@ -105,7 +108,7 @@ class PlainServer final : public WideBacklog<httplib::Server> {
   const size_t max_pollers_;  // Threads listening for ready connections at most.
   CutShortHandler cut_short_;
 
-  int epoll_ = -1;
+  int epoll_ = -1;  // Lives as long as the server.
   std::atomic<bool> stopping_{false};
   // Guards connections_, next_id_, each connection's parked state, and pollers_.
   std::mutex mu_;

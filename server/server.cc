@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <thread>
 
@@ -261,6 +262,10 @@ Status ServerImpl::Init(ServerOptions options) {
     }
   } else {
     auto plain = std::make_unique<PlainServer>(o.io_timeout, std::max<size_t>(o.threads, 2));
+    if (!plain->is_valid()) {
+      return Unavailable(std::string("cannot create the connections' epoll set: ") +
+                         std::strerror(errno));
+    }
     // Such a request may never reach the access log: say what happened to it.
     plain->set_cut_short_handler([this](const std::string& remote, const std::string& why) {
       ctx_.metrics.cut_short.fetch_add(1, std::memory_order_relaxed);
