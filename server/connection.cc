@@ -83,6 +83,7 @@ class ConnectionStream final : public httplib::Stream {
 
   // Bytes of a next request already read (pipelined).
   bool HasBuffered() const { return in_pos_ < in_len_; }
+  void TraceClose(const char* why) const { TraceIo("%s", why); }
 
   // A request begins: its line and headers must all arrive within the header timeout.
   // It has no body until its headers announce one.
@@ -472,13 +473,13 @@ void PlainServer::StopThreads() {
   }
   reap_cv_.notify_all();
   spare_cv_.notify_all();
-  if (reaper_.joinable()) reaper_.join();    // Its last round closes every parked connection.
+  reaper_.join();                            // Its last round closes every parked connection.
   for (std::thread& t : workers_) t.join();  // Each finishes its request, then closes it.
   workers_.clear();
   std::lock_guard<std::mutex> lock(mu_);
   while (!connections_.empty()) {
     auto it = connections_.begin();
-    CloseLocked(*it->second);
+    CloseLocked(*it->second, "the server stopped");
   }
 }
 
@@ -492,17 +493,23 @@ bool PlainServer::process_and_close_socket(socket_t sock) {
     ::close(sock);
     return false;
   }
-  const uint64_t id = next_id_++;
-  c->id = id;
-  c->idle_until = Clock::now() + milliseconds(keep_alive_timeout_sec_ * 1000);
-  epoll_event ev{};
-  ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
-  ev.data.u64 = id;
-  if (::epoll_ctl(epoll_, EPOLL_CTL_ADD, sock, &ev) != 0) {
+  c->id = next_id_++;
+  if (!ParkLocked(*c, EPOLL_CTL_ADD)) {
     ::close(sock);
     return false;
   }
+  const uint64_t id = c->id;
   connections_.emplace(id, std::move(c));
+  return true;
+}
+
+bool PlainServer::ParkLocked(Connection& c, int op) {
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
+  ev.data.u64 = c.id;
+  if (::epoll_ctl(epoll_, op, c.sock, &ev) != 0) return false;
+  c.parked = true;
+  c.idle_until = Clock::now() + milliseconds(keep_alive_timeout_sec_ * 1000);
   return true;
 }
 
@@ -550,19 +557,10 @@ void PlainServer::Serve(Connection& c) {
     --c.requests_left;
     keep = ServeOne(c, c.requests_left == 0);
   } while (keep && c.stream.HasBuffered() && !stopping_.load(std::memory_order_relaxed));
+  // Re-armed with mu_ held: a thread the event wakes waits here until it is parked.
   std::lock_guard<std::mutex> lock(mu_);
-  if (keep && !stopping_) {
-    epoll_event ev{};
-    ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
-    ev.data.u64 = c.id;
-    // Re-armed with mu_ held: a thread the event wakes waits here until it is parked.
-    if (::epoll_ctl(epoll_, EPOLL_CTL_MOD, c.sock, &ev) == 0) {
-      c.parked = true;
-      c.idle_until = Clock::now() + milliseconds(keep_alive_timeout_sec_ * 1000);
-      return;
-    }
-  }
-  CloseLocked(c);
+  if (keep && !stopping_ && ParkLocked(c, EPOLL_CTL_MOD)) return;
+  CloseLocked(c, "closing after the request");
 }
 
 bool PlainServer::ServeOne(Connection& c, bool last) {
@@ -607,7 +605,8 @@ void PlainServer::Reap() {
       for (auto it = connections_.begin(); it != connections_.end();) {
         auto next = std::next(it);
         if (it->second->parked && (stop || now >= it->second->idle_until)) {
-          CloseLocked(*it->second);
+          CloseLocked(*it->second, stop ? "the server is stopping: closing an idle connection"
+                                        : "idle past the keep-alive timeout: closing");
         }
         it = next;
       }
@@ -620,7 +619,8 @@ void PlainServer::Reap() {
   }
 }
 
-void PlainServer::CloseLocked(Connection& c) {
+void PlainServer::CloseLocked(Connection& c, const char* why) {
+  c.stream.TraceClose(why);
   ::epoll_ctl(epoll_, EPOLL_CTL_DEL, c.sock, nullptr);
   ::shutdown(c.sock, SHUT_RDWR);
   ::close(c.sock);

@@ -100,8 +100,11 @@ class PlainServer final : public WideBacklog<httplib::Server> {
   void Serve(Connection& c);
   // Serves one request; false when the connection must close after it.
   bool ServeOne(Connection& c, bool last);
-  // Closes a connection this thread holds (claimed, or parked with mu_ held).
-  void CloseLocked(Connection& c);
+  // Puts `c` (new: EPOLL_CTL_ADD; served: EPOLL_CTL_MOD) in the epoll set until its next
+  // request or its keep-alive timeout, mu_ held; false when the kernel refused.
+  bool ParkLocked(Connection& c, int op);
+  // Closes a connection this thread holds (claimed, or parked with mu_ held); `why` is traced.
+  void CloseLocked(Connection& c, const char* why);
 
   const std::chrono::milliseconds header_timeout_;
   const size_t threads_;
