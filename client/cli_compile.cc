@@ -19,6 +19,7 @@
 #include "compiler/hlo/parser.h"
 #include "compiler/interp/interpreter.h"
 #include "compiler/semantics/arguments.h"
+#include "compiler/semantics/numerics.h"
 #include "compiler/target.h"
 #include "compiler/toolchain.h"
 #include "compiler/worker_pool.h"
@@ -267,18 +268,21 @@ int RunRun(const std::string& file, const CompileSettings& compile, const RunSet
           .count();
   std::vector<const Literal*> want;
   interp::FlattenLeaves(*expected, want);
-  auto compared = interp::CompareWithInterpreter(want, out_bytes);
+  auto compared = interp::CompareWithInterpreter(want, out_bytes, *module);
   if (!compared) return fail("hlocache run --check: " + compared.error().message());
   if (compared->mismatched != 0) err << compared->first_mismatch << "\n";
+  const interp::ModuleTolerance tolerance = interp::StatedModuleTolerance();
   if (const std::string differs = interp::CompareSent(interp_host, host); !differs.empty()) {
     err << "sent to the host: " << differs << "\n";
     ++compared->mismatched;
   }
   out << "check: " << (compared->mismatched == 0 ? "match" : "MISMATCH") << ", "
-      << compared->identical << " of " << compared->elements << " elements identical, "
-      << compared->mismatched
-      << " outside tolerance (integers exact; floats 1e-5 relative); interpreter " << std::fixed
-      << std::setprecision(3) << interp_ms << " ms\n";
+      << compared->identical << " of " << compared->elements << " elements identical, largest "
+      << "float error " << std::defaultfloat << std::setprecision(3) << compared->max_ulps
+      << " ulp, "
+      << compared->mismatched << " outside tolerance (schema/numerics.tsv: integers exact; floats "
+      << tolerance.relative << " relative, " << tolerance.absolute << " absolute); interpreter "
+      << std::fixed << std::setprecision(3) << interp_ms << " ms\n";
   return compared->mismatched == 0 ? 0 : 1;
 }
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cctype>
 #include <cerrno>
@@ -143,6 +144,10 @@ Result<std::string> Toolchain::CompileSharedObject(std::span<const std::string> 
                                           // Each HLO op rounds its result: no fused multiply-add
                                           // may skip a rounding (GCC contracts by default in C++).
                                           "-ffp-contract=off",
+                                          // The prelude's f32 math is declared `omp simd`
+                                          // (glibc's vector math library); errno, which no
+                                          // generated code reads, would keep it scalar.
+                                          "-fopenmp-simd", "-fno-math-errno",
                                           // A hot inner loop of a few instructions that
                                           // straddles a 32-byte fetch window ran 25% slower
                                           // (a split row reduction, measured here): loop heads
@@ -212,6 +217,16 @@ Status Toolchain::RunCompiler(const std::vector<std::string>& args, const fs::pa
   return Status::Ok();
 }
 
+namespace {
+
+// glibc's vector math library, for the prelude's f32 functions: a shared object depends on it
+// only when its code calls it (--as-needed). It ships with glibc (libc6), on every host that
+// runs these artifacts; one older than 2.35 lacks some of its functions and refuses to load
+// the artifact, naming the missing symbol version.
+constexpr std::array<const char*, 2> kLinkLibraries = {"-Wl,--as-needed", "-lmvec"};
+
+}  // namespace
+
 Result<std::string> Toolchain::CompileUnits(std::span<const std::string> units,
                                             const std::vector<std::string>& flags,
                                             std::chrono::steady_clock::time_point deadline) const {
@@ -221,6 +236,7 @@ Result<std::string> Toolchain::CompileUnits(std::span<const std::string> units,
   auto key_of = [&](std::string_view output, const std::string& unit) {
     std::string key = "hlocache-object-1\n" + identity_ + "\n" + std::string(output);
     for (const std::string& f : flags) key += "\n" + f;
+    for (const char* library : kLinkLibraries) key += std::string("\n") + library;
     return key + "\n\n" + unit;
   };
   if (units.size() == 1 && cache.enabled()) {
@@ -252,6 +268,7 @@ Result<std::string> Toolchain::CompileUnits(std::span<const std::string> units,
   if (units.size() == 1) {
     std::vector<std::string> args = flags;
     args.insert(args.end(), {"-shared", "-o", "module.so", "module.cc"});
+    args.insert(args.end(), kLinkLibraries.begin(), kLinkLibraries.end());
     HLOCACHE_RETURN_IF_ERROR(RunCompiler(args, dir.path(), "output.txt", deadline));
   } else {
     std::vector<size_t> to_compile;
@@ -285,6 +302,7 @@ Result<std::string> Toolchain::CompileUnits(std::span<const std::string> units,
     for (const Status& s : results) HLOCACHE_RETURN_IF_ERROR(s);
     std::vector<std::string> args = {"-shared", "-fPIC", "-o", "module.so"};
     for (size_t u = 0; u < units.size(); ++u) args.push_back(name(u, ".o"));
+    args.insert(args.end(), kLinkLibraries.begin(), kLinkLibraries.end());
     HLOCACHE_RETURN_IF_ERROR(RunCompiler(args, dir.path(), "link.txt", deadline));
   }
   std::string so = ReadWholeFile(dir.path() / "module.so").value_or("");

@@ -16,6 +16,39 @@ Status Lowering::Compare(int32_t index, const Instruction& inst) {
   return Status::Ok();
 }
 
+namespace {
+
+// The prelude's f32 function for a unary op, computed in float and vectorized
+// (compiler/codegen/prelude/hc_cpu.h); nullptr for the ops computed in double.
+const char* VectorMathFunction(Opcode op) {
+  switch (op) {
+    case Opcode::kExp:
+      return "hc_vm_exp";
+    case Opcode::kExpm1:
+      return "hc_vm_expm1";
+    case Opcode::kLog:
+      return "hc_vm_log";
+    case Opcode::kLog1p:
+      return "hc_vm_log1p";
+    case Opcode::kTanh:
+      return "hc_vm_tanh";
+    case Opcode::kSin:
+      return "hc_vm_sin";
+    case Opcode::kCos:
+      return "hc_vm_cos";
+    case Opcode::kSqrt:
+      return "hc_vm_sqrt";
+    case Opcode::kRsqrt:
+      return "hc_vm_rsqrt";
+    case Opcode::kLogistic:
+      return "hc_vm_logistic";
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace
+
 Status Lowering::ElementwiseMath(int32_t index, const Instruction& inst) {
   const Opcode op = inst.opcode.opcode;
   const std::string t = CType(inst.shape.type);
@@ -39,6 +72,12 @@ Status Lowering::ElementwiseMath(int32_t index, const Instruction& inst) {
     return Status::Ok();
   };
   if (const char* helper = ElementwiseHelper(op, inst.operands.size())) return call(helper);
+  if (inst.shape.type == PrimitiveType::kF32) {
+    if (const char* f = VectorMathFunction(op)) {
+      Elementwise(index, inst, std::string(f) + "(" + Read(inst, 0) + ")");
+      return Status::Ok();
+    }
+  }
   if (const char* f = inst.operands.size() == 1 ? ElementwiseMathFunction(op) : nullptr) {
     return math(std::string("std::") + f);
   }

@@ -402,13 +402,19 @@ void Lowering::Elementwise(int32_t index, const Instruction& inst, const std::st
   Declare(Var(index), inst.shape);
   values_[slot] = {{Var(index), &inst.shape}};
   const int64_t count = Count(inst.shape);
+  // A loop that calls the prelude's vector math is vectorized whatever the cost model at -O2
+  // says (it keeps loops of an unknown trip count scalar): the elements are independent, and
+  // the loop writes a buffer of its own, which none of its operands overlaps.
+  const std::string simd =
+      expr.find("hc_vm_") != std::string::npos ? "  #pragma omp simd\n" : std::string();
   if (count >= kParallelElements) {
     // Split across threads: each element is computed as on one.
     SplitLoop(count, kParallelGrain,
-              "  for (int64_t i = lo; i < hi; ++i) " + Var(index) + "[i] = " + expr + ";\n");
+              simd + "  for (int64_t i = lo; i < hi; ++i) " + Var(index) + "[i] = " + expr +
+                  ";\n");
   } else {
-    Body() += "  for (int64_t i = 0; i < " + Int(count) + "; ++i) " + Var(index) + "[i] = " + expr +
-              ";\n";
+    Body() += simd + "  for (int64_t i = 0; i < " + Int(count) + "; ++i) " + Var(index) +
+              "[i] = " + expr + ";\n";
   }
   if (inst.shape.IsDynamic()) {
     ResultSizes(inst, interp::ElementwiseSizeSources(inst, OperandShapes(inst)), Var(index));

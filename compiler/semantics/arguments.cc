@@ -1,10 +1,11 @@
 #include "compiler/semantics/arguments.h"
 
-#include "compiler/semantics/dynamic_shapes.h"
-
 #include <algorithm>
 #include <cmath>
 #include <random>
+
+#include "compiler/semantics/dynamic_shapes.h"
+#include "compiler/semantics/numerics.h"
 
 namespace hlocache::interp {
 
@@ -62,12 +63,6 @@ void FlattenLeaves(const Literal& literal, std::vector<const Literal*>& out) {
 
 namespace {
 
-bool Close(double a, double b) {
-  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
-  if (std::isinf(a) || std::isinf(b)) return a == b;
-  return std::fabs(a - b) <= std::max(1e-6, 1e-5 * std::fabs(b));
-}
-
 std::string Value(const Literal& l, size_t e) {
   return l.is_float() ? std::to_string(l.GetFloat(e)) : std::to_string(l.GetInt(e));
 }
@@ -75,21 +70,30 @@ std::string Value(const Literal& l, size_t e) {
 }  // namespace
 
 Result<Comparison> CompareWithInterpreter(std::span<const Literal* const> expected,
-                                          std::span<const std::string> buffers) {
+                                          std::span<const std::string> buffers,
+                                          const hlo::Module& module) {
   if (expected.size() != buffers.size()) {
     return Error(InvalidArgument(std::to_string(buffers.size()) + " result buffers for " +
                                  std::to_string(expected.size()) + " results"));
   }
+  const bool inexact = HasInexactOps(module);
   Comparison c;
   for (size_t k = 0; k < expected.size(); ++k) {
     const Literal& want = *expected[k];
     HLOCACHE_ASSIGN_OR_RETURN(Literal got, FromBytes(want.shape(), buffers[k]));
+    double scale = 0;
+    if (inexact && want.is_float()) {
+      for (size_t e = 0; e < want.size(); ++e) {
+        if (const double v = std::fabs(want.GetFloat(e)); std::isfinite(v)) scale = std::max(scale, v);
+      }
+    }
     for (size_t e = 0; e < got.size(); ++e, ++c.elements) {
       bool same = false, identical = false;
       if (got.is_float()) {
         const double a = got.GetFloat(e), b = want.GetFloat(e);
-        identical = a == b || (std::isnan(a) && std::isnan(b));
-        same = identical || Close(a, b);
+        identical = (a == b && std::signbit(a) == std::signbit(b)) || (std::isnan(a) && std::isnan(b));
+        same = identical || WithinModuleTolerance(a, b, scale);
+        c.max_ulps = std::max(c.max_ulps, UlpDistance(a, b, want.shape().type));
       } else {
         identical = same = got.GetInt(e) == want.GetInt(e);
       }

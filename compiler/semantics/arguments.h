@@ -33,15 +33,21 @@ void FlattenLeaves(const Literal& literal, std::vector<const Literal*>& out);
 
 struct Comparison {
   uint64_t elements = 0;
-  uint64_t identical = 0;      // Bit-equal values (NaN equal to NaN).
-  uint64_t mismatched = 0;     // Outside tolerance.
+  uint64_t identical = 0;      // Bit-equal values (NaN equal to NaN; -0 and 0 differ).
+  uint64_t mismatched = 0;     // Outside the module tolerance.
+  double max_ulps = 0;         // The largest UlpDistance of a float element from the interpreter's.
   std::string first_mismatch;  // "result 1 element 7: executable 0.5, interpreter 0.25".
 };
 
-// Compares result buffers (dense row-major bytes per leaf) with the interpreter's leaves.
-// Integers and pred must be equal; floats within 1e-5 relative (1e-6 absolute near zero), with
-// NaN only where NaN is expected. kInvalidArgument when the buffers do not fit the leaves.
+// Compares result buffers (dense row-major bytes per leaf) with the interpreter's leaves, for
+// an executable of `module`, under the module tolerance of schema/numerics.tsv
+// (compiler/semantics/numerics.h): integers and pred equal; each float element within the
+// stated relative error of the interpreter's, or the stated absolute error; where `module` has
+// inexact ops (HasInexactOps), also within the relative error of its leaf's largest magnitude
+// (an error an op makes in a term of a sum is the sum's terms' scale, not the sum's); NaN only
+// where NaN is expected. kInvalidArgument when the buffers do not fit the leaves.
 Result<Comparison> CompareWithInterpreter(std::span<const Literal* const> expected,
-                                          std::span<const std::string> buffers);
+                                          std::span<const std::string> buffers,
+                                          const hlo::Module& module);
 
 }  // namespace hlocache::interp

@@ -4,7 +4,12 @@
 // readable place.
 //
 // Floating-point math loads every element as a double, computes in double and rounds once to
-// the element type (hc_store), as the interpreter does. f16 and bf16 are stored as their bits
+// the element type (hc_store), as the interpreter does; f32 is the exception where that buys
+// nothing or costs the most. Its add, subtract, multiply, divide and square root are computed in
+// float: the same bits as in double rounded once (double's 53 bits are more than twice float's
+// 24 plus two, so the second rounding never changes the first's result), at twice the lanes.
+// Its transcendental functions are computed in float by glibc's vector math library (see
+// hc_vm_exp below), within the bounds schema/numerics.tsv states. f16 and bf16 are stored as their bits
 // and rounded to nearest-even straight from double, by the code the interpreter compiles
 // (compiler/semantics/half.h).
 //
@@ -266,22 +271,66 @@ template <class T> T hc_store(double v) {
   else return static_cast<T>(v);
 }
 
+// f32 transcendental functions in float, from glibc. Declared `omp simd` (the generated code
+// is compiled with -fopenmp-simd), a loop of them that the lowering marks `#pragma omp simd` is
+// vectorized into calls of glibc's vector math library, libmvec (_ZGVdN8v_expf: eight lanes a
+// call, where double libm takes one element a call); a loop that is not stays scalar libm.
+// Neither is correctly rounded: schema/numerics.tsv states each one's bound in ulp, which the
+// checks against the interpreter (in double) use. The lowering calls these for f32 alone.
+extern "C" {
+#pragma omp declare simd notinbranch
+float expf(float);
+#pragma omp declare simd notinbranch
+float expm1f(float);
+#pragma omp declare simd notinbranch
+float logf(float);
+#pragma omp declare simd notinbranch
+float log1pf(float);
+#pragma omp declare simd notinbranch
+float tanhf(float);
+#pragma omp declare simd notinbranch
+float sinf(float);
+#pragma omp declare simd notinbranch
+float cosf(float);
+}
+inline float hc_vm_exp(float x) { return expf(x); }
+inline float hc_vm_expm1(float x) { return expm1f(x); }
+inline float hc_vm_log(float x) { return logf(x); }
+inline float hc_vm_log1p(float x) { return log1pf(x); }
+inline float hc_vm_tanh(float x) { return tanhf(x); }
+inline float hc_vm_sin(float x) { return sinf(x); }
+inline float hc_vm_cos(float x) { return cosf(x); }
+// Exact in float (see the top of this file); here so that its loops are vectorized too.
+inline float hc_vm_sqrt(float x) { return std::sqrt(x); }
+inline float hc_vm_rsqrt(float x) { return 1.0f / std::sqrt(x); }
+// 1 / (1 + e^-x) overflows e^-x below -88 and loses the result, which is then e^x; computed from
+// e^-|x| on both sides instead, its error is that of exp and one division.
+inline float hc_vm_logistic(float x) {
+  const float e = expf(-std::fabs(x));
+  return (x >= 0 ? 1.0f : e) / (1.0f + e);
+}
+
 template <class T> T hc_add(T a, T b) {
-  if constexpr (kFloat<T>) return hc_store<T>(hc_load(a) + hc_load(b));
+  if constexpr (std::is_same_v<T, float>) return a + b;
+  else if constexpr (kFloat<T>) return hc_store<T>(hc_load(a) + hc_load(b));
   else if constexpr (std::is_same_v<T, bool>) return a || b;
   else return static_cast<T>(static_cast<U<T>>(a) + static_cast<U<T>>(b));
 }
 template <class T> T hc_sub(T a, T b) {
-  if constexpr (kFloat<T>) return hc_store<T>(hc_load(a) - hc_load(b));
+  if constexpr (std::is_same_v<T, float>) return a - b;
+  else if constexpr (kFloat<T>) return hc_store<T>(hc_load(a) - hc_load(b));
   else return static_cast<T>(static_cast<U<T>>(a) - static_cast<U<T>>(b));
 }
 template <class T> T hc_mul(T a, T b) {
-  if constexpr (kFloat<T>) return hc_store<T>(hc_load(a) * hc_load(b));
+  if constexpr (std::is_same_v<T, float>) return a * b;
+  else if constexpr (kFloat<T>) return hc_store<T>(hc_load(a) * hc_load(b));
   else if constexpr (std::is_same_v<T, bool>) return a && b;
   else return static_cast<T>(static_cast<U<T>>(a) * static_cast<U<T>>(b));
 }
 template <class T> T hc_div(T a, T b) {
-  if constexpr (kFloat<T>) {
+  if constexpr (std::is_same_v<T, float>) {
+    return a / b;
+  } else if constexpr (kFloat<T>) {
     return hc_store<T>(hc_load(a) / hc_load(b));
   } else {
     if (b == 0) return static_cast<T>(-1);

@@ -399,7 +399,7 @@ TEST(CorpusCompileTest, EveryCoreOpModuleCompilesRunsAndMatchesTheInterpreter) {
         } else {
           std::vector<const interp::Literal*> leaves;
           interp::FlattenLeaves(*expected, leaves);
-          auto compared = interp::CompareWithInterpreter(leaves, *ran);
+          auto compared = interp::CompareWithInterpreter(leaves, *ran, *module);
           if (!compared) {
             failure = "compare: " + compared.error().message();
           } else if (compared->mismatched != 0) {
@@ -554,7 +554,7 @@ TEST(CorpusCompileTest, EveryCoreOpModuleBuildsCubinsForBothGpuTargets) {
       ASSERT_TRUE(got.has_value()) << name << ": " << got.error().message();
       std::vector<const interp::Literal*> want;
       interp::FlattenLeaves(*expected, want);
-      auto compared = interp::CompareWithInterpreter(want, *got);
+      auto compared = interp::CompareWithInterpreter(want, *got, *module);
       ASSERT_TRUE(compared.has_value()) << name;
       EXPECT_EQ(compared->mismatched, 0u) << name << ": " << compared->first_mismatch;
       ++emulated;

@@ -225,10 +225,12 @@ struct Run {
   std::vector<std::string> in;
   EntryLeaves leaves;
   interp::Literal expected;
+  const hlo::Module* module = nullptr;  // Outlives the run.
 };
 
 Result<Run> Prepare(const hlo::Module& module) {
   Run r;
+  r.module = &module;
   HLOCACHE_ASSIGN_OR_RETURN(r.args,
                             interp::MakeArguments(module, interp::ArgumentFill::kRandom, 7));
   HLOCACHE_ASSIGN_OR_RETURN(r.leaves, EntryLeavesOf(module));
@@ -240,7 +242,7 @@ Result<Run> Prepare(const hlo::Module& module) {
 void ExpectMatches(const Run& r, const std::vector<std::string>& got, const std::string& what) {
   std::vector<const interp::Literal*> want;
   interp::FlattenLeaves(r.expected, want);
-  auto compared = interp::CompareWithInterpreter(want, got);
+  auto compared = interp::CompareWithInterpreter(want, got, *r.module);
   ASSERT_THAT(compared, IsOk()) << what;
   EXPECT_EQ(compared->mismatched, 0u) << what << ": " << compared->first_mismatch;
   EXPECT_EQ(compared->identical, compared->elements) << what << ": not bit for bit";
