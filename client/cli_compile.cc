@@ -279,10 +279,10 @@ int RunRun(const std::string& file, const CompileSettings& compile, const RunSet
   out << "check: " << (compared->mismatched == 0 ? "match" : "MISMATCH") << ", "
       << compared->identical << " of " << compared->elements << " elements identical, largest "
       << "float error " << std::defaultfloat << std::setprecision(3) << compared->max_ulps
-      << " ulp, "
-      << compared->mismatched << " outside tolerance (schema/numerics.tsv: integers exact; floats "
-      << tolerance.relative << " relative, " << tolerance.absolute << " absolute); interpreter "
-      << std::fixed << std::setprecision(3) << interp_ms << " ms\n";
+      << " ulp, " << compared->mismatched
+      << " outside tolerance (schema/numerics.tsv: integers exact; floats " << tolerance.relative
+      << " relative, " << tolerance.absolute << " absolute); interpreter " << std::fixed
+      << std::setprecision(3) << interp_ms << " ms\n";
   return compared->mismatched == 0 ? 0 : 1;
 }
 

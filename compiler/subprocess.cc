@@ -62,7 +62,7 @@ Result<ProcessOutcome> RunProcess(const fs::path& program, const std::vector<std
                                   const fs::path& cwd, const ProcessLimits& limits,
                                   const std::string& output_name,
                                   const std::function<void(pid_t)>& on_started) {
-  // Everything the child needs is prepared before fork.
+  // Everything the child needs is prepared before the child starts.
   const std::string program_str = program.string();
   const std::string cwd_str = cwd.string();
   const std::string output_path = (cwd / output_name).string();
@@ -73,7 +73,12 @@ Result<ProcessOutcome> RunProcess(const fs::path& program, const std::vector<std
   for (std::string& a : argv_storage) argv.push_back(a.data());
   argv.push_back(nullptr);
 
-  const pid_t pid = ::fork();
+  // vfork, not fork: fork runs the handlers libraries register with pthread_atfork, and
+  // OpenBLAS's (loaded for executables' dots, compiler/artifact/blas_runtime.h) deadlocks when
+  // two threads fork at once (OpenBLAS issue 2270); vfork runs none, and copies no page tables.
+  // The child shares our memory until execv: it only makes system calls on what is prepared
+  // above, and never returns from this function.
+  const pid_t pid = ::vfork();
   if (pid < 0) {
     return Error(IoError("cannot start " + program_str + ": " + std::strerror(errno)));
   }

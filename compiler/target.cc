@@ -15,7 +15,7 @@ std::string DefaultCompilerId() {
   std::string toolchain = "gcc-" + std::to_string(__GNUC__) + "." + std::to_string(__GNUC_MINOR__) +
                           "." + std::to_string(__GNUC_PATCHLEVEL__);
 #endif
-  return toolchain + "/" + kCodegenVersion + "/" + kOptimization;
+  return toolchain + "/" + kCodegenVersion + "/" + kOptimization + "/" + kCpuHostNeeds;
 }
 
 std::string CudaCompilerId() {

@@ -36,5 +36,9 @@ inline constexpr const char* kCudaFlags = "fmad-off";
 inline constexpr const char* kCodegenVersion = "hlocache-codegen-17";
 // The optimization level every executable is compiled at, also part of the compiler id.
 inline constexpr const char* kOptimization = "O2";
+// What a CPU executable may need from the host that loads it, the compiler id's last part:
+// glibc's vector math library (libmvec, glibc 2.35 or later) and a CBLAS library
+// (compiler/artifact/blas_runtime.h). The loader refuses, with the reason, where one is missing.
+inline constexpr const char* kCpuHostNeeds = "libmvec+cblas";
 
 }  // namespace hlocache::compiler

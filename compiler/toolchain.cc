@@ -120,7 +120,7 @@ Result<Toolchain> Toolchain::Probe(ToolchainOptions options) {
 }
 
 std::string Toolchain::CompilerId() const {
-  return version_ + "/" + kCodegenVersion + "/" + kOptimization;
+  return version_ + "/" + kCodegenVersion + "/" + kOptimization + "/" + kCpuHostNeeds;
 }
 
 Result<std::string> Toolchain::CompileSharedObject(std::string_view source,
@@ -140,20 +140,18 @@ Result<std::string> Toolchain::CompileSharedObject(std::span<const std::string> 
   HLOCACHE_ASSIGN_OR_RETURN(std::string arch, TargetArchFlag(target));
   if (units.empty()) return Error(InvalidArgument("no translation units to compile"));
   const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
-  const std::vector<std::string> flags = {"-" + std::string(kOptimization), arch, "-std=c++17",
-                                          // Each HLO op rounds its result: no fused multiply-add
-                                          // may skip a rounding (GCC contracts by default in C++).
-                                          "-ffp-contract=off",
-                                          // The prelude's f32 math is declared `omp simd`
-                                          // (glibc's vector math library); errno, which no
-                                          // generated code reads, would keep it scalar.
-                                          "-fopenmp-simd", "-fno-math-errno",
-                                          // A hot inner loop of a few instructions that
-                                          // straddles a 32-byte fetch window ran 25% slower
-                                          // (a split row reduction, measured here): loop heads
-                                          // start a window.
-                                          "-falign-loops=32", "-fPIC", "-fvisibility=hidden",
-                                          "-pipe"};
+  const std::vector<std::string> flags = {
+      "-" + std::string(kOptimization), arch, "-std=c++17",
+      // Each HLO op rounds its result: no fused multiply-add may skip a rounding (GCC
+      // contracts by default in C++).
+      "-ffp-contract=off",
+      // The prelude's f32 math is declared `omp simd` (glibc's vector math library), and loops
+      // the lowering marks so are vectorized; errno, which no generated code reads, would keep
+      // the math scalar.
+      "-fopenmp-simd", "-fno-math-errno",
+      // A hot inner loop of a few instructions that straddles a 32-byte fetch window ran 25%
+      // slower (a split row reduction, measured here): loop heads start a window.
+      "-falign-loops=32", "-fPIC", "-fvisibility=hidden", "-pipe"};
   // Only GCC finds a precompiled header through -include by itself (Clang needs -include-pch).
   const bool precompile = !prelude.empty() && version_.starts_with("gcc-") &&
                           std::all_of(units.begin(), units.end(), [&](const std::string& u) {

@@ -59,8 +59,8 @@ class Toolchain {
   const std::filesystem::path& cxx_path() const { return cxx_path_; }
 
   // The compiler id: toolchain version, code generator version and optimization flags, e.g.
-  // "gcc-12.2.0/hlocache-codegen-16/O2". Keys of executables built by another toolchain or
-  // code generator never match.
+  // "gcc-12.2.0/hlocache-codegen-17/O2/libmvec+cblas". Keys of executables built by another
+  // toolchain or code generator never match.
   std::string CompilerId() const;
 
   // Compiles one C++ translation unit into a shared object for `target` (cpu-x86-64-vN) and

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "compiler/artifact/blas_runtime.h"
 #include "compiler/artifact/targets.h"
 
 namespace hlocache::compiler {
@@ -75,6 +76,16 @@ Result<std::unique_ptr<LoadedExecutable>> LoadedExecutable::Load(std::string_vie
     const std::string reason = DlError();
     return Error(InvalidArgument("artifact " + h.key + " has no entry symbol '" + h.entry_symbol +
                                  "': " + reason));
+  }
+  // An executable whose f32 dots may call BLAS gets this host's, or is refused here, at load,
+  // rather than failing its first run.
+  if (void* slot = ::dlsym(library.handle(), kBlasRuntimeSymbol); slot != nullptr) {
+    auto blas = BlasRuntime();
+    if (!blas) {
+      return Error(
+          FailedPrecondition("artifact " + h.key + " calls BLAS: " + blas.error().message()));
+    }
+    *static_cast<const hlocache_blas**>(slot) = *blas;
   }
   return std::unique_ptr<LoadedExecutable>(new LoadedExecutable(h, std::move(library), entry));
 }

@@ -1,6 +1,7 @@
 // The lowering driver: each computation in order, operand fusion, values materialized as
 // buffers, and the dispatch of each instruction to its op.
 #include "compiler/codegen/cpu_lowering.h"
+#include "compiler/semantics/numerics.h"
 
 namespace hlocache::compiler::lowering_internal {
 
@@ -85,7 +86,15 @@ std::string Lowering::EntryPoint() const {
         ";\n  const bool failed = hc_host_failed;\n  hc_current_host = outer_host;\n"
         "  hc_host_failed = outer_failed;\n  return failed ? 2 : status;\n";
   }
-  return "extern \"C\" __attribute__((visibility(\"default\"))) int hlocache_entry_host(\n"
+  // A module whose f32 dots may call BLAS asks the loader for it (prelude: hc_sgemm).
+  std::string blas;
+  if (CallsBlas()) {
+    blas =
+        "extern \"C\" __attribute__((visibility(\"default\"))) const hlocache_rt::hc_blas*\n"
+        "    hlocache_blas_runtime = nullptr;\n\n";
+  }
+  return blas +
+         "extern \"C\" __attribute__((visibility(\"default\"))) int hlocache_entry_host(\n"
          "    const void* const* params, void* const* results,\n"
          "    [[maybe_unused]] const hlocache_rt::hc_host* host) {\n" +
          body +
@@ -93,6 +102,28 @@ std::string Lowering::EntryPoint() const {
          "extern \"C\" __attribute__((visibility(\"default\"))) int hlocache_entry(\n"
          "    const void* const* params, void* const* results) {\n"
          "  return hlocache_entry_host(params, results, nullptr);\n}\n\n";
+}
+
+// Whether a dot or convolution of the module may call BLAS: one of f32 operands and result,
+// where schema/numerics.tsv lets its op reassociate in f32 (BLAS sums in float, in an order of
+// its own).
+bool Lowering::CallsBlas() const {
+  for (const Computation& c : m_.computations) {
+    for (const Instruction& inst : c.instructions) {
+      const Opcode op = inst.opcode.opcode;
+      if ((op != Opcode::kDot && op != Opcode::kConvolution) || inst.operands.size() != 2 ||
+          inst.shape.type != PrimitiveType::kF32 ||
+          !interp::Reassociates(op, PrimitiveType::kF32)) {
+        continue;
+      }
+      bool f32 = true;
+      for (int32_t o : inst.operands) {
+        f32 = f32 && c.instructions[static_cast<size_t>(o)].shape.type == PrimitiveType::kF32;
+      }
+      if (f32) return true;
+    }
+  }
+  return false;
 }
 
 // Whether an instruction of the module transfers with the host.
@@ -402,23 +433,81 @@ void Lowering::Elementwise(int32_t index, const Instruction& inst, const std::st
   Declare(Var(index), inst.shape);
   values_[slot] = {{Var(index), &inst.shape}};
   const int64_t count = Count(inst.shape);
-  // A loop that calls the prelude's vector math is vectorized whatever the cost model at -O2
-  // says (it keeps loops of an unknown trip count scalar): the elements are independent, and
-  // the loop writes a buffer of its own, which none of its operands overlaps.
-  const std::string simd =
-      expr.find("hc_vm_") != std::string::npos ? "  #pragma omp simd\n" : std::string();
-  if (count >= kParallelElements) {
-    // Split across threads: each element is computed as on one.
-    SplitLoop(count, kParallelGrain,
-              simd + "  for (int64_t i = lo; i < hi; ++i) " + Var(index) + "[i] = " + expr +
-                  ";\n");
+  const bool split = count >= kParallelElements;
+  std::string loop;
+  if (const auto by_rows = ByRows(inst, expr)) {
+    const int64_t width = inst.shape.dims.back();
+    loop = "  for (int64_t r = " + std::string(split ? "lo" : "0") + "; r < " +
+           (split ? "hi" : Int(count / width)) + "; ++r) {\n" + Simd(*by_rows) +
+           "    for (int64_t i = r * " + Int(width) + "; i < (r + 1) * " + Int(width) + "; ++i) " +
+           Var(index) + "[i] = " + *by_rows + ";\n  }\n";
+    if (split) SplitLoop(count / width, std::max<int64_t>(1, kParallelGrain / width), loop);
   } else {
-    Body() += simd + "  for (int64_t i = 0; i < " + Int(count) + "; ++i) " + Var(index) +
-              "[i] = " + expr + ";\n";
+    loop = Simd(expr) + "  for (int64_t i = " + (split ? "lo" : "0") + "; i < " +
+           (split ? "hi" : Int(count)) + "; ++i) " + Var(index) + "[i] = " + expr + ";\n";
+    // Split across threads: each element is computed as on one.
+    if (split) SplitLoop(count, kParallelGrain, loop);
   }
+  if (!split) Body() += loop;
   if (inst.shape.IsDynamic()) {
     ResultSizes(inst, interp::ElementwiseSizeSources(inst, OperandShapes(inst)), Var(index));
   }
+}
+
+// A loop is vectorized whatever the cost model at -O2 says (it keeps loops of an unknown trip
+// count scalar) when it calls the prelude's vector math, or when it reads every operand at i or
+// at an index fixed for the loop: the elements are independent, and the loop writes a buffer
+// of its own, which none of its operands overlaps. A loop that reads at a computed index
+// (a transposition, a broadcast) is left to the cost model: gathers may cost more than they save.
+std::string Lowering::Simd(const std::string& expr) {
+  const bool vector_math = expr.find("hc_vm_") != std::string::npos;
+  const bool contiguous =
+      expr.find("(i / ") == std::string::npos && expr.find("(i % ") == std::string::npos;
+  return vector_math || contiguous ? "  #pragma omp simd\n" : "";
+}
+
+// A loop whose elements read a broadcast along leading dimensions (a row's max or sum, in a
+// softmax or a layer norm) reads it at (i / S), S a multiple of the row's length W, and one
+// along the row (a layer norm's scale) at (i % W): one load a row, or a contiguous one, but a
+// gather of a computed index a lane to a vectorizer, which then leaves the loop scalar. Such a
+// loop runs row by row instead, r the row: i / S is r / (S / W) and i % W is i - r * W for every
+// i of row r. Returns the expression so rewritten; nullopt where no index of these forms is
+// found. The text replaced is the one BroadcastIndex writes; an index of another form stays as
+// it was, and is still correct, since i is still the element's index.
+std::optional<std::string> Lowering::ByRows(const Instruction& inst,
+                                            const std::string& expr) const {
+  const auto& dims = inst.shape.dims;
+  if (dims.size() < 2 || dims.back() < 16 || inst.shape.IsDynamic()) return std::nullopt;
+  const int64_t width = dims.back();
+  std::string out;
+  bool replaced = false;
+  for (size_t at = 0;;) {
+    const size_t div = expr.find("(i / ", at), mod = expr.find("(i % ", at);
+    const size_t found = std::min(div, mod);
+    out += expr.substr(at, found == std::string::npos ? std::string::npos : found - at);
+    if (found == std::string::npos) break;
+    const size_t end = expr.find(')', found);
+    const std::string text = expr.substr(found, end + 1 - found);
+    const std::string number = expr.substr(found + 5, end - found - 5);
+    int64_t n = 0;
+    if (number.size() > 2 && number.ends_with("LL") &&
+        std::all_of(number.begin(), number.end() - 2,
+                    [](char c) { return c >= '0' && c <= '9'; })) {
+      n = std::stoll(number);
+    }
+    if (found == div && n > 0 && n % width == 0) {
+      out += n == width ? "r" : "(r / " + Int(n / width) + ")";
+      replaced = true;
+    } else if (found == mod && n == width) {
+      out += "(i - r * " + Int(width) + ")";
+      replaced = true;
+    } else {
+      out += text;
+    }
+    at = end + 1;
+  }
+  if (!replaced) return std::nullopt;
+  return out;
 }
 
 // The entry's results are buffers its caller provides, overlapping nothing (cpu_codegen.h): the

@@ -78,6 +78,7 @@ class Lowering : public CpuEmitter {
 
   // Whether an instruction of the module transfers with the host.
   bool HasHostTransfers() const;
+  bool CallsBlas() const;
 
   static const Instruction& Inst(const Computation& c, int32_t i) {
     return c.instructions[static_cast<size_t>(i)];
@@ -174,6 +175,10 @@ class Lowering : public CpuEmitter {
   // Defines instruction `index` elementwise by `expr` (in terms of i): fused into its user, or
   // one loop writing its buffer.
   void Elementwise(int32_t index, const Instruction& inst, const std::string& unwrapped) override;
+  // Elementwise's loops: the `#pragma omp simd` line for a loop computing `expr` (or none),
+  // and `expr` rewritten for a loop over rows where it reads broadcasts (cpu_lowering.cc).
+  static std::string Simd(const std::string& expr);
+  std::optional<std::string> ByRows(const Instruction& inst, const std::string& expr) const;
 
   std::vector<const Shape*> OperandShapes(const Instruction& inst) const;
 
@@ -346,6 +351,12 @@ class Lowering : public CpuEmitter {
   // from the inits, as the interpreter does, with the reduction computation (parameters: the n
   // accumulators, then the n elements).
   Status Reduce(int32_t index, const Instruction& inst);
+  // An f32 sum, maximum or minimum of contiguous rows, folded in vectorized lanes
+  // (cpu_core_contractions.cc).
+  bool ReducesRowsInLanes(const Instruction& inst, const std::vector<int64_t>& dims,
+                          const char* helper, int64_t folded) const;
+  Status ReduceRowsInLanes(int32_t index, const Instruction& inst, const char* helper, int64_t kept,
+                           int64_t folded);
 
   const hlo::Module& m_;
   const Computation* comp_ = nullptr;

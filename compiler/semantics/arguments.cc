@@ -84,14 +84,16 @@ Result<Comparison> CompareWithInterpreter(std::span<const Literal* const> expect
     double scale = 0;
     if (inexact && want.is_float()) {
       for (size_t e = 0; e < want.size(); ++e) {
-        if (const double v = std::fabs(want.GetFloat(e)); std::isfinite(v)) scale = std::max(scale, v);
+        if (const double v = std::fabs(want.GetFloat(e)); std::isfinite(v))
+          scale = std::max(scale, v);
       }
     }
     for (size_t e = 0; e < got.size(); ++e, ++c.elements) {
       bool same = false, identical = false;
       if (got.is_float()) {
         const double a = got.GetFloat(e), b = want.GetFloat(e);
-        identical = (a == b && std::signbit(a) == std::signbit(b)) || (std::isnan(a) && std::isnan(b));
+        identical =
+            (a == b && std::signbit(a) == std::signbit(b)) || (std::isnan(a) && std::isnan(b));
         same = identical || WithinModuleTolerance(a, b, scale);
         c.max_ulps = std::max(c.max_ulps, UlpDistance(a, b, want.shape().type));
       } else {

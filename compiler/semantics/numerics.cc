@@ -61,10 +61,21 @@ double UlpBound(hlo::Opcode op, PrimitiveType type) {
   return 0;
 }
 
+bool Reassociates(hlo::Opcode op, PrimitiveType type) {
+  const std::string_view name = hlo::OpcodeName(op), type_name = hlo::PrimitiveTypeName(type);
+  for (const StatedReassociation& r : StatedReassociations()) {
+    if (name == r.op && type_name == r.type) return true;
+  }
+  return false;
+}
+
 bool HasInexactOps(const hlo::Module& module) {
   for (const hlo::Computation& c : module.computations) {
     for (const hlo::Instruction& inst : c.instructions) {
       if (UlpBound(inst.opcode.opcode, inst.shape.type) > 0) return true;
+      if (inst.operands.empty()) continue;
+      const hlo::Instruction& first = c.instructions[static_cast<size_t>(inst.operands[0])];
+      if (first.shape.IsArray() && Reassociates(inst.opcode.opcode, first.shape.type)) return true;
     }
   }
   return false;
@@ -72,7 +83,8 @@ bool HasInexactOps(const hlo::Module& module) {
 
 double UlpDistance(double got, double want, PrimitiveType type) {
   constexpr double kInfinity = std::numeric_limits<double>::infinity();
-  if (std::isnan(got) || std::isnan(want)) return std::isnan(got) && std::isnan(want) ? 0 : kInfinity;
+  if (std::isnan(got) || std::isnan(want))
+    return std::isnan(got) && std::isnan(want) ? 0 : kInfinity;
   if (got == want) return 0;
   if (std::isinf(got) || std::isinf(want)) return kInfinity;
   const auto precision = PrecisionOf(type);
@@ -87,7 +99,8 @@ bool WithinModuleTolerance(double got, double want, double scale) {
   if (std::isnan(got) || std::isnan(want)) return std::isnan(got) && std::isnan(want);
   if (std::isinf(got) || std::isinf(want)) return got == want;
   const ModuleTolerance t = StatedModuleTolerance();
-  return std::fabs(got - want) <= std::max(t.absolute, t.relative * std::max(std::fabs(want), scale));
+  return std::fabs(got - want) <=
+         std::max(t.absolute, t.relative * std::max(std::fabs(want), scale));
 }
 
 }  // namespace hlocache::interp

@@ -25,6 +25,14 @@ struct StatedBound {
 };
 const std::vector<StatedBound>& StatedBounds();
 
+// A `reassociates` line: `op`'s results of `type` may combine their elements in another order
+// than the interpreter's.
+struct StatedReassociation {
+  const char* op;    // The HLO opcode name.
+  const char* type;  // The element type's name (f32).
+};
+const std::vector<StatedReassociation>& StatedReassociations();
+
 // The `module` line: each float element of a whole module's results is within `relative` of
 // the interpreter's, or within `absolute` of it.
 struct ModuleTolerance {
@@ -37,8 +45,12 @@ ModuleTolerance StatedModuleTolerance();
 // does not list and for every type but f64, f32, f16 and bf16.
 double UlpBound(hlo::Opcode op, hlo::PrimitiveType type);
 
+// Whether `op`'s results of `type` may be combined in another order than the interpreter's.
+bool Reassociates(hlo::Opcode op, hlo::PrimitiveType type);
+
 // Whether any instruction of `module`, in any computation, has a bound above 0 for its own
-// result type: its results may then differ from the interpreter's bits.
+// result type, or reassociates in its first operand's type: its results may then differ from
+// the interpreter's bits.
 bool HasInexactOps(const hlo::Module& module);
 
 // |got - want| in ulp of float type `type` at `want` (the spacing of `type`'s values at

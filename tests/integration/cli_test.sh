@@ -135,6 +135,16 @@ expect_rc 1 "compile a parse error" -- "$BIN" compile "$WORK/bad.hlo"
 expect_grep "bad.hlo:3:[0-9]+: error: undefined operand" "$WORK/err" "parse error located"
 expect_rc 1 "run with bad inputs" -- "$BIN" run --inputs nope --artifact x "$CORE"
 expect_grep "must be random or zeros" "$WORK/err" "run explains --inputs"
+# An f32 dot calls the host's BLAS, which the loader provides: a host without one refuses the
+# artifact at load, with a line naming what is missing.
+printf 'ENTRY e {\n  a = f32[8,16] parameter(0)\n  b = f32[4,16] parameter(1)\n  ROOT d = f32[8,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={1}\n}\n' >"$WORK/dot.hlo"
+expect_rc 0 "compile an f32 dot" -- "$BIN" compile "$WORK/dot.hlo" -o "$WORK/dot.hloart"
+expect_rc 0 "run an f32 dot through BLAS" -- "$BIN" run --artifact "$WORK/dot.hloart" --check "$WORK/dot.hlo"
+expect_grep "^check: match" "$WORK/out" "the BLAS dot matches the interpreter"
+expect_rc 1 "run an f32 dot without BLAS" -- env HLOCACHE_BLAS_LIBRARY=/nonexistent/libblas.so.3 \
+  "$BIN" run --artifact "$WORK/dot.hloart" "$WORK/dot.hlo"
+expect_grep "calls BLAS: no BLAS library with cblas_sgemm on this host" "$WORK/err" "a host without BLAS is told so"
+rm -f "$WORK/dot.hloart"
 # GPU targets: built by NVRTC on this machine, which has no GPU; running says what is missing.
 expect_rc 1 "compile without NVRTC" -- env HLOCACHE_NVRTC_LIBRARY=/nonexistent/libnvrtc.so \
   "$BIN" compile --target cuda-sm_90 "$CORE" -o "$WORK/gpu.hloart"

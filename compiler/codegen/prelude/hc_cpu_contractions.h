@@ -81,6 +81,68 @@ template <class T, class X> constexpr bool kExactProducts =
 // of memory.
 // An element of a dot operand as the sum's type: a float as double (an integer or pred operand
 // of a float result converted to the result's type first, as XLA does), an integer modulo 2^64.
+// BLAS, from the loader (compiler/artifact/blas_runtime.h declares the same struct, field for
+// field): never linked into an executable.
+struct hc_blas {
+  int (*sgemm)(int threads, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+               const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc);
+};
+}  // namespace hlocache_rt
+// Defined in a module whose f32 dots may call BLAS (schema/numerics.tsv lets them sum in
+// another order), and pointed at this host's BLAS by the loader; elsewhere an undefined weak
+// reference, whose address is null.
+extern "C" __attribute__((weak, visibility("default"))) const hlocache_rt::hc_blas*
+    hlocache_blas_runtime;
+namespace hlocache_rt {
+// Whether offsets t[0..n) step by one stride, and that stride (0 for fewer than two).
+inline bool hc_affine(const int64_t* t, int64_t n, int64_t& stride) {
+  stride = n > 1 ? t[1] - t[0] : 0;
+  for (int64_t j = 2; j < n; ++j) {
+    if (t[j] - t[j - 1] != stride) return false;
+  }
+  return true;
+}
+// A rows x cols matrix whose element (r, c) is at r * rs + c * cs, as a row-major BLAS operand:
+// as it is (cs 1, leading dimension rs) or transposed (rs 1, leading dimension cs).
+inline bool hc_blas_operand(int64_t rows, int64_t cols, int64_t rs, int64_t cs, int& trans,
+                            int64_t& ld) {
+  if (cols == 1 || cs == 1) {
+    ld = rows == 1 ? cols : rs;
+    trans = 0;
+    if (ld >= cols) return true;
+  }
+  if (rows == 1 || rs == 1) {
+    ld = cols == 1 ? rows : cs;
+    trans = 1;
+    if (ld >= rows) return true;
+  }
+  return false;
+}
+// An f32 dot by the loader's BLAS (sgemm), one call a batch, when the module asked for it and
+// each operand is a strided matrix; false, with nothing written, where it is not (hc_dot then
+// computes it).
+inline bool hc_sgemm(const float* lhs, const float* rhs, float* out, int64_t B, int64_t M,
+                     int64_t N, int64_t K, const int64_t* lb, const int64_t* lf,
+                     const int64_t* lc, const int64_t* rb, const int64_t* rf, const int64_t* rc) {
+  if (&hlocache_blas_runtime == nullptr || hlocache_blas_runtime == nullptr) return false;
+  if (M == 0 || N == 0 || K == 0) return false;
+  int64_t sm = 0, sk = 0, sn = 0, rk = 0, lda = 0, ldb = 0;
+  int ta = 0, tb = 0;
+  if (!hc_affine(lf, M, sm) || !hc_affine(lc, K, sk) || !hc_affine(rf, N, sn) ||
+      !hc_affine(rc, K, rk) || !hc_blas_operand(M, K, sm, sk, ta, lda) ||
+      !hc_blas_operand(K, N, rk, sn, tb, ldb)) {
+    return false;
+  }
+  const int threads = hc_threads_wanted();
+  for (int64_t b = 0; b < B; ++b) {
+    if (hlocache_blas_runtime->sgemm(threads, ta, tb, M, N, K, lhs + lb[b] + lf[0] + lc[0], lda,
+                                     rhs + rb[b] + rf[0] + rc[0], ldb, out + b * M * N,
+                                     N) != 0) {
+      return false;  // Sizes beyond the library's: the first batch, before any is written.
+    }
+  }
+  return true;
+}
 template <class T, class X> auto hc_dot_operand(X x) {
   if constexpr (kFloat<T> && kFloat<X>) return hc_load(x);
   else if constexpr (kFloat<T>) return hc_load(hc_cvt<T, X>(x));
@@ -90,6 +152,9 @@ template <class T, class L, class R>
 bool hc_dot(const L* lhs, const R* rhs, T* out, int64_t B, int64_t M, int64_t N, int64_t K,
             const int64_t* lb, const int64_t* lf, const int64_t* lc, const int64_t* rb,
             const int64_t* rf, const int64_t* rc) {
+  if constexpr (std::is_same_v<T, float> && std::is_same_v<L, float> && std::is_same_v<R, float>) {
+    if (hc_sgemm(lhs, rhs, out, B, M, N, K, lb, lf, lc, rb, rf, rc)) return true;
+  }
   using Acc = std::conditional_t<kFloat<T>, double, uint64_t>;
   typedef Acc V __attribute__((vector_size(hc_lanes * sizeof(Acc))));  // Half a tile row.
   constexpr int64_t kRows = hc_rows, kCols = 2 * hc_lanes, kPanel = 256;
@@ -253,6 +318,17 @@ struct hc_conv_spec {
 // features (2 * hc_lanes) are computed 4 placements x a tile at a time in vector registers
 // (tiles()); smaller groups (depthwise) a row of placements along the last spatial dimension at
 // a time (rows()). False when out of memory.
+// The kernel's offset of window position `pos` (row-major over the spatial dimensions), each
+// dimension's index reversed where the spec says so.
+inline int64_t hc_conv_kernel_offset(const hc_conv_spec& s, int64_t pos) {
+  int64_t koff = 0;
+  for (int64_t d = s.spatial - 1, rest = pos; d >= 0; --d) {
+    const int64_t k = rest % s.dims[d].size;
+    rest /= s.dims[d].size;
+    koff += (s.dims[d].reversed ? s.dims[d].size - 1 - k : k) * s.dims[d].kernel_stride;
+  }
+  return koff;
+}
 template <class Acc, class T, class L, class R>
 struct hc_conv_run {
   typedef Acc V __attribute__((vector_size(hc_lanes * sizeof(Acc))));
@@ -304,6 +380,75 @@ struct hc_conv_run {
   const L* input(int64_t b, int64_t g) const {
     return lhs + (s.batch_grouped ? g * s.out_batch + b : b) * s.in_batch_stride +
            (s.feature_grouped ? g * kif : 0) * s.in_feature_stride;
+  }
+
+  // f32 by the loader's BLAS (the module asked for it): for each batch and group, the input's
+  // windows laid out as rows (zeros where a window reads padding or a hole), a chunk of
+  // placements at a time, times the kernel as a [window position, input feature] x [output
+  // feature] matrix, in one sgemm; the sums then stored at their outputs. 1 where BLAS is
+  // absent or refuses the sizes, or memory is short: the caller computes it itself then,
+  // writing every output again.
+  int by_blas(const R* rhs) const {
+    if (&hlocache_blas_runtime == nullptr || hlocache_blas_runtime == nullptr) return 1;
+    const int64_t k = positions * kif;
+    if (k == 0 || opg == 0) return 1;
+    const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(outputs, (int64_t{1} << 22) / k));
+    std::unique_ptr<float[]> kernel(new (std::nothrow) float[k * opg]);
+    std::unique_ptr<float[]> rows(new (std::nothrow) float[chunk * k]);
+    std::unique_ptr<float[]> sums(new (std::nothrow) float[chunk * opg]);
+    if (!kernel || !rows || !sums) return 1;
+    const int threads = hc_threads_wanted();
+    for (int64_t g = 0; g < s.groups; ++g) {
+      for (int64_t pos = 0; pos < positions; ++pos) {
+        const int64_t koff = hc_conv_kernel_offset(s, pos);
+        for (int64_t f = 0; f < kif; ++f) {
+          for (int64_t o = 0; o < opg; ++o) {
+            kernel[(pos * kif + f) * opg + o] =
+                rhs[koff + f * s.kernel_in_stride + (g * opg + o) * s.kernel_out_stride];
+          }
+        }
+      }
+      for (int64_t b = 0; b < s.out_batch; ++b) {
+        const L* x = input(b, g);
+        for (int64_t p0 = 0; p0 < outputs; p0 += chunk) {
+          const int64_t live = std::min(chunk, outputs - p0);
+          // Laying out the windows and storing the sums are split across threads too.
+          auto lay_out = [&](int64_t lo, int64_t hi) {
+            for (int64_t j = lo; j < hi; ++j) {
+              for (int64_t pos = 0; pos < positions; ++pos) {
+                float* to = &rows[j * k + pos * kif];
+                const int64_t r = read(p0 + j, pos);
+                if (r < 0) {
+                  std::memset(to, 0, sizeof(float) * kif);
+                } else if (s.in_feature_stride == 1) {
+                  std::memcpy(to, x + r, sizeof(float) * kif);
+                } else {
+                  for (int64_t f = 0; f < kif; ++f) to[f] = x[r + f * s.in_feature_stride];
+                }
+              }
+            }
+            return true;
+          };
+          auto store_sums = [&](int64_t lo, int64_t hi) {
+            for (int64_t j = lo; j < hi; ++j) {
+              T* o = out + out_offset(p0 + j) + b * s.out_batch_stride +
+                     g * opg * s.out_feature_stride;
+              for (int64_t c = 0; c < opg; ++c) o[c * s.out_feature_stride] = sums[j * opg + c];
+            }
+            return true;
+          };
+          const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / k);
+          if (!hc_parallel_body(live, grain, lay_out) ||
+              hlocache_blas_runtime->sgemm(threads, 0, 0, live, opg, k, rows.get(), k,
+                                           kernel.get(), opg, sums.get(), opg) != 0 ||
+              !hc_parallel_body(live, std::max<int64_t>(1, (int64_t{1} << 15) / opg),
+                                store_sums)) {
+            return 1;
+          }
+        }
+      }
+    }
+    return 0;
   }
 
   bool tiles() const {
@@ -484,12 +629,7 @@ bool hc_conv(const L* lhs, const R* rhs, T* out, const hc_conv_spec& s) {
   auto load = [](R v) { return hc_conv_load<Acc, T>(v); };
   for (int64_t g = 0; g < s.groups; ++g) {
     for (int64_t pos = 0; pos < positions; ++pos) {
-      int64_t koff = 0;
-      for (int64_t d = n - 1, rest = pos; d >= 0; --d) {
-        const int64_t k = rest % s.dims[d].size;
-        rest /= s.dims[d].size;
-        koff += (s.dims[d].reversed ? s.dims[d].size - 1 - k : k) * s.dims[d].kernel_stride;
-      }
+      const int64_t koff = hc_conv_kernel_offset(s, pos);
       Acc* to = &packed[(g * positions + pos) * kif * width];
       for (int64_t c = 0; c < kif; ++c) {
         for (int64_t o = 0; o < width; ++o) {
@@ -501,6 +641,9 @@ bool hc_conv(const L* lhs, const R* rhs, T* out, const hc_conv_spec& s) {
     }
   }
   const Run run{s, lhs, out, n, kif, opg, width, positions, outputs, packed.get(), tap_of.get()};
+  if constexpr (std::is_same_v<T, float> && std::is_same_v<L, float> && std::is_same_v<R, float>) {
+    if (run.by_blas(rhs) == 0) return true;
+  }
   return by_rows ? run.rows() : run.tiles();
 }
 // batch-norm-training and -inference (compiler/interp/eval_batch_norm.cc defines them), the

@@ -871,6 +871,104 @@ TEST(CpuCodegenTest, ElementwiseChainsFuseIntoOneLoop) {
       << source;
 }
 
+TEST(CpuCodegenTest, F32RowsAreReducedInVectorLanesWithinTheModuleTolerance) {
+  // Sums, maxima and minima of rows of 100 (three lanes' worth and a tail of 4) and of 64, an
+  // exponential fused into the sum, a NaN in one row: schema/numerics.tsv lets f32 reduces
+  // reassociate, and the results stay within the module tolerance.
+  std::vector<double> x(5 * 100), y(3 * 64);
+  for (size_t k = 0; k < x.size(); ++k) x[k] = std::sin(0.37 * static_cast<double>(k)) * 4;
+  for (size_t k = 0; k < y.size(); ++k) y[k] = std::cos(0.11 * static_cast<double>(k)) - 0.5;
+  x[250] = NAN;
+  const std::string source = ExpectCompiledMatchesInterpreter(
+      R"(
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+max {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] maximum(a, b)
+}
+min {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] minimum(b, a)
+}
+ENTRY e {
+  x = f32[5,100] parameter(0)
+  y = f32[3,64] parameter(1)
+  z = f32[] constant(0.25)
+  lo = f32[] constant(-inf)
+  hi = f32[] constant(inf)
+  ex = f32[5,100] exponential(x)
+  sums = f32[5] reduce(ex, z), dimensions={1}, to_apply=add
+  tops = f32[5] reduce(x, lo), dimensions={1}, to_apply=max
+  bottoms = f32[3] reduce(y, hi), dimensions={1}, to_apply=min
+  ROOT o = (f32[5], f32[5], f32[3]) tuple(sums, tops, bottoms)
+})",
+      {Array(PrimitiveType::kF32, {5, 100}, x), Array(PrimitiveType::kF32, {3, 64}, y)});
+  EXPECT_EQ(Occurrences(source, "float lane["), 3) << source;
+}
+
+TEST(CpuCodegenTest, ReadsOfBroadcastRowsAndColumnsLoopOverRowsBitForBit) {
+  // A row's value (broadcast along dimension 0) and a column's (along dimension 1) read in a
+  // loop over rows: at r and at i - r * width, no quotient or remainder of i left. The ops are
+  // exact, so bit for bit, in one loop (40 x 48) and in one split across threads (512 x 512).
+  for (const char* dims : {"40,48", "512,512"}) {
+    SCOPED_TRACE(dims);
+    const std::string d(dims);
+    const std::string rows = d.substr(0, d.find(',')), cols = d.substr(d.find(',') + 1);
+    const std::string source = ExpectCompiledMatchesInterpreterOnRandomInputs(
+        "ENTRY e {\n  x = f32[" + d + "] parameter(0)\n  a = f32[" + rows +
+        "] parameter(1)\n  b = f32[" + cols + "] parameter(2)\n  ab = f32[" + d +
+        "] broadcast(a), dimensions={0}\n  bb = f32[" + d +
+        "] broadcast(b), dimensions={1}\n  s = f32[" + d + "] subtract(x, ab)\n  ROOT m = f32[" +
+        d + "] multiply(s, bb)\n}\n");
+    const std::string module_code = source.substr(source.find("\nint hc_"));
+    EXPECT_THAT(module_code, HasSubstr("[r]"));
+    EXPECT_THAT(module_code, HasSubstr("(i - r * " + cols + "LL)"));
+    EXPECT_THAT(module_code, Not(HasSubstr("(i / ")));
+    EXPECT_THAT(module_code, Not(HasSubstr("(i % ")));
+  }
+}
+
+TEST(CpuCodegenTest, F32DotsCallTheBlasTheLoaderProvides) {
+  // Row-major operands, a transposed lhs (contracting its first dimension), a batch whose rhs
+  // is transposed, and a dot of a slice-free but strided layout: the module asks for BLAS, the
+  // loader points it at this host's, and the results are within the module tolerance.
+  const std::string text = R"(ENTRY e {
+  a = f32[24,40] parameter(0)
+  b = f32[40,17] parameter(1)
+  t = f32[40,24] parameter(2)
+  x = f32[3,5,40] parameter(3)
+  y = f32[3,9,40] parameter(4)
+  ab = f32[24,17] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  tb = f32[24,17] dot(t, b), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  xy = f32[3,5,9] dot(x, y), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={2}
+  ROOT o = (f32[24,17], f32[24,17], f32[3,5,9]) tuple(ab, tb, xy)
+})";
+  const std::string source = ExpectCompiledMatchesInterpreterOnRandomInputs(text, 5);
+  EXPECT_THAT(source, HasSubstr("hlocache_blas_runtime = nullptr;"));
+  auto module = hlo::ParseModule(text, "dots.hlo");
+  ASSERT_THAT(module, IsOk());
+  auto loaded = BuildAndLoad(*module);
+  ASSERT_NE(loaded, nullptr);
+  auto slot = loaded->Symbol("hlocache_blas_runtime");
+  ASSERT_THAT(slot, IsOk());
+  EXPECT_NE(*static_cast<const void* const*>(*slot), nullptr) << "the loader gave it no BLAS";
+}
+
+TEST(CpuCodegenTest, DotsOfOtherTypesDoNotAskForBlas) {
+  const std::string source = ExpectCompiledMatchesInterpreterOnRandomInputs(R"(ENTRY e {
+  a = f64[6,8] parameter(0)
+  b = f64[8,5] parameter(1)
+  ROOT d = f64[6,5] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})");
+  EXPECT_THAT(source, Not(HasSubstr("hlocache_blas_runtime = nullptr;")));
+}
+
 TEST(CpuCodegenTest, ElementwiseProducersFuseIntoReductionsAndDeadCodeIsDropped) {
   // Row and column reductions of a product, a max of an exponential, and a variadic argmax: the
   // product and the exponential are computed inside the reductions' loops, never stored.

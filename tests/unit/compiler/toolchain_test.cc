@@ -65,7 +65,8 @@ TEST_F(ToolchainTest, ProbesTheSystemCompiler) {
   EXPECT_TRUE(
       std::regex_match(tc->version(), std::regex("(gcc|clang)-[0-9]+\\.[0-9]+(\\.[0-9]+)?")))
       << tc->version();
-  EXPECT_EQ(tc->CompilerId(), tc->version() + "/" + std::string(kCodegenVersion) + "/O2");
+  EXPECT_EQ(tc->CompilerId(), tc->version() + "/" + std::string(kCodegenVersion) + "/O2/" +
+                                  std::string(kCpuHostNeeds));
   EXPECT_EQ(LeftoverFolders(), 0u);
 }
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <random>
@@ -69,7 +70,8 @@ Literal Inputs(PrimitiveType type, const Measured& m, std::mt19937_64& rng) {
     double v = i < edges.size() ? edges[i] : std::exp2(exponent(rng));
     if (i >= edges.size() && m.negative && (rng() & 1)) v = -v;
     // log1p's negative domain, (-1, 0): a quarter of its inputs.
-    if (i >= edges.size() && m.op == "log-plus-one" && (rng() & 3) == 0) v = -std::exp2(-std::fabs(exponent(rng)) / 4 - 1e-9);
+    if (i >= edges.size() && m.op == "log-plus-one" && (rng() & 3) == 0)
+      v = -std::exp2(-std::fabs(exponent(rng)) / 4 - 1e-9);
     l.SetFloat(i, v);
   }
   return l;
@@ -95,10 +97,11 @@ TEST(NumericsTest, EveryOpIsWithinItsStatedBoundAgainstAFloat64Reference) {
     for (const Measured& m : MeasuredOps()) measured = measured || m.op == b.op;
     EXPECT_TRUE(measured) << b.op << " has a stated bound but no reference in this test";
   }
-  std::printf("| op | type | stated bound, ulp | largest error, ulp (0: rounded exactly) | at input |\n");
+  std::printf(
+      "| op | type | stated bound, ulp | largest error, ulp (0: rounded exactly) | at input |\n");
   std::printf("|---|---|---:|---:|---|\n");
-  for (const PrimitiveType type : {PrimitiveType::kF32, PrimitiveType::kF16,
-                                   PrimitiveType::kBF16, PrimitiveType::kF64}) {
+  for (const PrimitiveType type :
+       {PrimitiveType::kF32, PrimitiveType::kF16, PrimitiveType::kBF16, PrimitiveType::kF64}) {
     const std::string t(hlo::PrimitiveTypeName(type));
     const std::string shape = t + "[" + std::to_string(kInputs) + "]";
     std::mt19937_64 rng(1);
@@ -159,11 +162,64 @@ TEST(NumericsTest, EveryOpIsWithinItsStatedBoundAgainstAFloat64Reference) {
       const double stated = StatedBound(m.op, type);
       const double allowed = std::max(stated, 0.0);
       std::printf("| %s | %s | %s | %.3f | %s |\n", m.op.c_str(), t.c_str(),
-                  stated > 0 ? std::to_string(static_cast<int>(stated)).c_str() : "exact",
-                  worst, at.c_str());
+                  stated > 0 ? std::to_string(static_cast<int>(stated)).c_str() : "exact", worst,
+                  at.c_str());
       EXPECT_LE(worst, allowed) << m.op << " on " << t << " at " << at;
     }
   }
+}
+
+TEST(NumericsTest, ReassociatedSumsAreWithinTheStatedBound) {
+  // f32 row sums may be folded in another order (schema/numerics.tsv: reassociates reduce
+  // f32); any order of n terms is within (n - 1) u sum|x_i| of the exact sum. Measured in units
+  // of u sum|x_i| (u = 2^-24), against a sum in double, on rows of both signs.
+  constexpr int64_t kRows = 64, kLength = 4096;
+  ASSERT_TRUE(interp::Reassociates(hlo::Opcode::kReduce, PrimitiveType::kF32));
+  auto module = hlo::ParseModule(R"(
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[64,4096] parameter(0)
+  z = f32[] constant(0)
+  ROOT s = f32[64] reduce(x, z), dimensions={1}, to_apply=add
+})",
+                                 "sums.hlo");
+  ASSERT_THAT(module, IsOk());
+  auto loaded = BuildAndLoad(*module);
+  ASSERT_NE(loaded, nullptr);
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> exponent(-10, 10);
+  hlo::Shape shape;
+  shape.type = PrimitiveType::kF32;
+  shape.dims = {kRows, kLength};
+  Literal x(shape);
+  for (size_t i = 0; i < x.size(); ++i)
+    x.SetFloat(i, (rng() & 1 ? 1 : -1) * std::exp2(exponent(rng)));
+  const std::string in = interp::ToBytes(x);
+  std::string out(kRows * sizeof(float), '\0');
+  const void* params[] = {in.data()};
+  void* results[] = {out.data()};
+  auto entry = reinterpret_cast<int (*)(const void* const*, void* const*)>(loaded->entry());
+  ASSERT_EQ(entry(params, results), 0);
+  double worst = 0;
+  for (int64_t r = 0; r < kRows; ++r) {
+    double exact = 0, magnitude = 0;
+    for (int64_t c = 0; c < kLength; ++c) {
+      exact += x.GetFloat(static_cast<size_t>(r * kLength + c));
+      magnitude += std::fabs(x.GetFloat(static_cast<size_t>(r * kLength + c)));
+    }
+    float got = 0;
+    std::memcpy(&got, out.data() + r * sizeof(float), sizeof got);
+    worst = std::max(worst, std::fabs(got - exact) / (std::exp2(-24) * magnitude));
+  }
+  std::printf(
+      "| reduce (row sums of %lld) | f32 | (n - 1) u sum|x| = %lld u sum|x| | %.3f u sum|x| |\n",
+      static_cast<long long>(kLength), static_cast<long long>(kLength - 1), worst);
+  EXPECT_LE(worst, static_cast<double>(kLength - 1));
+  EXPECT_GT(worst, 0) << "every row summed exactly: the check measured nothing";
 }
 
 }  // namespace
