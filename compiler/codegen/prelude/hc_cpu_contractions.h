@@ -385,70 +385,72 @@ struct hc_conv_run {
   // f32 by the loader's BLAS (the module asked for it): for each batch and group, the input's
   // windows laid out as rows (zeros where a window reads padding or a hole), a chunk of
   // placements at a time, times the kernel as a [window position, input feature] x [output
-  // feature] matrix, in one sgemm; the sums then stored at their outputs. 1 where BLAS is
-  // absent or refuses the sizes, or memory is short: the caller computes it itself then,
-  // writing every output again.
+  // feature] matrix, in one sgemm; the sums then stored at their outputs. Chunks are split
+  // across threads, each product on one (BLAS's own threads, which spin while they wait, would
+  // contend with them); a single chunk has BLAS's threads instead. 1 where BLAS is absent or
+  // refuses the sizes, or memory is short: the caller computes it itself then, writing every
+  // output again.
   int by_blas(const R* rhs) const {
     if (&hlocache_blas_runtime == nullptr || hlocache_blas_runtime == nullptr) return 1;
     const int64_t k = positions * kif;
     if (k == 0 || opg == 0) return 1;
-    const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(outputs, (int64_t{1} << 22) / k));
-    std::unique_ptr<float[]> kernel(new (std::nothrow) float[k * opg]);
-    std::unique_ptr<float[]> rows(new (std::nothrow) float[chunk * k]);
-    std::unique_ptr<float[]> sums(new (std::nothrow) float[chunk * opg]);
-    if (!kernel || !rows || !sums) return 1;
-    const int threads = hc_threads_wanted();
+    const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(outputs, (int64_t{1} << 20) / k));
+    const int64_t chunks = (outputs + chunk - 1) / chunk;
+    std::unique_ptr<float[]> kernel(new (std::nothrow) float[s.groups * k * opg]);
+    if (!kernel) return 1;
     for (int64_t g = 0; g < s.groups; ++g) {
       for (int64_t pos = 0; pos < positions; ++pos) {
         const int64_t koff = hc_conv_kernel_offset(s, pos);
         for (int64_t f = 0; f < kif; ++f) {
           for (int64_t o = 0; o < opg; ++o) {
-            kernel[(pos * kif + f) * opg + o] =
+            kernel[((g * positions + pos) * kif + f) * opg + o] =
                 rhs[koff + f * s.kernel_in_stride + (g * opg + o) * s.kernel_out_stride];
           }
         }
       }
-      for (int64_t b = 0; b < s.out_batch; ++b) {
+    }
+    const int64_t items = s.groups * s.out_batch * chunks;
+    const int wanted = hc_threads_wanted();
+    const int threads = items >= wanted ? 1 : wanted;  // Per product.
+    std::atomic<int> refused{0};
+    auto product = [&](int64_t lo, int64_t hi) {
+      std::unique_ptr<float[]> rows(new (std::nothrow) float[chunk * k]);
+      std::unique_ptr<float[]> sums(new (std::nothrow) float[chunk * opg]);
+      if (!rows || !sums) {
+        refused = 1;
+        return true;
+      }
+      for (int64_t item = lo; item < hi && refused.load() == 0; ++item) {
+        const int64_t g = item / (s.out_batch * chunks), b = item / chunks % s.out_batch;
+        const int64_t p0 = item % chunks * chunk, live = std::min(chunk, outputs - p0);
         const L* x = input(b, g);
-        for (int64_t p0 = 0; p0 < outputs; p0 += chunk) {
-          const int64_t live = std::min(chunk, outputs - p0);
-          // Laying out the windows and storing the sums are split across threads too.
-          auto lay_out = [&](int64_t lo, int64_t hi) {
-            for (int64_t j = lo; j < hi; ++j) {
-              for (int64_t pos = 0; pos < positions; ++pos) {
-                float* to = &rows[j * k + pos * kif];
-                const int64_t r = read(p0 + j, pos);
-                if (r < 0) {
-                  std::memset(to, 0, sizeof(float) * kif);
-                } else if (s.in_feature_stride == 1) {
-                  std::memcpy(to, x + r, sizeof(float) * kif);
-                } else {
-                  for (int64_t f = 0; f < kif; ++f) to[f] = x[r + f * s.in_feature_stride];
-                }
-              }
+        for (int64_t j = 0; j < live; ++j) {
+          for (int64_t pos = 0; pos < positions; ++pos) {
+            float* to = &rows[j * k + pos * kif];
+            const int64_t r = read(p0 + j, pos);
+            if (r < 0) {
+              std::memset(to, 0, sizeof(float) * kif);
+            } else if (s.in_feature_stride == 1) {
+              std::memcpy(to, x + r, sizeof(float) * kif);
+            } else {
+              for (int64_t f = 0; f < kif; ++f) to[f] = x[r + f * s.in_feature_stride];
             }
-            return true;
-          };
-          auto store_sums = [&](int64_t lo, int64_t hi) {
-            for (int64_t j = lo; j < hi; ++j) {
-              T* o = out + out_offset(p0 + j) + b * s.out_batch_stride +
-                     g * opg * s.out_feature_stride;
-              for (int64_t c = 0; c < opg; ++c) o[c * s.out_feature_stride] = sums[j * opg + c];
-            }
-            return true;
-          };
-          const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / k);
-          if (!hc_parallel_body(live, grain, lay_out) ||
-              hlocache_blas_runtime->sgemm(threads, 0, 0, live, opg, k, rows.get(), k,
-                                           kernel.get(), opg, sums.get(), opg) != 0 ||
-              !hc_parallel_body(live, std::max<int64_t>(1, (int64_t{1} << 15) / opg),
-                                store_sums)) {
-            return 1;
           }
         }
+        if (hlocache_blas_runtime->sgemm(threads, 0, 0, live, opg, k, rows.get(), k,
+                                         &kernel[g * k * opg], opg, sums.get(), opg) != 0) {
+          refused = 1;
+          return true;
+        }
+        for (int64_t j = 0; j < live; ++j) {
+          T* o = out + out_offset(p0 + j) + b * s.out_batch_stride + g * opg * s.out_feature_stride;
+          for (int64_t c = 0; c < opg; ++c) o[c * s.out_feature_stride] = sums[j * opg + c];
+        }
       }
-    }
-    return 0;
+      return true;
+    };
+    hc_parallel_body(items, 1, product);
+    return refused.load();
   }
 
   bool tiles() const {

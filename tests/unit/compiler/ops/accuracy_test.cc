@@ -216,7 +216,8 @@ ENTRY e {
     worst = std::max(worst, std::fabs(got - exact) / (std::exp2(-24) * magnitude));
   }
   std::printf(
-      "| reduce (row sums of %lld) | f32 | (n - 1) u sum|x| = %lld u sum|x| | %.3f u sum|x| |\n",
+      "| reduce (row sums of %lld) | f32 | (n - 1) u sum(abs x) = %lld u sum(abs x) | %.3f u "
+      "sum(abs x) | - |\n",
       static_cast<long long>(kLength), static_cast<long long>(kLength - 1), worst);
   EXPECT_LE(worst, static_cast<double>(kLength - 1));
   EXPECT_GT(worst, 0) << "every row summed exactly: the check measured nothing";
