@@ -1,7 +1,8 @@
 // sort (see compiler/interp/eval_sort.cc for its meaning): per run of elements along the
 // sorted dimension, a permutation of positions sorted by hc_merge_sort (the interpreter's merge
 // sort, step for step) with the comparator's function called on pointers into the operands,
-// then each operand's elements copied in that order.
+// then each operand's elements copied in that order; a run of one operand's values ordered by
+// < or > with no NaN in it, by a stable sort of the values (hc_sort_run: the same order).
 #include <string>
 
 #include "compiler/codegen/cpu_families.h"
@@ -16,6 +17,37 @@ using hlo::Opcode;
 using hlo::Shape;
 
 bool NotElementwise(Opcode) { return false; }
+
+// "<" or ">" when a sort of one operand of `type` orders by that comparison of its element
+// types' values: the comparator is compare(a, b) (or compare(b, a)) LT or GT, on a type whose
+// C++ comparison is HLO's default one. nullptr for any other sort.
+const char* PlainOrder(const hlo::Module& m, const Instruction& sort, int32_t less,
+                       hlo::PrimitiveType type) {
+  using hlo::PrimitiveType;
+  if (sort.operands.size() != 1) return nullptr;
+  if (type != PrimitiveType::kF32 && type != PrimitiveType::kF64 && type != PrimitiveType::kS32 &&
+      type != PrimitiveType::kS64 && type != PrimitiveType::kU32 && type != PrimitiveType::kU64) {
+    return nullptr;
+  }
+  const hlo::Computation& f = m.computations[static_cast<size_t>(less)];
+  if (f.root < 0 || f.instructions.size() != 3 || f.parameters.size() != 2) return nullptr;
+  const Instruction& root = f.instructions[static_cast<size_t>(f.root)];
+  const hlo::Attribute* direction = root.FindAttribute("direction");
+  if (root.opcode.opcode != Opcode::kCompare || root.operands.size() != 2 || direction == nullptr ||
+      root.FindAttribute("type") != nullptr) {
+    return nullptr;
+  }
+  const Instruction& first = f.instructions[static_cast<size_t>(root.operands[0])];
+  const Instruction& second = f.instructions[static_cast<size_t>(root.operands[1])];
+  if (first.opcode.opcode != Opcode::kParameter || second.opcode.opcode != Opcode::kParameter ||
+      first.parameter_number == second.parameter_number) {
+    return nullptr;
+  }
+  const std::string_view dir = m.TokenText(direction->value.begin);
+  if (dir != "LT" && dir != "GT") return nullptr;
+  const bool ascending = (dir == "LT") == (first.parameter_number == 0);
+  return ascending ? "<" : ">";
+}
 
 // Comparisons (about) of a sort worth splitting across threads: each calls the comparator's
 // function.
@@ -46,6 +78,13 @@ Status LowerSort(CpuEmitter& e, int32_t index, const Instruction& inst) {
     const std::string x = e.Buffer(inst, k);
     args += x + " + base + a * " + Int(inner) + ", " + x + " + base + b * " + Int(inner) + ", ";
   }
+  // A sort of values by < or > runs without the comparator where it can (hc_sort_run).
+  std::string plain;
+  if (const char* order = PlainOrder(m, inst, less, e.OperandShape(inst, 0).type)) {
+    plain = "if (hc_sort_run(" + e.Buffer(inst, 0) + " + base, " + out[0].ptr + " + base, " +
+            Int(length) + ", " + Int(inner) + ", " + (order[0] == '>' ? "true" : "false") +
+            ")) continue;\n";
+  }
 
   // Many rows with enough comparisons between them are sorted on the executable's threads,
   // each row on one (pieces of rows: their own positions, sorted as on one thread).
@@ -60,8 +99,8 @@ Status LowerSort(CpuEmitter& e, int32_t index, const Instruction& inst) {
             "]);\n  if (!positions) return 1;\n  bool failed = false;\n"
             "  for (int64_t row = lo; row < hi; ++row) {\n"
             "    const int64_t base = row / " +
-            Int(inner) + " * " + Int(length * inner) + " + row % " + Int(inner) +
-            ";\n    for (int64_t j = 0; j < " + Int(length) +
+            Int(inner) + " * " + Int(length * inner) + " + row % " + Int(inner) + ";\n" +
+            (plain.empty() ? "" : "    " + plain) + "    for (int64_t j = 0; j < " + Int(length) +
             "; ++j) positions[j] = j;\n"
             "    const int64_t* order = hc_merge_sort(positions.get(), positions.get() + " +
             Int(length) + ", " + Int(length) +
@@ -81,8 +120,9 @@ Status LowerSort(CpuEmitter& e, int32_t index, const Instruction& inst) {
   e.Declare(s + "_scratch", positions);
   e.Emit("  {\n    bool " + s + "_failed = false;\n    for (int64_t o = 0; o < " + Int(outer) +
          "; ++o) {\n      for (int64_t in = 0; in < " + Int(inner) +
-         "; ++in) {\n        const int64_t base = o * " + Int(length * inner) +
-         " + in;\n        for (int64_t j = 0; j < " + Int(length) + "; ++j) " + s +
+         "; ++in) {\n        const int64_t base = o * " + Int(length * inner) + " + in;\n" +
+         (plain.empty() ? "" : "        " + plain) + "        for (int64_t j = 0; j < " +
+         Int(length) + "; ++j) " + s +
          "_order[j] = j;\n        const int64_t* order = hc_merge_sort(" + s + "_order, " + s +
          "_scratch, " + Int(length) +
          ", [&](int64_t a, int64_t b) {\n          bool r[1] = {false};\n          if (" +

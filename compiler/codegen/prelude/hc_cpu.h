@@ -540,6 +540,26 @@ template <class Less> int64_t* hc_merge_sort(int64_t* a, int64_t* b, int64_t n, 
   }
   return a;
 }
+// A run of n elements (x[0], x[inner], ...) sorted into y at the same stride, ascending by `<`
+// or descending by `>`: a sort of one operand whose comparator is that comparison. Where no
+// element is NaN, `<` is a strict weak order, so any stable sort gives the merge sort's order
+// above; this one compares values, with no call of the comparator a comparison. False, with
+// nothing written, where an element is NaN or memory is short: the caller runs the merge sort.
+template <class T> bool hc_sort_run(const T* x, T* y, int64_t n, int64_t inner, bool descending) {
+  std::unique_ptr<T[]> v(new (std::nothrow) T[n > 0 ? n : 1]);
+  if (!v) return false;
+  for (int64_t j = 0; j < n; ++j) {
+    v[j] = x[j * inner];
+    if (v[j] != v[j]) return false;  // NaN.
+  }
+  if (descending) {
+    std::stable_sort(&v[0], &v[0] + n, [](T a, T b) { return b < a; });
+  } else {
+    std::stable_sort(&v[0], &v[0] + n);
+  }
+  for (int64_t j = 0; j < n; ++j) y[j * inner] = v[j];
+  return true;
+}
 // The window elements k of placement o (window elements `dilation` apart, placements `stride`
 // apart, the base padded by pad_low) that land inside the dilated base [0, last]: k in
 // [hc_window_lo, hc_window_hi), at most `size`.

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "tests/unit/compiler/ops/op_check.h"
 
@@ -154,6 +155,41 @@ ENTRY e {
                             " sort(x), dimensions={0}, to_apply=less\n}\n";
     ExpectCompiledMatchesInterpreterOnRandomInputs(one, 2);
   }
+}
+
+TEST(SortTest, SortsOfValuesByLessOrGreaterSortTheValuesInTheMergeSortsOrder) {
+  // One operand ordered by LT or GT (either parameter first) is sorted by value, without the
+  // comparator; equal values keep their order, which -0 and 0 make visible (bit for bit against
+  // the interpreter); a row with a NaN goes back to the merge sort.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> values;
+  for (int r = 0; r < 3; ++r) {
+    for (int j = 0; j < 40; ++j)
+      values.push_back(j % 5 == 0 ? 0.0 : j % 5 == 1 ? -0.0 : (j * 7 + r) % 9 - 4.0);
+  }
+  values[2 * 40 + 17] = nan;
+  for (const char* comparator : {"compare(a, b), direction=LT", "compare(a, b), direction=GT",
+                                 "compare(b, a), direction=LT", "compare(b, a), direction=GT"}) {
+    SCOPED_TRACE(comparator);
+    const std::string text =
+        std::string(
+            "HloModule m\n\nless {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+            "  ROOT r = pred[] ") +
+        comparator +
+        "\n}\n\nENTRY e {\n  x = f32[3,40] parameter(0)\n  ROOT s = f32[3,40] sort(x), "
+        "dimensions={1}, to_apply=less\n}\n";
+    const std::string source =
+        ExpectCompiledMatchesInterpreter(text, {Array(PrimitiveType::kF32, {3, 40}, values)});
+    EXPECT_NE(source.find("hc_sort_run(", source.find("\nint hc_comp")), std::string::npos);
+  }
+  // A comparator of more than one op keeps the merge sort.
+  const std::string two_ops =
+      "HloModule m\n\nless {\n  a = s32[] parameter(0)\n  b = s32[] parameter(1)\n"
+      "  n = s32[] negate(a)\n  ROOT r = pred[] compare(n, b), direction=LT\n}\n\n"
+      "ENTRY e {\n  x = s32[2,30] parameter(0)\n  ROOT s = s32[2,30] sort(x), dimensions={1}, "
+      "to_apply=less\n}\n";
+  const std::string source = ExpectCompiledMatchesInterpreterOnRandomInputs(two_ops, 4);
+  EXPECT_EQ(source.find("hc_sort_run(", source.find("\nint hc_comp")), std::string::npos);
 }
 
 TEST(SortTest, AComparatorReturningATupleOfOnePred) {
