@@ -1,6 +1,9 @@
 // The lowering driver: each computation in order, operand fusion, values materialized as
 // buffers, and the dispatch of each instruction to its op.
 #include "compiler/codegen/cpu_lowering.h"
+
+#include <charconv>
+
 #include "compiler/semantics/numerics.h"
 
 namespace hlocache::compiler::lowering_internal {
@@ -489,11 +492,11 @@ std::optional<std::string> Lowering::ByRows(const Instruction& inst,
     const size_t end = expr.find(')', found);
     const std::string text = expr.substr(found, end + 1 - found);
     const std::string number = expr.substr(found + 5, end - found - 5);
-    int64_t n = 0;
-    if (number.size() > 2 && number.ends_with("LL") &&
-        std::all_of(number.begin(), number.end() - 2,
-                    [](char c) { return c >= '0' && c <= '9'; })) {
-      n = std::stoll(number);
+    int64_t n = 0;  // The divisor, where it is a literal BroadcastIndex wrote ("4096LL").
+    if (number.ends_with("LL")) {
+      const auto [end_of_number, error] =
+          std::from_chars(number.data(), number.data() + number.size() - 2, n);
+      if (error != std::errc() || end_of_number != number.data() + number.size() - 2) n = 0;
     }
     if (found == div && n > 0 && n % width == 0) {
       out += n == width ? "r" : "(r / " + Int(n / width) + ")";

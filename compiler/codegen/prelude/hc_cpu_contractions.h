@@ -73,14 +73,6 @@ void hc_dot_block(const Acc* tile, const Acc* x, int64_t stride, int64_t K, V (*
 // such operand that double holds exactly: narrower floats do; integers are converted to T first.
 template <class T, class X> constexpr bool kExactProducts =
     kFloat<X> ? !std::is_same_v<X, double> : !std::is_same_v<T, double>;
-// dot: out[(b*M + m)*N + n] = sum over k of lhs[lb[b] + lf[m] + lc[k]] * rhs[rb[b] + rf[n] + rc[k]],
-// summed from zero in order of k, in double for floats (rounded once) and modulo 2^64 for
-// integers, as the interpreter does. Blocked: a panel of rhs columns is packed as Acc once per
-// batch, in tiles of kCols (2 * hc_lanes) columns; kRows rows of lhs are packed once per panel; each
-// kRows x kCols block of results is summed in vector registers over all of k. False when out
-// of memory.
-// An element of a dot operand as the sum's type: a float as double (an integer or pred operand
-// of a float result converted to the result's type first, as XLA does), an integer modulo 2^64.
 // BLAS, from the loader (compiler/artifact/blas_runtime.h declares the same struct, field for
 // field): never linked into an executable.
 struct hc_blas {
@@ -143,6 +135,15 @@ inline bool hc_sgemm(const float* lhs, const float* rhs, float* out, int64_t B, 
   }
   return true;
 }
+// dot: out[(b*M + m)*N + n] = sum over k of lhs[lb[b] + lf[m] + lc[k]] * rhs[rb[b] + rf[n] + rc[k]],
+// summed from zero in order of k, in double for floats (rounded once) and modulo 2^64 for
+// integers, as the interpreter does. Blocked: a panel of rhs columns is packed as Acc once per
+// batch, in tiles of kCols (2 * hc_lanes) columns; kRows rows of lhs are packed once per panel; each
+// kRows x kCols block of results is summed in vector registers over all of k. An f32 dot of a
+// module that asked for BLAS is BLAS's (hc_sgemm) where its operands are strided matrices.
+// False when out of memory.
+// An element of a dot operand as the sum's type: a float as double (an integer or pred operand
+// of a float result converted to the result's type first, as XLA does), an integer modulo 2^64.
 template <class T, class X> auto hc_dot_operand(X x) {
   if constexpr (kFloat<T> && kFloat<X>) return hc_load(x);
   else if constexpr (kFloat<T>) return hc_load(hc_cvt<T, X>(x));
@@ -310,14 +311,6 @@ struct hc_conv_spec {
   int64_t out_batch_stride, out_feature_stride;
   const hc_conv_dim* dims;
 };
-// Each output element sums over the window positions in row-major order and, inside, the
-// kernel's input features, from zero, in double for floats (rounded once) and modulo 2^64 for
-// integers, as the interpreter does; padding and the holes of a dilated input are skipped,
-// never multiplied. The kernel is packed once as [group][window position][input feature]
-// [output feature of the group, padded to whole tiles]. Groups of at least a tile of output
-// features (2 * hc_lanes) are computed 4 placements x a tile at a time in vector registers
-// (tiles()); smaller groups (depthwise) a row of placements along the last spatial dimension at
-// a time (rows()). False when out of memory.
 // The kernel's offset of window position `pos` (row-major over the spatial dimensions), each
 // dimension's index reversed where the spec says so.
 inline int64_t hc_conv_kernel_offset(const hc_conv_spec& s, int64_t pos) {
@@ -329,6 +322,15 @@ inline int64_t hc_conv_kernel_offset(const hc_conv_spec& s, int64_t pos) {
   }
   return koff;
 }
+// Each output element sums over the window positions in row-major order and, inside, the
+// kernel's input features, from zero, in double for floats (rounded once) and modulo 2^64 for
+// integers, as the interpreter does; padding and the holes of a dilated input are skipped,
+// never multiplied. The kernel is packed once as [group][window position][input feature]
+// [output feature of the group, padded to whole tiles]. Groups of at least a tile of output
+// features (2 * hc_lanes) are computed 4 placements x a tile at a time in vector registers
+// (tiles()); smaller groups (depthwise) a row of placements along the last spatial dimension at
+// a time (rows()). f32 convolutions of a module that asked for BLAS are one product instead
+// (by_blas()). False when out of memory.
 template <class Acc, class T, class L, class R>
 struct hc_conv_run {
   typedef Acc V __attribute__((vector_size(hc_lanes * sizeof(Acc))));
