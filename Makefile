@@ -54,13 +54,18 @@ unit: test-deps build
 
 # The same suite under AddressSanitizer + UndefinedBehaviorSanitizer (clang), plus the libFuzzer
 # target for a bounded time.
+# LeakSanitizer's exit-time check in clang 14's runtime can crash walking the dynamic TLS of a
+# dlopen'ed library ("Tracer caught signal 11", google/sanitizers issue 1267): it did once, after
+# a test that ran OpenBLAS, which executables' f32 dots load. Leaks are still checked; dynamic
+# TLS blocks, which hold none of ours, are no longer tracked.
+SAN_ASAN_OPTIONS := detect_leaks=1:intercept_tls_get_addr=0
 sanitize: test-deps
 	CC=clang CXX=clang++ cmake -S . -B $(SAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$(RELWITHDEBINFO_FLAGS)" \
 	  -DHLOCACHE_SANITIZE=ON -DHLOCACHE_FUZZ=ON -DHLOCACHE_BENCH=OFF \
 	  -DHLOCACHE_FUZZ_SECONDS=$(FUZZ_SECONDS)
 	cmake --build $(SAN_BUILD)
-	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	ASAN_OPTIONS=$(SAN_ASAN_OPTIONS) UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir $(SAN_BUILD) --output-on-failure -j$(CTEST_JOBS)
 
 test: unit sanitize
