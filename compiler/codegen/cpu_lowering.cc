@@ -490,6 +490,7 @@ std::optional<std::string> Lowering::ByRows(const Instruction& inst,
     out += expr.substr(at, found == std::string::npos ? std::string::npos : found - at);
     if (found == std::string::npos) break;
     const size_t end = expr.find(')', found);
+    if (end == std::string::npos) return std::nullopt;  // Not an index BroadcastIndex wrote.
     const std::string text = expr.substr(found, end + 1 - found);
     const std::string number = expr.substr(found + 5, end - found - 5);
     int64_t n = 0;  // The divisor, where it is a literal BroadcastIndex wrote ("4096LL").
