@@ -5,13 +5,12 @@
 // Then real models too big to run here (Gemma 4 2B, mobilenet_v2's training step): compile and
 // load only. Then a kernel table: f32 dots of 256, 512 and 1024 cubed, a row reduction and a fused
 // elementwise chain, generated code against the interpreter and, for the dots, against
-// OpenBLAS's sgemm on one thread (libopenblas0 from Debian, loaded at run time; `make bench`
+// OpenBLAS's sgemm on one thread (through the BLAS the loader gives executables; `make bench`
 // installs it) on the same inputs. Last, GPU executables built here without a GPU: NVRTC's
 // compile for cuda-sm_80 and cuda-sm_90 beside the CPU compile of the same module.
 //
 // Usage: compile_bench [CORPUS_DIR [gpu]]   ("gpu": the GPU table alone)
 
-#include <dlfcn.h>
 #include <stdlib.h>
 
 #include <algorithm>
@@ -23,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/artifact/blas_runtime.h"
 #include "compiler/artifact/cuda_payload.h"
 #include "compiler/artifact/execute.h"
 #include "compiler/artifact/loader.h"
@@ -64,32 +64,12 @@ double BestMs(int runs, Fn fn) {
   return best;
 }
 
-// OpenBLAS's sgemm, when the library can be loaded.
-class OpenBlas {
- public:
-  OpenBlas() {
-    handle_ = ::dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
-    if (handle_ == nullptr) return;
-    sgemm_ = reinterpret_cast<Sgemm>(::dlsym(handle_, "cblas_sgemm"));
-    auto threads = reinterpret_cast<void (*)(int)>(::dlsym(handle_, "openblas_set_num_threads"));
-    if (threads != nullptr) threads(1);
-  }
-  ~OpenBlas() {
-    if (handle_ != nullptr) ::dlclose(handle_);
-  }
-  bool ok() const { return sgemm_ != nullptr; }
-  // c = a * b for row-major a (m x k) and b (k x n).
-  void Multiply(int m, int n, int k, const float* a, const float* b, float* c) const {
-    constexpr int kRowMajor = 101, kNoTrans = 111;  // CBLAS_ORDER and CBLAS_TRANSPOSE values.
-    sgemm_(kRowMajor, kNoTrans, kNoTrans, m, n, k, 1.0f, a, k, b, n, 0.0f, c, n);
-  }
-
- private:
-  using Sgemm = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int,
-                         float, float*, int);
-  void* handle_ = nullptr;
-  Sgemm sgemm_ = nullptr;
-};
+// The host's sgemm, through the BLAS the loader gives executables (one thread a call here), or
+// null when the host has none.
+const hlocache_blas* HostBlas() {
+  auto blas = hlocache::compiler::BlasRuntime();
+  return blas ? *blas : nullptr;
+}
 
 struct Kernel {
   std::string name;
@@ -124,11 +104,11 @@ std::vector<Kernel> Kernels() {
 // The generated code's and the interpreter's times for each kernel, and OpenBLAS's for the dots.
 void KernelTable(hlocache::compiler::WorkerPool& pool, const std::string& compiler_id) {
   using namespace hlocache;
-  OpenBlas blas;
+  const hlocache_blas* blas = HostBlas();
   std::printf(
       "\nKernels: generated code against the interpreter and, for dots, OpenBLAS sgemm "
       "(one thread%s); best of 3 runs, the interpreter once.\n\n",
-      blas.ok() ? "" : "; libopenblas.so.0 not found, install libopenblas0");
+      blas != nullptr ? "" : "; no BLAS library found, install libopenblas0");
   std::printf(
       "| kernel | generated ms | GFLOP/s | interpreter ms | OpenBLAS ms | generated / "
       "OpenBLAS |\n|---|---:|---:|---:|---:|---:|\n");
@@ -162,13 +142,13 @@ void KernelTable(hlocache::compiler::WorkerPool& pool, const std::string& compil
         BestMs(1, [&] { return interp::Evaluate(*module, *args).has_value(); });
     const double flops = k.dot ? 2.0 * k.dot * k.dot * k.dot : 0;
     std::string blas_ms = "", ratio = "";
-    if (k.dot && blas.ok() && !generated.empty()) {
+    if (k.dot && blas != nullptr && !generated.empty()) {
       const std::string a = interp::ToBytes((*args)[0]), b = interp::ToBytes((*args)[1]);
       std::vector<float> c(static_cast<size_t>(k.dot) * k.dot);
       const double ms = BestMs(3, [&] {
-        blas.Multiply(k.dot, k.dot, k.dot, reinterpret_cast<const float*>(a.data()),
-                      reinterpret_cast<const float*>(b.data()), c.data());
-        return true;
+        return blas->sgemm(1, 0, 0, k.dot, k.dot, k.dot, reinterpret_cast<const float*>(a.data()),
+                           k.dot, reinterpret_cast<const float*>(b.data()), k.dot, c.data(),
+                           k.dot) == 0;
       });
       // The same product, or the comparison means nothing.
       const auto* ours = reinterpret_cast<const float*>(generated[0].data());
