@@ -540,19 +540,74 @@ template <class Less> int64_t* hc_merge_sort(int64_t* a, int64_t* b, int64_t n, 
   }
   return a;
 }
+// The unsigned key whose order is the order of the values under `<`: a float's bits with every
+// bit flipped where negative and the sign bit set otherwise, -0 given 0's key (`<` holds them
+// equal); a signed integer with its sign bit flipped; an unsigned one as it is.
+template <class T> auto hc_sort_key(T v) {
+  if constexpr (std::is_floating_point_v<T>) {
+    using K = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+    constexpr K sign = K{1} << (sizeof(K) * 8 - 1);
+    K bits = 0;
+    if (v != 0) std::memcpy(&bits, &v, sizeof bits);
+    return (bits & sign) != 0 ? K(~bits) : K(bits | sign);
+  } else if constexpr (std::is_signed_v<T>) {
+    using K = std::make_unsigned_t<T>;
+    return K(K(v) ^ (K{1} << (sizeof(K) * 8 - 1)));
+  } else {
+    return v;
+  }
+}
+// v[0, n) sorted stably by key (descending: by the keys' complement), least significant byte
+// first, one counting pass per byte that not every key shares. `keys` and `spare` are scratch of
+// 2n keys and n values. Stable, so equal keys keep their order: a stable sort's result.
+template <class T, class K>
+void hc_radix_sort(T* v, T* spare, K* keys, int64_t n, bool descending) {
+  constexpr int kBytes = sizeof(K);
+  int64_t count[kBytes][256] = {};
+  for (int64_t j = 0; j < n; ++j) {
+    const K k = descending ? K(~hc_sort_key(v[j])) : hc_sort_key(v[j]);
+    keys[j] = k;
+    for (int b = 0; b < kBytes; ++b) ++count[b][(k >> (8 * b)) & 255];
+  }
+  K *from_keys = keys, *to_keys = keys + n;
+  T *from = v, *to = spare;
+  for (int b = 0; b < kBytes; ++b) {
+    if (count[b][(from_keys[0] >> (8 * b)) & 255] == n) continue;  // One digit: no move.
+    int64_t at[256];
+    for (int64_t d = 0, sum = 0; d < 256; ++d) {
+      at[d] = sum;
+      sum += count[b][d];
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t p = at[(from_keys[j] >> (8 * b)) & 255]++;
+      to_keys[p] = from_keys[j];
+      to[p] = from[j];
+    }
+    std::swap(from_keys, to_keys);
+    std::swap(from, to);
+  }
+  if (from != v) std::memcpy(v, from, sizeof(T) * static_cast<size_t>(n));
+}
 // A run of n elements (x[0], x[inner], ...) sorted into y at the same stride, ascending by `<`
 // or descending by `>`: a sort of one operand whose comparator is that comparison. Where no
 // element is NaN, `<` is a strict weak order, so any stable sort gives the merge sort's order
-// above; this one compares values, with no call of the comparator a comparison. False, with
-// nothing written, where an element is NaN or memory is short: the caller runs the merge sort.
+// above; this one compares values (a radix sort of their keys from 256 elements on), with no call
+// of the comparator. False, with nothing written, where an element is NaN or memory is short: the
+// caller runs the merge sort.
 template <class T> bool hc_sort_run(const T* x, T* y, int64_t n, int64_t inner, bool descending) {
-  std::unique_ptr<T[]> v(new (std::nothrow) T[n > 0 ? n : 1]);
-  if (!v) return false;
+  constexpr int64_t kRadixFrom = 256;  // Below it, a comparison sort costs less than the counts.
+  using K = decltype(hc_sort_key(T{}));
+  const bool radix = n >= kRadixFrom;
+  std::unique_ptr<T[]> v(new (std::nothrow) T[radix ? 2 * n : n > 0 ? n : 1]);
+  std::unique_ptr<K[]> keys(radix ? new (std::nothrow) K[2 * n] : nullptr);
+  if (!v || (radix && !keys)) return false;
   for (int64_t j = 0; j < n; ++j) {
     v[j] = x[j * inner];
     if (v[j] != v[j]) return false;  // NaN.
   }
-  if (descending) {
+  if (radix) {
+    hc_radix_sort(&v[0], &v[n], &keys[0], n, descending);
+  } else if (descending) {
     std::stable_sort(&v[0], &v[0] + n, [](T a, T b) { return b < a; });
   } else {
     std::stable_sort(&v[0], &v[0] + n);

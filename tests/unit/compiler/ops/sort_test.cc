@@ -192,6 +192,39 @@ TEST(SortTest, SortsOfValuesByLessOrGreaterSortTheValuesInTheMergeSortsOrder) {
   EXPECT_EQ(source.find("hc_sort_run(", source.find("\nint hc_comp")), std::string::npos);
 }
 
+TEST(SortTest, LongRunsOfEveryValueTypeAreSortedByKeyInTheMergeSortsOrder) {
+  // Runs of 600 take the radix sort: keys must order negatives, infinities, subnormals and
+  // integers' sign bits as `<` does, hold -0 and 0 equal (their order kept, visible bit for
+  // bit), and keep equal values in order, in both directions.
+  const double inf = std::numeric_limits<double>::infinity();
+  for (const char* type : {"f32", "f64", "s32", "s64", "u32", "u64"}) {
+    const std::string t = type;
+    const bool is_float = t[0] == 'f', is_unsigned = t[0] == 'u';
+    std::vector<double> values;
+    uint32_t state = 12345;
+    for (int j = 0; j < 2 * 600; ++j) {
+      state = state * 1664525u + 1013904223u;
+      const double r = static_cast<double>(state >> 8) / (1 << 24);  // [0, 1)
+      double v = std::floor(r * 50) - (is_unsigned ? 0 : 25);         // Many equal values.
+      if (j % 7 == 0) v = is_unsigned ? 4e9 + j % 3 : -4e9 - j % 3;   // Past 24 bits, signs.
+      if (is_float && j % 11 == 0) v = j % 2 == 0 ? -0.0 : 0.0;
+      if (is_float && j % 13 == 0) v = r * 2e-40 - 1e-40;  // f32 subnormals of either sign.
+      if (is_float && j % 97 == 0) v = j % 2 == 0 ? inf : -inf;
+      if (!is_float && j % 5 == 0) v = j * 977.0;  // Spread over more bytes.
+      values.push_back(v);
+    }
+    for (const char* direction : {"LT", "GT"}) {
+      SCOPED_TRACE(t + " " + direction);
+      const std::string text = "HloModule m\n\n" + Less(t, direction) + "ENTRY e {\n  x = " + t +
+                               "[2,600] parameter(0)\n  ROOT s = " + t +
+                               "[2,600] sort(x), dimensions={1}, to_apply=less\n}\n";
+      const std::string source = ExpectCompiledMatchesInterpreter(
+          text, {Array(*hlo::PrimitiveTypeFromName(t), {2, 600}, values)});
+      EXPECT_NE(source.find("hc_sort_run(", source.find("\nint hc_comp")), std::string::npos);
+    }
+  }
+}
+
 TEST(SortTest, AComparatorReturningATupleOfOnePred) {
   const std::string text = R"(HloModule m
 
