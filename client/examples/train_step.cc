@@ -57,15 +57,15 @@ int main(int argc, char** argv) {
   for (auto& r : results) result_ptrs.push_back(r.data());
   for (int step = 0; step < steps; ++step) {
     const auto t = std::chrono::steady_clock::now();
-    if (hlocache_executable_run(exe, param_ptrs.data(), result_ptrs.data(), error,
-                                sizeof error) != 0) {
+    if (hlocache_executable_run(exe, param_ptrs.data(), result_ptrs.data(), error, sizeof error) !=
+        0) {
       std::fprintf(stderr, "step %d: %s\n", step, error);
       hlocache_executable_free(exe);
       return 1;
     }
-    std::printf("step %d: %.3f ms\n", step,
-                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t)
-                    .count());
+    std::printf(
+        "step %d: %.3f ms\n", step,
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count());
   }
   hlocache_executable_free(exe);
   return 0;

@@ -164,8 +164,9 @@ Status Lowering::Reduce(int32_t index, const Instruction& inst) {
 // the input) is folded in kLanes interleaved partial results, element k of the row into lane k
 // mod kLanes, which the C++ compiler vectorizes (a row of 4096 is 128 steps of 32 lanes rather
 // than a chain of 4096 dependent scalar adds); the lanes are then combined in order with the
-// init, and the row's last elements after them. Another order than the interpreter's: schema/numerics.tsv
-// states that f32 reduces reassociate, and when it stops saying so, rows fold in order again.
+// init, and the row's last elements after them. Another order than the interpreter's:
+// schema/numerics.tsv states that f32 reduces reassociate, and when it stops saying so, rows fold
+// in order again.
 constexpr int64_t kLanes = 32;
 
 bool Lowering::ReducesRowsInLanes(const Instruction& inst, const std::vector<int64_t>& dims,

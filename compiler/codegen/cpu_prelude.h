@@ -1,8 +1,9 @@
 // The text every generated CPU unit starts with: compiler/codegen/prelude/hc_cpu.h, then
 // hc_cpu_contractions.h (each one's part below its marker line), embedded into the binary at
-// build time by compiler/embed_preludes.cmake (that file says what the prelude holds and why), then, inside
-// namespace hlocache_rt, the code shared with the interpreter (compiler/semantics/prng.h,
-// linalg.h, dynamic_dims.h) with the helpers below after the parts they build on.
+// build time by compiler/embed_preludes.cmake (that file says what the prelude holds and why),
+// then, inside namespace hlocache_rt, the code shared with the interpreter
+// (compiler/semantics/prng.h, linalg.h, dynamic_dims.h) with the helpers below after the parts they
+// build on.
 #pragma once
 
 namespace hlocache::compiler {

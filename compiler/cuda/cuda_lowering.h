@@ -18,9 +18,9 @@
 #include "compiler/cuda/cuda_prelude.h"
 #include "compiler/semantics/constant.h"
 #include "compiler/semantics/core_ops.h"
-#include "compiler/semantics/shape_rules.h"
 #include "compiler/semantics/literal.h"
 #include "compiler/semantics/shape_context.h"
+#include "compiler/semantics/shape_rules.h"
 
 namespace hlocache::compiler::cuda_lowering_internal {
 

@@ -41,11 +41,11 @@ struct Instruction {
   std::string_view name;  // Without '%'. Empty for nested anonymous operands.
   OpcodeSpelling opcode{Opcode::kParameter};
   Shape shape;
-  bool shape_written = false;                 // False when the text left the shape to inference.
-  bool shape_inferred = false;                // Filled in by InferMissingShapes (shape_inference.h).
-  std::vector<int32_t> operands;              // Instruction indices in the same computation.
-  std::vector<Attribute> attributes;          // In written order; names unique.
-  std::vector<int32_t> callees;               // Computation indices, in written attribute order.
+  bool shape_written = false;         // False when the text left the shape to inference.
+  bool shape_inferred = false;        // Filled in by InferMissingShapes (shape_inference.h).
+  std::vector<int32_t> operands;      // Instruction indices in the same computation.
+  std::vector<Attribute> attributes;  // In written order; names unique.
+  std::vector<int32_t> callees;       // Computation indices, in written attribute order.
   std::vector<int32_t> control_predecessors;  // Instruction indices, as written.
   TokenRange literal;                         // constant(...): the literal's tokens.
   bool literal_elided = false;                // The literal is `{...}`: values unknown.

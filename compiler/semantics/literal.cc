@@ -128,7 +128,6 @@ Result<Literal> Literal::MakeZeros(const hlo::Shape& shape, uint64_t limit) {
   return Literal(shape);
 }
 
-
 double Literal::AsDouble(size_t i) const {
   if (is_float_) return floats_[i];
   if (shape_.type == PrimitiveType::kU64)

@@ -9,8 +9,8 @@
 // float: the same bits as in double rounded once (double's 53 bits are more than twice float's
 // 24 plus two, so the second rounding never changes the first's result), at twice the lanes.
 // Its transcendental functions are computed in float by glibc's vector math library (see
-// hc_vm_exp below), within the bounds schema/numerics.tsv states. f16 and bf16 are stored as their bits
-// and rounded to nearest-even straight from double, by the code the interpreter compiles
+// hc_vm_exp below), within the bounds schema/numerics.tsv states. f16 and bf16 are stored as their
+// bits and rounded to nearest-even straight from double, by the code the interpreter compiles
 // (compiler/semantics/half.h).
 //
 // The contractions and normalizations (dots, convolutions, batch norm) follow in every unit,
@@ -51,14 +51,16 @@ struct hc_host_leaf {
 };
 struct hc_host {
   void* context;
-  int (*receive)(void* context, int kind, int64_t channel, int64_t count, const hc_host_leaf* leaves);
+  int (*receive)(void* context, int kind, int64_t channel, int64_t count,
+                 const hc_host_leaf* leaves);
   int (*send)(void* context, int kind, int64_t channel, int64_t count, const hc_host_leaf* leaves);
 };
 inline thread_local const hc_host* hc_current_host = nullptr;
 inline thread_local bool hc_host_failed = false;
 inline bool hc_receive(int kind, int64_t channel, int64_t count, const hc_host_leaf* leaves) {
   const hc_host* h = hc_current_host;
-  if (h == nullptr || h->receive == nullptr || h->receive(h->context, kind, channel, count, leaves) != 0) {
+  if (h == nullptr || h->receive == nullptr ||
+      h->receive(h->context, kind, channel, count, leaves) != 0) {
     hc_host_failed = true;
     return false;
   }
@@ -66,21 +68,29 @@ inline bool hc_receive(int kind, int64_t channel, int64_t count, const hc_host_l
 }
 inline bool hc_send(int kind, int64_t channel, int64_t count, const hc_host_leaf* leaves) {
   const hc_host* h = hc_current_host;
-  if (h == nullptr || h->send == nullptr || h->send(h->context, kind, channel, count, leaves) != 0) {
+  if (h == nullptr || h->send == nullptr ||
+      h->send(h->context, kind, channel, count, leaves) != 0) {
     hc_host_failed = true;
     return false;
   }
   return true;
 }
 
-struct hc_f16 { uint16_t bits; };
-struct hc_bf16 { uint16_t bits; };
+struct hc_f16 {
+  uint16_t bits;
+};
+struct hc_bf16 {
+  uint16_t bits;
+};
 
 // 8-, 6- and 4-bit floats: their bits, and the format as template arguments
-// (compiler/semantics/minifloat.h): exponent and mantissa bits, bias, whether it has infinities, and
-// where its NaN is (0: all-ones exponent, 1: all-ones magnitude, 2: 0x80, 3: none, saturating,
+// (compiler/semantics/minifloat.h): exponent and mantissa bits, bias, whether it has infinities,
+// and where its NaN is (0: all-ones exponent, 1: all-ones magnitude, 2: 0x80, 3: none, saturating,
 // 4: f8e8m0fnu's exponent alone, 0xff).
-template <int E, int M, int Bias, bool Inf, int Nan> struct hc_f8 { uint8_t bits; };
+template <int E, int M, int Bias, bool Inf, int Nan>
+struct hc_f8 {
+  uint8_t bits;
+};
 using hc_f8e5m2 = hc_f8<5, 2, 15, true, 0>;
 using hc_f8e4m3 = hc_f8<4, 3, 7, true, 0>;
 using hc_f8e3m4 = hc_f8<3, 4, 3, true, 0>;
@@ -92,17 +102,23 @@ using hc_f6e2m3fn = hc_f8<2, 3, 1, false, 3>;
 using hc_f6e3m2fn = hc_f8<3, 2, 3, false, 3>;
 using hc_f4e2m1fn = hc_f8<2, 1, 1, false, 3>;
 using hc_f8e8m0fnu = hc_f8<8, 0, 127, false, 4>;
-template <class T> struct hc_is_f8 : std::false_type {};
-template <int E, int M, int B, bool I, int N> struct hc_is_f8<hc_f8<E, M, B, I, N>> : std::true_type {};
+template <class T>
+struct hc_is_f8 : std::false_type {};
+template <int E, int M, int B, bool I, int N>
+struct hc_is_f8<hc_f8<E, M, B, I, N>> : std::true_type {};
 
-template <class T> using U = std::make_unsigned_t<T>;
-template <class T> constexpr bool kHalf = std::is_same_v<T, hc_f16> || std::is_same_v<T, hc_bf16>;
-template <class T> constexpr bool kFloat =
-    std::is_floating_point_v<T> || kHalf<T> || hc_is_f8<T>::value;
-template <class T> constexpr int kBits = std::is_same_v<T, bool> ? 1 : 8 * sizeof(T);
+template <class T>
+using U = std::make_unsigned_t<T>;
+template <class T>
+constexpr bool kHalf = std::is_same_v<T, hc_f16> || std::is_same_v<T, hc_bf16>;
+template <class T>
+constexpr bool kFloat = std::is_floating_point_v<T> || kHalf<T> || hc_is_f8<T>::value;
+template <class T>
+constexpr int kBits = std::is_same_v<T, bool> ? 1 : 8 * sizeof(T);
 // An integer of W bits held in T: its low W bits, sign- or zero-extended (the sub-byte types
 // s1..s4 and u1..u4 live in int8_t and uint8_t this way).
-template <class T, int W> T hc_wrap(T v) {
+template <class T, int W>
+T hc_wrap(T v) {
   if constexpr (W >= kBits<T>) {
     return v;
   } else if constexpr (std::is_signed_v<T>) {
@@ -112,18 +128,27 @@ template <class T, int W> T hc_wrap(T v) {
   }
 }
 // The smallest and largest values of a W-bit integer held in T.
-template <class T, int W> constexpr T hc_min_of() {
-  if constexpr (W >= kBits<T>) return std::numeric_limits<T>::min();
-  else if constexpr (std::is_signed_v<T>) return static_cast<T>(-(int64_t{1} << (W - 1)));
-  else return T{0};
+template <class T, int W>
+constexpr T hc_min_of() {
+  if constexpr (W >= kBits<T>)
+    return std::numeric_limits<T>::min();
+  else if constexpr (std::is_signed_v<T>)
+    return static_cast<T>(-(int64_t{1} << (W - 1)));
+  else
+    return T{0};
 }
-template <class T, int W> constexpr T hc_max_of() {
-  if constexpr (W >= kBits<T>) return std::numeric_limits<T>::max();
-  else if constexpr (std::is_signed_v<T>) return static_cast<T>((int64_t{1} << (W - 1)) - 1);
-  else return static_cast<T>((uint64_t{1} << W) - 1);
+template <class T, int W>
+constexpr T hc_max_of() {
+  if constexpr (W >= kBits<T>)
+    return std::numeric_limits<T>::max();
+  else if constexpr (std::is_signed_v<T>)
+    return static_cast<T>((int64_t{1} << (W - 1)) - 1);
+  else
+    return static_cast<T>((uint64_t{1} << W) - 1);
 }
 // The W low bits of an integer held in T.
-template <class T, int W> uint64_t hc_low_bits(T a) {
+template <class T, int W>
+uint64_t hc_low_bits(T a) {
   const uint64_t u = static_cast<uint64_t>(static_cast<U<T>>(a));
   return W >= 64 ? u : u & ((uint64_t{1} << W) - 1);
 }
@@ -238,8 +263,9 @@ hc_f8<E, M, Bias, Inf, Nan> hc_encode_f8(double v) {
   const uint32_t nan = Nan == 0   ? sign | exponent_ones | (1u << (M > 0 ? M - 1 : 0))
                        : Nan == 1 ? sign | magnitude_bits
                                   : magnitude_bits + 1u;
-  constexpr uint32_t max = Nan == 0 ? exponent_ones - 1u : Nan == 1 ? magnitude_bits - 1u
-                                                                    : magnitude_bits;
+  constexpr uint32_t max = Nan == 0   ? exponent_ones - 1u
+                           : Nan == 1 ? magnitude_bits - 1u
+                                      : magnitude_bits;
   const uint32_t overflow = Inf ? sign | exponent_ones : Nan == 3 ? sign | max : nan;
   if (std::isnan(v)) return F8{static_cast<uint8_t>(nan)};
   const double a = std::fabs(v);
@@ -260,15 +286,22 @@ hc_f8<E, M, Bias, Inf, Nan> hc_encode_f8(double v) {
   if (bits == 0 && Nan == 2) return F8{0};
   return F8{static_cast<uint8_t>(sign | bits)};
 }
-template <class T> struct hc_f8_encoder;
-template <int E, int M, int B, bool I, int N> struct hc_f8_encoder<hc_f8<E, M, B, I, N>> {
+template <class T>
+struct hc_f8_encoder;
+template <int E, int M, int B, bool I, int N>
+struct hc_f8_encoder<hc_f8<E, M, B, I, N>> {
   static hc_f8<E, M, B, I, N> Encode(double v) { return hc_encode_f8<E, M, B, I, N>(v); }
 };
-template <class T> T hc_store(double v) {
-  if constexpr (std::is_same_v<T, hc_f16>) return hc_f16{hc_encode_half(v, 5, 10)};
-  else if constexpr (std::is_same_v<T, hc_bf16>) return hc_bf16{hc_encode_half(v, 8, 7)};
-  else if constexpr (hc_is_f8<T>::value) return hc_f8_encoder<T>::Encode(v);
-  else return static_cast<T>(v);
+template <class T>
+T hc_store(double v) {
+  if constexpr (std::is_same_v<T, hc_f16>)
+    return hc_f16{hc_encode_half(v, 5, 10)};
+  else if constexpr (std::is_same_v<T, hc_bf16>)
+    return hc_bf16{hc_encode_half(v, 8, 7)};
+  else if constexpr (hc_is_f8<T>::value)
+    return hc_f8_encoder<T>::Encode(v);
+  else
+    return static_cast<T>(v);
 }
 
 // f32 transcendental functions in float, from glibc. Declared `omp simd` (the generated code
@@ -310,24 +343,39 @@ inline float hc_vm_logistic(float x) {
   return (x >= 0 ? 1.0f : e) / (1.0f + e);
 }
 
-template <class T> T hc_add(T a, T b) {
-  if constexpr (std::is_same_v<T, float>) return a + b;
-  else if constexpr (kFloat<T>) return hc_store<T>(hc_load(a) + hc_load(b));
-  else if constexpr (std::is_same_v<T, bool>) return a || b;
-  else return static_cast<T>(static_cast<U<T>>(a) + static_cast<U<T>>(b));
+template <class T>
+T hc_add(T a, T b) {
+  if constexpr (std::is_same_v<T, float>)
+    return a + b;
+  else if constexpr (kFloat<T>)
+    return hc_store<T>(hc_load(a) + hc_load(b));
+  else if constexpr (std::is_same_v<T, bool>)
+    return a || b;
+  else
+    return static_cast<T>(static_cast<U<T>>(a) + static_cast<U<T>>(b));
 }
-template <class T> T hc_sub(T a, T b) {
-  if constexpr (std::is_same_v<T, float>) return a - b;
-  else if constexpr (kFloat<T>) return hc_store<T>(hc_load(a) - hc_load(b));
-  else return static_cast<T>(static_cast<U<T>>(a) - static_cast<U<T>>(b));
+template <class T>
+T hc_sub(T a, T b) {
+  if constexpr (std::is_same_v<T, float>)
+    return a - b;
+  else if constexpr (kFloat<T>)
+    return hc_store<T>(hc_load(a) - hc_load(b));
+  else
+    return static_cast<T>(static_cast<U<T>>(a) - static_cast<U<T>>(b));
 }
-template <class T> T hc_mul(T a, T b) {
-  if constexpr (std::is_same_v<T, float>) return a * b;
-  else if constexpr (kFloat<T>) return hc_store<T>(hc_load(a) * hc_load(b));
-  else if constexpr (std::is_same_v<T, bool>) return a && b;
-  else return static_cast<T>(static_cast<U<T>>(a) * static_cast<U<T>>(b));
+template <class T>
+T hc_mul(T a, T b) {
+  if constexpr (std::is_same_v<T, float>)
+    return a * b;
+  else if constexpr (kFloat<T>)
+    return hc_store<T>(hc_load(a) * hc_load(b));
+  else if constexpr (std::is_same_v<T, bool>)
+    return a && b;
+  else
+    return static_cast<T>(static_cast<U<T>>(a) * static_cast<U<T>>(b));
 }
-template <class T> T hc_div(T a, T b) {
+template <class T>
+T hc_div(T a, T b) {
   if constexpr (std::is_same_v<T, float>) {
     return a / b;
   } else if constexpr (kFloat<T>) {
@@ -340,7 +388,8 @@ template <class T> T hc_div(T a, T b) {
     return static_cast<T>(a / b);
   }
 }
-template <class T> T hc_rem(T a, T b) {
+template <class T>
+T hc_rem(T a, T b) {
   if constexpr (kFloat<T>) {
     return hc_store<T>(std::fmod(hc_load(a), hc_load(b)));
   } else {
@@ -351,25 +400,30 @@ template <class T> T hc_rem(T a, T b) {
     return static_cast<T>(a % b);
   }
 }
-template <class T> T hc_max(T a, T b) {
+template <class T>
+T hc_max(T a, T b) {
   if constexpr (kFloat<T>) {
     const double x = hc_load(a), y = hc_load(b);
-    if (std::isnan(x) || std::isnan(y)) return hc_store<T>(std::numeric_limits<double>::quiet_NaN());
+    if (std::isnan(x) || std::isnan(y))
+      return hc_store<T>(std::numeric_limits<double>::quiet_NaN());
     return (x < y) ? b : a;
   } else {
     return (a < b) ? b : a;
   }
 }
-template <class T> T hc_min(T a, T b) {
+template <class T>
+T hc_min(T a, T b) {
   if constexpr (kFloat<T>) {
     const double x = hc_load(a), y = hc_load(b);
-    if (std::isnan(x) || std::isnan(y)) return hc_store<T>(std::numeric_limits<double>::quiet_NaN());
+    if (std::isnan(x) || std::isnan(y))
+      return hc_store<T>(std::numeric_limits<double>::quiet_NaN());
     return (y < x) ? b : a;
   } else {
     return (b < a) ? b : a;
   }
 }
-template <class T> T hc_clamp(T lo, T x, T hi) {
+template <class T>
+T hc_clamp(T lo, T x, T hi) {
   if constexpr (kFloat<T>) {
     const double a = hc_load(x), l = hc_load(lo), h = hc_load(hi);
     const double m = (a < l) ? l : a;
@@ -379,16 +433,24 @@ template <class T> T hc_clamp(T lo, T x, T hi) {
     return (hi < m) ? hi : m;
   }
 }
-template <class T> T hc_neg(T a) {
-  if constexpr (kFloat<T>) return hc_store<T>(-hc_load(a));
-  else return static_cast<T>(U<T>(0) - static_cast<U<T>>(a));
+template <class T>
+T hc_neg(T a) {
+  if constexpr (kFloat<T>)
+    return hc_store<T>(-hc_load(a));
+  else
+    return static_cast<T>(U<T>(0) - static_cast<U<T>>(a));
 }
-template <class T> T hc_abs(T a) {
-  if constexpr (kFloat<T>) return hc_store<T>(std::fabs(hc_load(a)));
-  else if constexpr (std::is_signed_v<T>) return a < 0 ? hc_neg(a) : a;
-  else return a;
+template <class T>
+T hc_abs(T a) {
+  if constexpr (kFloat<T>)
+    return hc_store<T>(std::fabs(hc_load(a)));
+  else if constexpr (std::is_signed_v<T>)
+    return a < 0 ? hc_neg(a) : a;
+  else
+    return a;
 }
-template <class T> T hc_sign(T a) {
+template <class T>
+T hc_sign(T a) {
   if constexpr (kFloat<T>) {
     const double x = hc_load(a);
     return hc_store<T>(std::isnan(x) ? x : x > 0 ? 1.0 : x < 0 ? -1.0 : x);
@@ -398,33 +460,41 @@ template <class T> T hc_sign(T a) {
     return static_cast<T>(a != 0);
   }
 }
-template <class T> T hc_not(T a) {
-  if constexpr (std::is_same_v<T, bool>) return !a;
-  else return static_cast<T>(~a);
+template <class T>
+T hc_not(T a) {
+  if constexpr (std::is_same_v<T, bool>)
+    return !a;
+  else
+    return static_cast<T>(~a);
 }
-template <class T> T hc_shl(T a, T n) {
+template <class T>
+T hc_shl(T a, T n) {
   if (static_cast<uint64_t>(static_cast<U<T>>(n)) >= uint64_t(kBits<T>)) return 0;
   return static_cast<T>(static_cast<U<T>>(a) << static_cast<U<T>>(n));
 }
 // The right shifts of a W-bit integer held in T (sub-byte types: their low W bits).
-template <class T, int W = kBits<T>> T hc_shrl(T a, T n) {
+template <class T, int W = kBits<T>>
+T hc_shrl(T a, T n) {
   if (static_cast<uint64_t>(static_cast<U<T>>(n)) >= uint64_t(W)) return 0;
   return static_cast<T>(hc_low_bits<T, W>(a) >> static_cast<U<T>>(n));
 }
-template <class T, int W = kBits<T>> T hc_shra(T a, T n) {
+template <class T, int W = kBits<T>>
+T hc_shra(T a, T n) {
   using S = std::make_signed_t<T>;
   uint64_t count = static_cast<uint64_t>(static_cast<U<T>>(n));
   if (count >= uint64_t(W)) count = W - 1;
   return hc_wrap<T, W>(static_cast<T>(hc_wrap<S, W>(static_cast<S>(a)) >> count));
 }
-template <class T> T hc_pow(T a, T b) {
+template <class T>
+T hc_pow(T a, T b) {
   if constexpr (kFloat<T>) {
     return hc_store<T>(std::pow(hc_load(a), hc_load(b)));
   } else {
     if constexpr (std::is_signed_v<T>) {
       if (b < 0) return a == 1 ? T(1) : a == -1 ? ((b & 1) ? T(-1) : T(1)) : T(0);
     }
-    uint64_t base = static_cast<uint64_t>(static_cast<int64_t>(a)), e = static_cast<uint64_t>(b), r = 1;
+    uint64_t base = static_cast<uint64_t>(static_cast<int64_t>(a)), e = static_cast<uint64_t>(b),
+             r = 1;
     while (e != 0) {
       if (e & 1) r *= base;
       base *= base;
@@ -433,10 +503,13 @@ template <class T> T hc_pow(T a, T b) {
     return static_cast<T>(r);
   }
 }
-template <class To, class From, int W = kBits<To>> To hc_cvt(From x) {
+template <class To, class From, int W = kBits<To>>
+To hc_cvt(From x) {
   if constexpr (std::is_same_v<To, bool>) {
-    if constexpr (kFloat<From>) return hc_load(x) != 0;
-    else return x != 0;
+    if constexpr (kFloat<From>)
+      return hc_load(x) != 0;
+    else
+      return x != 0;
   } else if constexpr (kFloat<To>) {
     if constexpr (std::is_same_v<To, hc_bf16> && std::is_same_v<From, float>) {
       return hc_bf16_from_float(x);
@@ -459,7 +532,8 @@ template <class To, class From, int W = kBits<To>> To hc_cvt(From x) {
 }
 // stochastic-convert (compiler/interp/eval_elementwise.cc): float x to signed T, rounded up when
 // the random bits r (unsigned, of x's width) are below the fraction scaled to their range.
-template <class T, class R, class F> T hc_stochastic_convert(F xv, R r) {
+template <class T, class R, class F>
+T hc_stochastic_convert(F xv, R r) {
   using Scaled = std::conditional_t<std::is_same_v<F, hc_f16>, float, F>;
   const double x = hc_load(xv);
   const double magnitude = std::fabs(x), whole = std::floor(magnitude);
@@ -475,14 +549,17 @@ template <class T, class R, class F> T hc_stochastic_convert(F xv, R r) {
   }
   return t;
 }
-template <class T, int W = kBits<T>> T hc_popcnt(T a) {
+template <class T, int W = kBits<T>>
+T hc_popcnt(T a) {
   return static_cast<T>(__builtin_popcountll(hc_low_bits<T, W>(a)));
 }
-template <class T, int W = kBits<T>> T hc_clz(T a) {
+template <class T, int W = kBits<T>>
+T hc_clz(T a) {
   const uint64_t u = hc_low_bits<T, W>(a);
   return static_cast<T>(u == 0 ? W : __builtin_clzll(u) - (64 - W));
 }
-template <class To, class From> To hc_bitcast(From x) {
+template <class To, class From>
+To hc_bitcast(From x) {
   static_assert(sizeof(To) == sizeof(From));
   To y;
   std::memcpy(&y, &x, sizeof y);
@@ -504,15 +581,18 @@ inline uint64_t hc_reduce_precision_bits(uint64_t u, int se, int sm, int eb, int
     const uint64_t sign = uint64_t{1} << (se + sm);
     const int64_t bias = (int64_t{1} << (se - 1)) - 1, reduced = (int64_t{1} << (eb - 1)) - 1;
     const uint64_t e = r & exponent_mask;
-    if (e > static_cast<uint64_t>(bias + reduced) << sm) r = (r & sign) | exponent_mask;
-    else if (e <= static_cast<uint64_t>(bias - reduced) << sm) r &= sign;
+    if (e > static_cast<uint64_t>(bias + reduced) << sm)
+      r = (r & sign) | exponent_mask;
+    else if (e <= static_cast<uint64_t>(bias - reduced) << sm)
+      r &= sign;
   }
   return nan ? (mb > 0 ? u : exponent_mask) : r;
 }
-template <class T> T hc_reduce_precision(T x, int eb, int mb) {
+template <class T>
+T hc_reduce_precision(T x, int eb, int mb) {
   if constexpr (std::is_same_v<T, float>) {
-    return hc_bitcast<float>(static_cast<uint32_t>(
-        hc_reduce_precision_bits(hc_bitcast<uint32_t>(x), 8, 23, eb, mb)));
+    return hc_bitcast<float>(
+        static_cast<uint32_t>(hc_reduce_precision_bits(hc_bitcast<uint32_t>(x), 8, 23, eb, mb)));
   } else if constexpr (std::is_same_v<T, double>) {
     return hc_bitcast<double>(hc_reduce_precision_bits(hc_bitcast<uint64_t>(x), 11, 52, eb, mb));
   } else if constexpr (std::is_same_v<T, hc_f16>) {
@@ -527,7 +607,8 @@ template <class T> T hc_reduce_precision(T x, int eb, int mb) {
 // The stable bottom-up merge sort of the n positions in `a` (`b`: scratch of n) by less(x, y),
 // the interpreter's steps exactly (compiler/interp/eval_sort.cc), so that any comparator gives
 // the same permutation there and here; returns whichever of a and b holds the result.
-template <class Less> int64_t* hc_merge_sort(int64_t* a, int64_t* b, int64_t n, Less less) {
+template <class Less>
+int64_t* hc_merge_sort(int64_t* a, int64_t* b, int64_t n, Less less) {
   for (int64_t w = 1; w < n; w *= 2) {
     for (int64_t lo = 0; lo < n; lo += 2 * w) {
       const int64_t mid = std::min(lo + w, n), hi = std::min(lo + 2 * w, n);
@@ -543,7 +624,8 @@ template <class Less> int64_t* hc_merge_sort(int64_t* a, int64_t* b, int64_t n, 
 // The unsigned key whose order is the order of the values under `<`: a float's bits with every
 // bit flipped where negative and the sign bit set otherwise, -0 given 0's key (`<` holds them
 // equal); a signed integer with its sign bit flipped; an unsigned one as it is.
-template <class T> auto hc_sort_key(T v) {
+template <class T>
+auto hc_sort_key(T v) {
   if constexpr (std::is_floating_point_v<T>) {
     using K = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
     constexpr K sign = K{1} << (sizeof(K) * 8 - 1);
@@ -594,7 +676,8 @@ void hc_radix_sort(T* v, T* spare, K* keys, int64_t n, bool descending) {
 // above; this one compares values (a radix sort of their keys from 256 elements on), with no call
 // of the comparator. False, with nothing written, where an element is NaN or memory is short: the
 // caller runs the merge sort.
-template <class T> bool hc_sort_run(const T* x, T* y, int64_t n, int64_t inner, bool descending) {
+template <class T>
+bool hc_sort_run(const T* x, T* y, int64_t n, int64_t inner, bool descending) {
   constexpr int64_t kRadixFrom = 256;  // Below it, a comparison sort costs less than the counts.
   using K = decltype(hc_sort_key(T{}));
   const bool radix = n >= kRadixFrom;
@@ -679,11 +762,13 @@ inline int64_t hc_total_key(double v) {
   std::memcpy(&bits, &v, sizeof bits);
   return bits < 0 ? bits ^ std::numeric_limits<int64_t>::max() : bits;
 }
-template <class T> auto hc_key(T x) {
-  if constexpr (kFloat<T>) return hc_load(x);
-  else return x;
+template <class T>
+auto hc_key(T x) {
+  if constexpr (kFloat<T>)
+    return hc_load(x);
+  else
+    return x;
 }
 
 }  // namespace hlocache_rt
 using namespace hlocache_rt;
-

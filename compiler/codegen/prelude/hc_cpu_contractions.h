@@ -36,21 +36,21 @@ constexpr int64_t hc_rows = 4;
 // operands are narrower than double (or integers), every product is exact in the accumulator's
 // type, so rounding it once with the sum changes nothing; for f64 operands it would, and every
 // other generated line is compiled with -ffp-contract=off.
-#define HC_DOT_BLOCK_BODY                                              \
-  V c[hc_rows][2] = {};                                                \
-  for (int64_t k = 0; k < K; ++k) {                                    \
-    V y0, y1;                                                          \
-    std::memcpy(&y0, tile + k * 2 * hc_lanes, sizeof y0);              \
-    std::memcpy(&y1, tile + k * 2 * hc_lanes + hc_lanes, sizeof y1);   \
-    _Pragma("GCC unroll 8") for (int64_t r = 0; r < hc_rows; ++r) {    \
-      const Acc xr = x[r * stride + k];                                \
-      c[r][0] += xr * y0;                                              \
-      c[r][1] += xr * y1;                                              \
-    }                                                                  \
-  }                                                                    \
-  _Pragma("GCC unroll 8") for (int64_t r = 0; r < hc_rows; ++r) {      \
-    acc[r][0] = c[r][0];                                               \
-    acc[r][1] = c[r][1];                                               \
+#define HC_DOT_BLOCK_BODY                                            \
+  V c[hc_rows][2] = {};                                              \
+  for (int64_t k = 0; k < K; ++k) {                                  \
+    V y0, y1;                                                        \
+    std::memcpy(&y0, tile + k * 2 * hc_lanes, sizeof y0);            \
+    std::memcpy(&y1, tile + k * 2 * hc_lanes + hc_lanes, sizeof y1); \
+    _Pragma("GCC unroll 8") for (int64_t r = 0; r < hc_rows; ++r) {  \
+      const Acc xr = x[r * stride + k];                              \
+      c[r][0] += xr * y0;                                            \
+      c[r][1] += xr * y1;                                            \
+    }                                                                \
+  }                                                                  \
+  _Pragma("GCC unroll 8") for (int64_t r = 0; r < hc_rows; ++r) {    \
+    acc[r][0] = c[r][0];                                             \
+    acc[r][1] = c[r][1];                                             \
   }
 #if defined(__clang__)
 #define HC_CONTRACT_FUNCTION
@@ -71,8 +71,8 @@ void hc_dot_block(const Acc* tile, const Acc* x, int64_t stride, int64_t K, V (*
 }
 // Whether an operand of element type X, as a dot into T loads it, has a product with any other
 // such operand that double holds exactly: narrower floats do; integers are converted to T first.
-template <class T, class X> constexpr bool kExactProducts =
-    kFloat<X> ? !std::is_same_v<X, double> : !std::is_same_v<T, double>;
+template <class T, class X>
+constexpr bool kExactProducts = kFloat<X> ? !std::is_same_v<X, double> : !std::is_same_v<T, double>;
 // BLAS, from the loader (compiler/artifact/blas_runtime.h declares the same struct, field for
 // field): never linked into an executable.
 struct hc_blas {
@@ -83,8 +83,8 @@ struct hc_blas {
 // Defined in a module whose f32 dots may call BLAS (schema/numerics.tsv lets them sum in
 // another order), and pointed at this host's BLAS by the loader; elsewhere an undefined weak
 // reference, whose address is null.
-extern "C" __attribute__((weak, visibility("default"))) const hlocache_rt::hc_blas*
-    hlocache_blas_runtime;
+extern "C" __attribute__((weak, visibility("default")))
+const hlocache_rt::hc_blas* hlocache_blas_runtime;
 namespace hlocache_rt {
 // Whether offsets t[0..n) step by one stride, and that stride (0 for fewer than two).
 inline bool hc_affine(const int64_t* t, int64_t n, int64_t& stride) {
@@ -114,8 +114,8 @@ inline bool hc_blas_operand(int64_t rows, int64_t cols, int64_t rs, int64_t cs, 
 // each operand is a strided matrix; false, with nothing written, where it is not (hc_dot then
 // computes it).
 inline bool hc_sgemm(const float* lhs, const float* rhs, float* out, int64_t B, int64_t M,
-                     int64_t N, int64_t K, const int64_t* lb, const int64_t* lf,
-                     const int64_t* lc, const int64_t* rb, const int64_t* rf, const int64_t* rc) {
+                     int64_t N, int64_t K, const int64_t* lb, const int64_t* lf, const int64_t* lc,
+                     const int64_t* rb, const int64_t* rf, const int64_t* rc) {
   if (&hlocache_blas_runtime == nullptr || hlocache_blas_runtime == nullptr) return false;
   if (M == 0 || N == 0 || K == 0) return false;
   int64_t sm = 0, sk = 0, sn = 0, rk = 0, lda = 0, ldb = 0;
@@ -128,26 +128,29 @@ inline bool hc_sgemm(const float* lhs, const float* rhs, float* out, int64_t B, 
   const int threads = hc_threads_wanted();
   for (int64_t b = 0; b < B; ++b) {
     if (hlocache_blas_runtime->sgemm(threads, ta, tb, M, N, K, lhs + lb[b] + lf[0] + lc[0], lda,
-                                     rhs + rb[b] + rf[0] + rc[0], ldb, out + b * M * N,
-                                     N) != 0) {
+                                     rhs + rb[b] + rf[0] + rc[0], ldb, out + b * M * N, N) != 0) {
       return false;  // Sizes beyond the library's: the first batch, before any is written.
     }
   }
   return true;
 }
-// dot: out[(b*M + m)*N + n] = sum over k of lhs[lb[b] + lf[m] + lc[k]] * rhs[rb[b] + rf[n] + rc[k]],
-// summed from zero in order of k, in double for floats (rounded once) and modulo 2^64 for
+// dot: out[(b*M + m)*N + n] = sum over k of lhs[lb[b] + lf[m] + lc[k]] * rhs[rb[b] + rf[n] +
+// rc[k]], summed from zero in order of k, in double for floats (rounded once) and modulo 2^64 for
 // integers, as the interpreter does. Blocked: a panel of rhs columns is packed as Acc once per
-// batch, in tiles of kCols (2 * hc_lanes) columns; kRows rows of lhs are packed once per panel; each
-// kRows x kCols block of results is summed in vector registers over all of k. An f32 dot of a
+// batch, in tiles of kCols (2 * hc_lanes) columns; kRows rows of lhs are packed once per panel;
+// each kRows x kCols block of results is summed in vector registers over all of k. An f32 dot of a
 // module that asked for BLAS is BLAS's (hc_sgemm) where its operands are strided matrices.
 // False when out of memory.
 // An element of a dot operand as the sum's type: a float as double (an integer or pred operand
 // of a float result converted to the result's type first, as XLA does), an integer modulo 2^64.
-template <class T, class X> auto hc_dot_operand(X x) {
-  if constexpr (kFloat<T> && kFloat<X>) return hc_load(x);
-  else if constexpr (kFloat<T>) return hc_load(hc_cvt<T, X>(x));
-  else return static_cast<uint64_t>(static_cast<int64_t>(x));
+template <class T, class X>
+auto hc_dot_operand(X x) {
+  if constexpr (kFloat<T> && kFloat<X>)
+    return hc_load(x);
+  else if constexpr (kFloat<T>)
+    return hc_load(hc_cvt<T, X>(x));
+  else
+    return static_cast<uint64_t>(static_cast<int64_t>(x));
 }
 template <class T, class L, class R>
 bool hc_dot(const L* lhs, const R* rhs, T* out, int64_t B, int64_t M, int64_t N, int64_t K,
@@ -217,8 +220,8 @@ bool hc_dot(const L* lhs, const R* rhs, T* out, int64_t B, int64_t M, int64_t N,
         return true;
       };
       const int64_t macs = kRows * k_alloc * tiles * kCols;  // A block's.
-      if (!hc_parallel_body((M + kRows - 1) / kRows,
-                            std::max<int64_t>(1, hc_parallel_macs / macs), blocks)) {
+      if (!hc_parallel_body((M + kRows - 1) / kRows, std::max<int64_t>(1, hc_parallel_macs / macs),
+                            blocks)) {
         return false;
       }
     }
@@ -228,7 +231,8 @@ bool hc_dot(const L* lhs, const R* rhs, T* out, int64_t B, int64_t M, int64_t N,
 // ragged-dot (compiler/interp/eval_dots.cc defines it; compiler/semantics/dot_dims.h its tables):
 // dot's sums, each over the contracting positions of its group. The group of ragged position p
 // in a row of group sizes, or -1 past the last.
-template <class G> int64_t hc_group_of(const G* row, int64_t groups, int64_t p) {
+template <class G>
+int64_t hc_group_of(const G* row, int64_t groups, int64_t p) {
   int64_t start = 0;
   for (int64_t j = 0; j < groups; ++j) {
     const auto size = static_cast<int64_t>(row[j]);
@@ -238,15 +242,17 @@ template <class G> int64_t hc_group_of(const G* row, int64_t groups, int64_t p) 
   return -1;
 }
 template <class T, class L, class R, class G>
-bool hc_ragged_dot(const L* lhs, const R* rhs, const G* sizes, T* out, bool contracting,
-                   int64_t B, int64_t M, int64_t N, int64_t K, int64_t groups,
-                   int64_t group_stride, const int64_t* lb, const int64_t* lf, const int64_t* lc,
-                   const int64_t* rb, const int64_t* rf, const int64_t* rc, const int64_t* gb,
-                   const int64_t* outer, const int64_t* position) {
+bool hc_ragged_dot(const L* lhs, const R* rhs, const G* sizes, T* out, bool contracting, int64_t B,
+                   int64_t M, int64_t N, int64_t K, int64_t groups, int64_t group_stride,
+                   const int64_t* lb, const int64_t* lf, const int64_t* lc, const int64_t* rb,
+                   const int64_t* rf, const int64_t* rc, const int64_t* gb, const int64_t* outer,
+                   const int64_t* position) {
   using Acc = std::conditional_t<kFloat<T>, double, uint64_t>;
   auto put = [&](int64_t at, Acc v) {
-    if constexpr (kFloat<T>) out[at] = hc_store<T>(v);
-    else out[at] = static_cast<T>(static_cast<int64_t>(v));
+    if constexpr (kFloat<T>)
+      out[at] = hc_store<T>(v);
+    else
+      out[at] = static_cast<T>(static_cast<int64_t>(v));
   };
   if (!contracting) {
     for (int64_t b = 0; b < B; ++b) {
@@ -292,11 +298,16 @@ bool hc_ragged_dot(const L* lhs, const R* rhs, const G* sizes, T* out, bool cont
 // result T, every element as pred).
 template <class Acc, class T, class X>
 Acc hc_conv_load(X x) {
-  if constexpr (std::is_same_v<X, bool>) return x ? Acc(1) : Acc(0);
-  else if constexpr (std::is_same_v<T, bool> && kFloat<X>) return hc_load(x) != 0 ? Acc(1) : Acc(0);
-  else if constexpr (std::is_same_v<T, bool>) return x != 0 ? Acc(1) : Acc(0);
-  else if constexpr (std::is_same_v<Acc, double>) return hc_load(x);
-  else return static_cast<uint64_t>(static_cast<int64_t>(x));
+  if constexpr (std::is_same_v<X, bool>)
+    return x ? Acc(1) : Acc(0);
+  else if constexpr (std::is_same_v<T, bool> && kFloat<X>)
+    return hc_load(x) != 0 ? Acc(1) : Acc(0);
+  else if constexpr (std::is_same_v<T, bool>)
+    return x != 0 ? Acc(1) : Acc(0);
+  else if constexpr (std::is_same_v<Acc, double>)
+    return hc_load(x);
+  else
+    return static_cast<uint64_t>(static_cast<int64_t>(x));
 }
 // convolution (compiler/interp/eval_convolution.cc defines it): one spatial dimension of the
 // window, and the whole shape of the work. Strides are in elements of each array.
@@ -344,8 +355,10 @@ struct hc_conv_run {
 
   static Acc load(L x) { return hc_conv_load<Acc, T>(x); }
   void store(T* at, Acc v) const {
-    if constexpr (kFloat<T>) *at = hc_store<T>(v);
-    else *at = static_cast<T>(static_cast<int64_t>(v));
+    if constexpr (kFloat<T>)
+      *at = hc_store<T>(v);
+    else
+      *at = static_cast<T>(static_cast<int64_t>(v));
   }
   // The input offset window position `pos` reads at placement `p` (both row-major indices),
   // or -1.
@@ -638,8 +651,9 @@ bool hc_conv(const L* lhs, const R* rhs, T* out, const hc_conv_spec& s) {
       for (int64_t c = 0; c < kif; ++c) {
         for (int64_t o = 0; o < width; ++o) {
           to[c * width + o] =
-              o < opg ? load(rhs[koff + c * s.kernel_in_stride + (g * opg + o) * s.kernel_out_stride])
-                      : Acc(0);
+              o < opg
+                  ? load(rhs[koff + c * s.kernel_in_stride + (g * opg + o) * s.kernel_out_stride])
+                  : Acc(0);
         }
       }
     }
@@ -654,9 +668,9 @@ bool hc_conv(const L* lhs, const R* rhs, T* out, const hc_conv_spec& s) {
 // operand viewed as [outer][features][inner]: in double, sums in row-major order, each result
 // rounded once. Training passes no mean_in and var_in and gets mean_out and var_out.
 template <class T>
-void hc_batch_norm(const T* x, const T* scale, const T* offset, const T* mean_in,
-                   const T* var_in, T* y, T* mean_out, T* var_out, int64_t outer,
-                   int64_t features, int64_t inner, double eps) {
+void hc_batch_norm(const T* x, const T* scale, const T* offset, const T* mean_in, const T* var_in,
+                   T* y, T* mean_out, T* var_out, int64_t outer, int64_t features, int64_t inner,
+                   double eps) {
   const double n = static_cast<double>(outer * inner);
   for (int64_t c = 0; c < features; ++c) {
     double mean = 0, var = 0;
@@ -684,15 +698,16 @@ void hc_batch_norm(const T* x, const T* scale, const T* offset, const T* mean_in
     for (int64_t o = 0; o < outer; ++o) {
       const T* xc = x + (o * features + c) * inner;
       T* yc = y + (o * features + c) * inner;
-      for (int64_t i = 0; i < inner; ++i) yc[i] = hc_store<T>((hc_load(xc[i]) - mean) / root * s + b);
+      for (int64_t i = 0; i < inner; ++i)
+        yc[i] = hc_store<T>((hc_load(xc[i]) - mean) / root * s + b);
     }
   }
 }
 // batch-norm-grad, likewise.
 template <class T>
-void hc_batch_norm_grad(const T* x, const T* scale, const T* mean_in, const T* var_in,
-                        const T* dy, T* dx, T* dscale_out, T* doffset_out, int64_t outer,
-                        int64_t features, int64_t inner, double eps) {
+void hc_batch_norm_grad(const T* x, const T* scale, const T* mean_in, const T* var_in, const T* dy,
+                        T* dx, T* dscale_out, T* doffset_out, int64_t outer, int64_t features,
+                        int64_t inner, double eps) {
   const double n = static_cast<double>(outer * inner);
   for (int64_t c = 0; c < features; ++c) {
     const double mean = hc_load(mean_in[c]), s = hc_load(scale[c]);
@@ -710,7 +725,8 @@ void hc_batch_norm_grad(const T* x, const T* scale, const T* mean_in, const T* v
       const int64_t at = (o * features + c) * inner;
       for (int64_t i = 0; i < inner; ++i) {
         const double centered = hc_load(x[at + i]) - mean;
-        dx[at + i] = hc_store<T>(s * inv / n * (n * hc_load(dy[at + i]) - doffset - centered * inv * dscale));
+        dx[at + i] = hc_store<T>(s * inv / n *
+                                 (n * hc_load(dy[at + i]) - doffset - centered * inv * dscale));
       }
     }
     dscale_out[c] = hc_store<T>(dscale);

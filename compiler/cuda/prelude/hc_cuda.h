@@ -23,19 +23,31 @@ typedef unsigned int uint32_t;
 typedef unsigned long long uint64_t;
 #endif
 
-struct hc_f16 { uint16_t bits; };
-struct hc_bf16 { uint16_t bits; };
+struct hc_f16 {
+  uint16_t bits;
+};
+struct hc_bf16 {
+  uint16_t bits;
+};
 
-template <class A, class B> struct hc_same { static constexpr bool value = false; };
-template <class A> struct hc_same<A, A> { static constexpr bool value = true; };
-template <class T> struct hc_int;  // Unsigned type, signedness, width and range of integers.
-#define HC_INT(T, UT, S, MIN, MAX)                                                          \
-  template <> struct hc_int<T> {                                                            \
-    typedef UT unsigned_type;                                                               \
-    static constexpr bool is_signed = S;                                                    \
-    static constexpr int bits = 8 * sizeof(T);                                              \
-    static constexpr T min() { return MIN; }                                                \
-    static constexpr T max() { return MAX; }                                                \
+template <class A, class B>
+struct hc_same {
+  static constexpr bool value = false;
+};
+template <class A>
+struct hc_same<A, A> {
+  static constexpr bool value = true;
+};
+template <class T>
+struct hc_int;  // Unsigned type, signedness, width and range of integers.
+#define HC_INT(T, UT, S, MIN, MAX)             \
+  template <>                                  \
+  struct hc_int<T> {                           \
+    typedef UT unsigned_type;                  \
+    static constexpr bool is_signed = S;       \
+    static constexpr int bits = 8 * sizeof(T); \
+    static constexpr T min() { return MIN; }   \
+    static constexpr T max() { return MAX; }   \
   };
 HC_INT(int8_t, uint8_t, true, -128, 127)
 HC_INT(int16_t, uint16_t, true, -32768, 32767)
@@ -45,10 +57,12 @@ HC_INT(uint8_t, uint8_t, false, 0, 255)
 HC_INT(uint16_t, uint16_t, false, 0, 65535)
 HC_INT(uint32_t, uint32_t, false, 0, 4294967295u)
 HC_INT(uint64_t, uint64_t, false, 0, 18446744073709551615ull)
-template <class T> constexpr bool kHalf = hc_same<T, hc_f16>::value || hc_same<T, hc_bf16>::value;
-template <class T> constexpr bool kFloat =
-    kHalf<T> || hc_same<T, float>::value || hc_same<T, double>::value;
-template <class T> constexpr bool kBool = hc_same<T, bool>::value;
+template <class T>
+constexpr bool kHalf = hc_same<T, hc_f16>::value || hc_same<T, hc_bf16>::value;
+template <class T>
+constexpr bool kFloat = kHalf<T> || hc_same<T, float>::value || hc_same<T, double>::value;
+template <class T>
+constexpr bool kBool = hc_same<T, bool>::value;
 
 // The 16-bit float formats, written once for the interpreter and generated code
 // (compiler/semantics/half.h, whose text follows this prelude in every unit).
@@ -64,28 +78,45 @@ inline double hc_load(hc_bf16 x) { return hc_decode_half(x.bits, 8, 7); }
 inline double hc_load(hc_f16 x) { return hc_decode_half(x.bits, 5, 10); }
 inline double hc_load(float x) { return x; }
 inline double hc_load(double x) { return x; }
-template <class T> T hc_store(double v) {
-  if constexpr (hc_same<T, hc_f16>::value) return hc_f16{hc_encode_half(v, 5, 10)};
-  else if constexpr (hc_same<T, hc_bf16>::value) return hc_bf16{hc_encode_half(v, 8, 7)};
-  else return (T)v;
+template <class T>
+T hc_store(double v) {
+  if constexpr (hc_same<T, hc_f16>::value)
+    return hc_f16{hc_encode_half(v, 5, 10)};
+  else if constexpr (hc_same<T, hc_bf16>::value)
+    return hc_bf16{hc_encode_half(v, 8, 7)};
+  else
+    return (T)v;
 }
-template <class T> using U = typename hc_int<T>::unsigned_type;
+template <class T>
+using U = typename hc_int<T>::unsigned_type;
 
-template <class T> T hc_add(T a, T b) {
-  if constexpr (kFloat<T>) return hc_store<T>(hc_load(a) + hc_load(b));
-  else if constexpr (kBool<T>) return a || b;
-  else return (T)((U<T>)a + (U<T>)b);
+template <class T>
+T hc_add(T a, T b) {
+  if constexpr (kFloat<T>)
+    return hc_store<T>(hc_load(a) + hc_load(b));
+  else if constexpr (kBool<T>)
+    return a || b;
+  else
+    return (T)((U<T>)a + (U<T>)b);
 }
-template <class T> T hc_sub(T a, T b) {
-  if constexpr (kFloat<T>) return hc_store<T>(hc_load(a) - hc_load(b));
-  else return (T)((U<T>)a - (U<T>)b);
+template <class T>
+T hc_sub(T a, T b) {
+  if constexpr (kFloat<T>)
+    return hc_store<T>(hc_load(a) - hc_load(b));
+  else
+    return (T)((U<T>)a - (U<T>)b);
 }
-template <class T> T hc_mul(T a, T b) {
-  if constexpr (kFloat<T>) return hc_store<T>(hc_load(a) * hc_load(b));
-  else if constexpr (kBool<T>) return a && b;
-  else return (T)((U<T>)a * (U<T>)b);
+template <class T>
+T hc_mul(T a, T b) {
+  if constexpr (kFloat<T>)
+    return hc_store<T>(hc_load(a) * hc_load(b));
+  else if constexpr (kBool<T>)
+    return a && b;
+  else
+    return (T)((U<T>)a * (U<T>)b);
 }
-template <class T> T hc_div(T a, T b) {
+template <class T>
+T hc_div(T a, T b) {
   if constexpr (kFloat<T>) {
     return hc_store<T>(hc_load(a) / hc_load(b));
   } else {
@@ -96,7 +127,8 @@ template <class T> T hc_div(T a, T b) {
     return (T)(a / b);
   }
 }
-template <class T> T hc_rem(T a, T b) {
+template <class T>
+T hc_rem(T a, T b) {
   if constexpr (kFloat<T>) {
     return hc_store<T>(fmod(hc_load(a), hc_load(b)));
   } else {
@@ -107,7 +139,8 @@ template <class T> T hc_rem(T a, T b) {
     return (T)(a % b);
   }
 }
-template <class T> T hc_max(T a, T b) {
+template <class T>
+T hc_max(T a, T b) {
   if constexpr (kFloat<T>) {
     const double x = hc_load(a), y = hc_load(b);
     if (isnan(x) || isnan(y)) return hc_store<T>(__longlong_as_double(0x7ff8000000000000LL));
@@ -116,7 +149,8 @@ template <class T> T hc_max(T a, T b) {
     return (a < b) ? b : a;
   }
 }
-template <class T> T hc_min(T a, T b) {
+template <class T>
+T hc_min(T a, T b) {
   if constexpr (kFloat<T>) {
     const double x = hc_load(a), y = hc_load(b);
     if (isnan(x) || isnan(y)) return hc_store<T>(__longlong_as_double(0x7ff8000000000000LL));
@@ -125,7 +159,8 @@ template <class T> T hc_min(T a, T b) {
     return (b < a) ? b : a;
   }
 }
-template <class T> T hc_clamp(T lo, T x, T hi) {
+template <class T>
+T hc_clamp(T lo, T x, T hi) {
   if constexpr (kFloat<T>) {
     const double a = hc_load(x), l = hc_load(lo), h = hc_load(hi);
     const double m = (a < l) ? l : a;
@@ -135,16 +170,24 @@ template <class T> T hc_clamp(T lo, T x, T hi) {
     return (hi < m) ? hi : m;
   }
 }
-template <class T> T hc_neg(T a) {
-  if constexpr (kFloat<T>) return hc_store<T>(-hc_load(a));
-  else return (T)((U<T>)0 - (U<T>)a);
+template <class T>
+T hc_neg(T a) {
+  if constexpr (kFloat<T>)
+    return hc_store<T>(-hc_load(a));
+  else
+    return (T)((U<T>)0 - (U<T>)a);
 }
-template <class T> T hc_abs(T a) {
-  if constexpr (kFloat<T>) return hc_store<T>(fabs(hc_load(a)));
-  else if constexpr (hc_int<T>::is_signed) return a < 0 ? hc_neg(a) : a;
-  else return a;
+template <class T>
+T hc_abs(T a) {
+  if constexpr (kFloat<T>)
+    return hc_store<T>(fabs(hc_load(a)));
+  else if constexpr (hc_int<T>::is_signed)
+    return a < 0 ? hc_neg(a) : a;
+  else
+    return a;
 }
-template <class T> T hc_sign(T a) {
+template <class T>
+T hc_sign(T a) {
   if constexpr (kFloat<T>) {
     const double x = hc_load(a);
     return hc_store<T>(isnan(x) ? x : x > 0 ? 1.0 : x < 0 ? -1.0 : x);
@@ -154,19 +197,25 @@ template <class T> T hc_sign(T a) {
     return (T)(a != 0);
   }
 }
-template <class T> T hc_not(T a) {
-  if constexpr (kBool<T>) return !a;
-  else return (T)~a;
+template <class T>
+T hc_not(T a) {
+  if constexpr (kBool<T>)
+    return !a;
+  else
+    return (T)~a;
 }
-template <class T> T hc_shl(T a, T n) {
+template <class T>
+T hc_shl(T a, T n) {
   if ((uint64_t)(U<T>)n >= (uint64_t)hc_int<T>::bits) return 0;
   return (T)((U<T>)a << (U<T>)n);
 }
-template <class T> T hc_shrl(T a, T n) {
+template <class T>
+T hc_shrl(T a, T n) {
   if ((uint64_t)(U<T>)n >= (uint64_t)hc_int<T>::bits) return 0;
   return (T)((U<T>)a >> (U<T>)n);
 }
-template <class T> T hc_shra(T a, T n) {
+template <class T>
+T hc_shra(T a, T n) {
   uint64_t count = (uint64_t)(U<T>)n;
   if (count >= (uint64_t)hc_int<T>::bits) count = hc_int<T>::bits - 1;
   if constexpr (hc_int<T>::is_signed) {
@@ -177,7 +226,8 @@ template <class T> T hc_shra(T a, T n) {
     return (T)(wide >> count);
   }
 }
-template <class T> T hc_pow(T a, T b) {
+template <class T>
+T hc_pow(T a, T b) {
   if constexpr (kFloat<T>) {
     return hc_store<T>(pow(hc_load(a), hc_load(b)));
   } else {
@@ -193,13 +243,18 @@ template <class T> T hc_pow(T a, T b) {
     return (T)r;
   }
 }
-template <class To, class From> To hc_cvt(From x) {
+template <class To, class From>
+To hc_cvt(From x) {
   if constexpr (kBool<To>) {
-    if constexpr (kFloat<From>) return hc_load(x) != 0;
-    else return x != 0;
+    if constexpr (kFloat<From>)
+      return hc_load(x) != 0;
+    else
+      return x != 0;
   } else if constexpr (kFloat<To>) {
-    if constexpr (kFloat<From>) return hc_store<To>(hc_load(x));
-    else return hc_store<To>((double)x);
+    if constexpr (kFloat<From>)
+      return hc_store<To>(hc_load(x));
+    else
+      return hc_store<To>((double)x);
   } else if constexpr (kFloat<From>) {
     const double v = hc_load(x);
     if (isnan(v)) return 0;
@@ -212,9 +267,12 @@ template <class To, class From> To hc_cvt(From x) {
 }
 // Ordering for compare: floats as doubles (NaN unordered), the rest as they are; total order
 // for type=TOTALORDER (-NaN < -inf < ... < -0 < +0 < ... < NaN).
-template <class T> auto hc_key(T x) {
-  if constexpr (kFloat<T>) return hc_load(x);
-  else return x;
+template <class T>
+auto hc_key(T x) {
+  if constexpr (kFloat<T>)
+    return hc_load(x);
+  else
+    return x;
 }
 inline int64_t hc_total_key(double v) {
   const int64_t bits = __double_as_longlong(v);
@@ -222,14 +280,21 @@ inline int64_t hc_total_key(double v) {
 }
 // Operands of dot, widened to the accumulator: double for float results, 64-bit wrapping
 // integers for integer ones.
-template <class T> double hc_to_double(T x) {
-  if constexpr (kFloat<T>) return hc_load(x);
-  else return (double)x;
+template <class T>
+double hc_to_double(T x) {
+  if constexpr (kFloat<T>)
+    return hc_load(x);
+  else
+    return (double)x;
 }
-template <class T> uint64_t hc_to_u64(T x) {
-  if constexpr (kBool<T>) return x ? 1u : 0u;
-  else if constexpr (hc_int<T>::is_signed) return (uint64_t)(int64_t)x;
-  else return (uint64_t)x;
+template <class T>
+uint64_t hc_to_u64(T x) {
+  if constexpr (kBool<T>)
+    return x ? 1u : 0u;
+  else if constexpr (hc_int<T>::is_signed)
+    return (uint64_t)(int64_t)x;
+  else
+    return (uint64_t)x;
 }
 inline double hc_logistic(double x) { return 1.0 / (1.0 + exp(-x)); }
 // The thread's first element and the grid's stride, for grid-stride loops over n elements.

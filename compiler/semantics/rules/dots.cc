@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <string>
 
-#include "compiler/semantics/shape_rules.h"
 #include "compiler/semantics/dot_dims.h"
 #include "compiler/semantics/rules/families.h"
+#include "compiler/semantics/shape_rules.h"
 #include "compiler/semantics/signature.h"
 
 namespace hlocache::interp {

@@ -37,9 +37,9 @@ std::unique_ptr<LoadedExecutable> BuildAndLoad(const hlo::Module& module);
 // deterministic), compiles it with the system C++ compiler, loads the artifact, runs it on the
 // same arguments and checks each result against the interpreter's: bit for bit (integers and
 // pred byte for byte) where every op of the module is exact, within the module tolerance of
-// schema/numerics.tsv where one is not (an f32 exp, tanh, ...). A program that transfers with the host runs, in both, with a seeded
-// interp::RecordingHost, and must send the same values. Failures are reported with gtest's
-// EXPECT_*. Returns the generated source (empty when a step failed).
+// schema/numerics.tsv where one is not (an f32 exp, tanh, ...). A program that transfers with the
+// host runs, in both, with a seeded interp::RecordingHost, and must send the same values. Failures
+// are reported with gtest's EXPECT_*. Returns the generated source (empty when a step failed).
 std::string ExpectCompiledMatchesInterpreter(const std::string& text,
                                              const std::vector<interp::Literal>& args);
 

@@ -85,9 +85,10 @@ ENTRY e {
   ASSERT_THAT(canonical, IsOk());
   EXPECT_EQ(canonical->text.find("f64[3] add"), std::string::npos) << canonical->text;
   // Operands of different shapes imply nothing.
-  auto mixed = ParseModule("ENTRY e {\n  a = f32[2] parameter(0)\n  b = f32[3] parameter(1)\n"
-                           "  ROOT s = add(a, b)\n}\n",
-                           "x.hlo");
+  auto mixed = ParseModule(
+      "ENTRY e {\n  a = f32[2] parameter(0)\n  b = f32[3] parameter(1)\n"
+      "  ROOT s = add(a, b)\n}\n",
+      "x.hlo");
   ASSERT_THAT(mixed, IsOk());
   EXPECT_FALSE(mixed->computations[0].instructions[2].has_shape());
 }

@@ -205,8 +205,8 @@ TEST(SortTest, LongRunsOfEveryValueTypeAreSortedByKeyInTheMergeSortsOrder) {
     for (int j = 0; j < 2 * 600; ++j) {
       state = state * 1664525u + 1013904223u;
       const double r = static_cast<double>(state >> 8) / (1 << 24);  // [0, 1)
-      double v = std::floor(r * 50) - (is_unsigned ? 0 : 25);         // Many equal values.
-      if (j % 7 == 0) v = is_unsigned ? 4e9 + j % 3 : -4e9 - j % 3;   // Past 24 bits, signs.
+      double v = std::floor(r * 50) - (is_unsigned ? 0 : 25);        // Many equal values.
+      if (j % 7 == 0) v = is_unsigned ? 4e9 + j % 3 : -4e9 - j % 3;  // Past 24 bits, signs.
       if (is_float && j % 11 == 0) v = j % 2 == 0 ? -0.0 : 0.0;
       if (is_float && j % 13 == 0) v = r * 2e-40 - 1e-40;  // f32 subnormals of either sign.
       if (is_float && j % 97 == 0) v = j % 2 == 0 ? inf : -inf;
