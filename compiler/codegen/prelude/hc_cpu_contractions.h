@@ -398,12 +398,15 @@ struct hc_conv_run {
   }
 
   // f32 by the loader's BLAS (the module asked for it): for each batch and group, the input's
-  // windows laid out as rows (zeros where a window reads padding or a hole), a chunk of
+  // windows laid out as a matrix (zeros where a window reads padding or a hole), a chunk of
   // placements at a time, times the kernel as a [window position, input feature] x [output
-  // feature] matrix, in one sgemm; the sums then stored at their outputs. Chunks are split
-  // across threads, each product on one (BLAS's own threads, which spin while they wait, would
-  // contend with them); a single chunk has BLAS's threads instead. 1 where BLAS is absent or
-  // refuses the sizes, or memory is short: the caller computes it itself then, writing every
+  // feature] matrix, in one sgemm; the sums then stored at their outputs. Where input features
+  // are adjacent in memory (NHWC), a placement's window is a row, copied a feature run at a
+  // time; otherwise (NCHW) a window element's placements are a row, read along the input's own
+  // rows, and the product comes out a row per output feature, as NCHW stores it. Chunks are
+  // split across threads, each product on one (BLAS's own threads, which spin while they wait,
+  // would contend with them); a single chunk has BLAS's threads instead. 1 where BLAS is absent
+  // or refuses the sizes, or memory is short: the caller computes it itself then, writing every
   // output again.
   int by_blas(const R* rhs) const {
     if (&hlocache_blas_runtime == nullptr || hlocache_blas_runtime == nullptr) return 1;
@@ -424,6 +427,7 @@ struct hc_conv_run {
         }
       }
     }
+    const bool by_placement = s.in_feature_stride == 1;
     const int64_t items = s.groups * s.out_batch * chunks;
     const int wanted = hc_threads_wanted();
     const int threads = items >= wanted ? 1 : wanted;  // Per product.
@@ -431,35 +435,86 @@ struct hc_conv_run {
     auto product = [&](int64_t lo, int64_t hi) {
       std::unique_ptr<float[]> rows(new (std::nothrow) float[chunk * k]);
       std::unique_ptr<float[]> sums(new (std::nothrow) float[chunk * opg]);
-      if (!rows || !sums) {
+      // Runs of window elements (at most one per placement, and an end each), then out offsets.
+      std::unique_ptr<int64_t[]> scratch(new (std::nothrow)
+                                             int64_t[3 * (chunk + 1) * positions + chunk]);
+      if (!rows || !sums || !scratch) {
         refused = 1;
         return true;
       }
+      int64_t* const outs = &scratch[3 * (chunk + 1) * positions];
       for (int64_t item = lo; item < hi && refused.load() == 0; ++item) {
         const int64_t g = item / (s.out_batch * chunks), b = item / chunks % s.out_batch;
         const int64_t p0 = item % chunks * chunk, live = std::min(chunk, outputs - p0);
         const L* x = input(b, g);
-        for (int64_t j = 0; j < live; ++j) {
-          for (int64_t pos = 0; pos < positions; ++pos) {
-            float* to = &rows[j * k + pos * kif];
-            const int64_t r = read(p0 + j, pos);
-            if (r < 0) {
-              std::memset(to, 0, sizeof(float) * kif);
-            } else if (s.in_feature_stride == 1) {
-              std::memcpy(to, x + r, sizeof(float) * kif);
-            } else {
-              for (int64_t f = 0; f < kif; ++f) to[f] = x[r + f * s.in_feature_stride];
+        T* const o = out + b * s.out_batch_stride + g * opg * s.out_feature_stride;
+        for (int64_t j = 0; j < live; ++j) outs[j] = out_offset(p0 + j);
+        if (by_placement) {
+          for (int64_t j = 0; j < live; ++j) {
+            for (int64_t pos = 0; pos < positions; ++pos) {
+              float* to = &rows[j * k + pos * kif];
+              const int64_t r = read(p0 + j, pos);
+              if (r < 0) {
+                std::memset(to, 0, sizeof(float) * kif);
+              } else {
+                std::memcpy(to, x + r, sizeof(float) * kif);
+              }
+            }
+          }
+          if (hlocache_blas_runtime->sgemm(threads, 0, 0, live, opg, k, rows.get(), k,
+                                           &kernel[g * k * opg], opg, sums.get(), opg) != 0) {
+            refused = 1;
+            return true;
+          }
+          for (int64_t j = 0; j < live; ++j) {
+            for (int64_t c = 0; c < opg; ++c)
+              o[outs[j] + c * s.out_feature_stride] = sums[j * opg + c];
+          }
+          continue;
+        }
+        // Each window element's placements as runs of adjacent inputs (or of padding): the
+        // same runs for every input feature, each one copy.
+        int64_t* const runs = scratch.get();  // [start, end, first input or -1] per run.
+        int64_t* run = runs;
+        for (int64_t pos = 0; pos < positions; ++pos) {
+          for (int64_t j = 0; j < live;) {
+            const int64_t first = read(p0 + j, pos);
+            int64_t e = j + 1;
+            while (e < live) {
+              const int64_t r = read(p0 + e, pos);
+              if (first < 0 ? r >= 0 : r != first + (e - j)) break;
+              ++e;
+            }
+            run[0] = j, run[1] = e, run[2] = first;
+            run += 3;
+            j = e;
+          }
+          run[0] = -1;  // The window element's last run.
+          run += 3;
+        }
+        for (int64_t f = 0; f < kif; ++f) {
+          const L* xf = x + f * s.in_feature_stride;
+          const int64_t* r = runs;
+          for (int64_t pos = 0; pos < positions; ++pos, r += 3) {
+            float* to = &rows[(pos * kif + f) * live];
+            for (; r[0] >= 0; r += 3) {
+              if (r[2] < 0) {
+                std::memset(to + r[0], 0, sizeof(float) * static_cast<size_t>(r[1] - r[0]));
+              } else {
+                std::memcpy(to + r[0], xf + r[2], sizeof(float) * static_cast<size_t>(r[1] - r[0]));
+              }
             }
           }
         }
-        if (hlocache_blas_runtime->sgemm(threads, 0, 0, live, opg, k, rows.get(), k,
-                                         &kernel[g * k * opg], opg, sums.get(), opg) != 0) {
+        if (hlocache_blas_runtime->sgemm(threads, 1, 0, opg, live, k, &kernel[g * k * opg], opg,
+                                         rows.get(), live, sums.get(), live) != 0) {
           refused = 1;
           return true;
         }
-        for (int64_t j = 0; j < live; ++j) {
-          T* o = out + out_offset(p0 + j) + b * s.out_batch_stride + g * opg * s.out_feature_stride;
-          for (int64_t c = 0; c < opg; ++c) o[c * s.out_feature_stride] = sums[j * opg + c];
+        for (int64_t c = 0; c < opg; ++c) {
+          T* oc = o + c * s.out_feature_stride;
+          const float* from = &sums[c * live];
+          for (int64_t j = 0; j < live; ++j) oc[outs[j]] = from[j];
         }
       }
       return true;

@@ -104,6 +104,21 @@ TEST(ConvolutionTest, CompiledConvolutionsMatchTheInterpreter) {
   ExpectCompiledMatchesInterpreterOnRandomInputs(
       Conv("s32[1,4,5]", "s32[16,4,2]", "s32[1,16,4]", "window={size=2}, dim_labels=bf0_oi0->bf0"),
       13);
+  // f32 by BLAS with the input's features apart (NCHW): each window element's placements copied
+  // as runs of adjacent inputs, broken by padding, strides, holes of lhs_dilate and row ends;
+  // 512 input features make a window of 4608, so the 400 placements take two chunks.
+  ExpectCompiledMatchesInterpreterOnRandomInputs(
+      Conv("f32[2,3,9,8]", "f32[5,3,3,3]", "f32[2,5,10,14]",
+           "window={size=3x3 pad=2_1x1_0 lhs_dilate=1x2}, dim_labels=bf01_oi01->bf01"),
+      16);
+  ExpectCompiledMatchesInterpreterOnRandomInputs(
+      Conv("f32[1,512,20,20]", "f32[4,512,3,3]", "f32[1,4,20,20]",
+           "window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01"),
+      17);
+  ExpectCompiledMatchesInterpreterOnRandomInputs(
+      Conv("f32[1,20,20,512]", "f32[3,3,512,4]", "f32[1,20,20,4]",
+           "window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f"),
+      18);
   // Three spatial dimensions.
   ExpectCompiledMatchesInterpreterOnRandomInputs(
       Conv("f32[1,2,4,5,3]", "f32[3,2,2,2,2]", "f32[1,3,3,4,2]",
