@@ -159,8 +159,8 @@ std::vector<CodePiece> SegmentedFunction::FinishOne(const std::string& epilogue)
       text += "  alignas(64) " + b.type + " " + b.name + "[" + std::to_string(b.count) + "];\n";
       continue;
     }
-    text += "  std::unique_ptr<" + b.type + "[]> " + b.name + "_buf(new (std::nothrow) " + b.type +
-            "[" + std::to_string(b.count) + "]);\n  if (!" + b.name +
+    text += "  hc_temp<" + b.type + "> " + b.name + "_buf(" + std::to_string(b.count) +
+            ");\n  if (!" + b.name +
             "_buf) return 1;  // Out of memory: the caller sees a failure.\n  " + b.type +
             "* const " + b.name + " = " + b.name + "_buf.get();\n";
   }

@@ -30,8 +30,11 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <type_traits>
+
+#include <sys/mman.h>
 
 // A named namespace, not an unnamed one: a module's translation units call each other's
 // functions, whose parameter types (hc_f16, ...) must be the same type in every unit. Every
@@ -621,6 +624,104 @@ int64_t* hc_merge_sort(int64_t* a, int64_t* b, int64_t n, Less less) {
   }
   return a;
 }
+// Large blocks kept from one run of the executable to the next. Temporaries of megabytes,
+// taken from the C library and freed at the end of each run, go back to the kernel once the
+// free memory passes its trim threshold, and every 4 KiB page then faults again on the next run
+// (microseconds each in a virtual machine: milliseconds for a layer norm of 4 MB). Blocks of
+// hc_block_min bytes or more are kept instead, the hc_blocks_kept largest, until the executable
+// is unloaded; from 4 MiB on they are 2 MiB-aligned with huge pages advised, as numpy's arrays
+// are. A static of each loaded executable, shared by its units; thread-safe (one mutex).
+class hc_blocks {
+ public:
+  static constexpr size_t hc_block_min = size_t{256} << 10;
+  static constexpr int hc_blocks_kept = 16;
+  static hc_blocks& get() {
+    static hc_blocks blocks;
+    return blocks;
+  }
+  hc_blocks(const hc_blocks&) = delete;
+  hc_blocks& operator=(const hc_blocks&) = delete;
+  ~hc_blocks() {
+    for (int b = 0; b < n_; ++b) std::free(kept_[b].p);
+  }
+  // A block of at least `bytes`, 64-byte aligned, or null when memory is short; its capacity
+  // in *capacity, to be passed back to give().
+  void* take(size_t bytes, size_t* capacity) {
+    bytes = bytes > 0 ? (bytes + 63) / 64 * 64 : 64;
+    if (bytes >= hc_block_min) {
+      std::lock_guard<std::mutex> lock(mu_);
+      int best = -1;
+      for (int b = 0; b < n_; ++b) {
+        if (kept_[b].bytes >= bytes && (best < 0 || kept_[b].bytes < kept_[best].bytes)) best = b;
+      }
+      if (best >= 0) {
+        void* p = kept_[best].p;
+        *capacity = kept_[best].bytes;
+        kept_[best] = kept_[--n_];
+        return p;
+      }
+    }
+    constexpr size_t huge = size_t{2} << 20;
+    if (bytes >= 2 * huge) {
+      bytes = (bytes + huge - 1) / huge * huge;
+      void* p = std::aligned_alloc(huge, bytes);
+      if (p != nullptr) (void)madvise(p, bytes, MADV_HUGEPAGE);  // Advice only.
+      *capacity = bytes;
+      return p;
+    }
+    *capacity = bytes;
+    return std::aligned_alloc(64, bytes);
+  }
+  // Returns a block from take(): kept when large and among the largest, else freed.
+  void give(void* p, size_t capacity) {
+    if (p == nullptr) return;
+    if (capacity >= hc_block_min) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (n_ < hc_blocks_kept) {
+        kept_[n_++] = {p, capacity};
+        return;
+      }
+      int smallest = 0;
+      for (int b = 1; b < n_; ++b) {
+        if (kept_[b].bytes < kept_[smallest].bytes) smallest = b;
+      }
+      if (kept_[smallest].bytes < capacity)
+        std::swap(p, kept_[smallest].p), kept_[smallest].bytes = capacity;
+    }
+    std::free(p);
+  }
+
+ private:
+  hc_blocks() = default;
+  struct block {
+    void* p;
+    size_t bytes;
+  };
+  std::mutex mu_;
+  block kept_[hc_blocks_kept] = {};
+  int n_ = 0;
+};
+// A temporary array of n elements from hc_blocks, returned to it at destruction; null (false)
+// when memory is short.
+template <class T>
+class hc_temp {
+  static_assert(std::is_trivially_default_constructible_v<T>, "uninitialized elements");
+
+ public:
+  explicit hc_temp(int64_t n)
+      : p_(static_cast<T*>(
+            hc_blocks::get().take(sizeof(T) * static_cast<size_t>(n > 0 ? n : 1), &capacity_))) {}
+  ~hc_temp() { hc_blocks::get().give(p_, capacity_); }
+  hc_temp(const hc_temp&) = delete;
+  hc_temp& operator=(const hc_temp&) = delete;
+  T* get() const { return p_; }
+  T& operator[](int64_t i) const { return p_[i]; }
+  explicit operator bool() const { return p_ != nullptr; }
+
+ private:
+  size_t capacity_ = 0;
+  T* p_;
+};
 // The unsigned key whose order is the order of the values under `<`: a float's bits with every
 // bit flipped where negative and the sign bit set otherwise, -0 given 0's key (`<` holds them
 // equal); a signed integer with its sign bit flipped; an unsigned one as it is.
@@ -681,9 +782,9 @@ bool hc_sort_run(const T* x, T* y, int64_t n, int64_t inner, bool descending) {
   constexpr int64_t kRadixFrom = 256;  // Below it, a comparison sort costs less than the counts.
   using K = decltype(hc_sort_key(T{}));
   const bool radix = n >= kRadixFrom;
-  std::unique_ptr<T[]> v(new (std::nothrow) T[radix ? 2 * n : n > 0 ? n : 1]);
-  std::unique_ptr<K[]> keys(radix ? new (std::nothrow) K[2 * n] : nullptr);
-  if (!v || (radix && !keys)) return false;
+  hc_temp<T> v(radix ? 2 * n : n);
+  hc_temp<K> keys(radix ? 2 * n : 1);
+  if (!v || !keys) return false;
   for (int64_t j = 0; j < n; ++j) {
     v[j] = x[j * inner];
     if (v[j] != v[j]) return false;  // NaN.
@@ -727,31 +828,35 @@ inline std::unique_ptr<int64_t[]> hc_offsets(int n, const int64_t* sizes, const 
   }
   return out;
 }
-// The heap buffers of a long computation's function (compiler/codegen/cpu_units.h): slots
-// allocated 64-byte aligned, each freed by release() or at destruction.
+// The heap buffers of a long computation's function (compiler/codegen/cpu_units.h): slots from
+// hc_blocks, each returned by release() or at destruction.
 class hc_heap {
  public:
-  explicit hc_heap(int64_t slots) : p_(new (std::nothrow) void*[slots]()), n_(slots) {}
+  explicit hc_heap(int64_t slots) : p_(new (std::nothrow) slot[slots]()), n_(slots) {}
   ~hc_heap() {
     if (p_ == nullptr) return;
-    for (int64_t s = 0; s < n_; ++s) std::free(p_[s]);
+    for (int64_t s = 0; s < n_; ++s) release(s);
     delete[] p_;
   }
   hc_heap(const hc_heap&) = delete;
   hc_heap& operator=(const hc_heap&) = delete;
   bool ok() const { return p_ != nullptr; }
-  void* alloc(int64_t slot, int64_t bytes) {
-    std::free(p_[slot]);
-    p_[slot] = std::aligned_alloc(64, static_cast<size_t>(bytes > 0 ? (bytes + 63) / 64 * 64 : 64));
-    return p_[slot];
+  void* alloc(int64_t s, int64_t bytes) {
+    release(s);
+    p_[s].p = hc_blocks::get().take(static_cast<size_t>(bytes > 0 ? bytes : 64), &p_[s].capacity);
+    return p_[s].p;
   }
-  void release(int64_t slot) {
-    std::free(p_[slot]);
-    p_[slot] = nullptr;
+  void release(int64_t s) {
+    hc_blocks::get().give(p_[s].p, p_[s].capacity);
+    p_[s] = {};
   }
 
  private:
-  void** p_;
+  struct slot {
+    void* p;
+    size_t capacity;
+  };
+  slot* p_;
   int64_t n_;
 };
 // Ordering of elements for compare: floats as doubles (NaN unordered), the rest as they are.

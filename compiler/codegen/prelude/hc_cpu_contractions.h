@@ -167,7 +167,7 @@ bool hc_dot(const L* lhs, const R* rhs, T* out, int64_t B, int64_t M, int64_t N,
   // A panel no wider than rhs (rounded up to whole tiles): a long contraction with few
   // columns packs only what it has.
   const int64_t panel = std::min(kPanel, (N + kCols - 1) / kCols * kCols);
-  std::unique_ptr<Acc[]> packed(new (std::nothrow) Acc[k_alloc * (panel > 0 ? panel : kCols)]);
+  hc_temp<Acc> packed(k_alloc * (panel > 0 ? panel : kCols));
   if (!packed) return false;
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t p0 = 0; p0 < N; p0 += panel) {
@@ -414,7 +414,7 @@ struct hc_conv_run {
     if (k == 0 || opg == 0) return 1;
     const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(outputs, (int64_t{1} << 20) / k));
     const int64_t chunks = (outputs + chunk - 1) / chunk;
-    std::unique_ptr<float[]> kernel(new (std::nothrow) float[s.groups * k * opg]);
+    hc_temp<float> kernel(s.groups * k * opg);
     if (!kernel) return 1;
     for (int64_t g = 0; g < s.groups; ++g) {
       for (int64_t pos = 0; pos < positions; ++pos) {
@@ -433,8 +433,8 @@ struct hc_conv_run {
     const int threads = items >= wanted ? 1 : wanted;  // Per product.
     std::atomic<int> refused{0};
     auto product = [&](int64_t lo, int64_t hi) {
-      std::unique_ptr<float[]> rows(new (std::nothrow) float[chunk * k]);
-      std::unique_ptr<float[]> sums(new (std::nothrow) float[chunk * opg]);
+      hc_temp<float> rows(chunk * k);
+      hc_temp<float> sums(chunk * opg);
       // Runs of window elements (at most one per placement, and an end each), then out offsets.
       std::unique_ptr<int64_t[]> scratch(new (std::nothrow)
                                              int64_t[3 * (chunk + 1) * positions + chunk]);
@@ -685,7 +685,7 @@ bool hc_conv(const L* lhs, const R* rhs, T* out, const hc_conv_spec& s) {
   const int64_t width = by_rows ? opg : (opg + Run::kTile - 1) / Run::kTile * Run::kTile;
   std::unique_ptr<int64_t[]> tap(new (std::nothrow) int64_t[taps > 0 ? taps : 1]);
   std::unique_ptr<int64_t*[]> tap_of(new (std::nothrow) int64_t*[n > 0 ? n : 1]);
-  std::unique_ptr<Acc[]> packed(new (std::nothrow) Acc[s.groups * positions * kif * width + 1]);
+  hc_temp<Acc> packed(s.groups * positions * kif * width + 1);
   if (!tap || !tap_of || !packed) return false;
   for (int64_t d = 0, at = 0; d < n; ++d) {
     const hc_conv_dim& w = s.dims[d];
