@@ -13,6 +13,10 @@
 //   meanwhile, or a loop inside a piece, runs on its own thread.
 // - The pool is a function-local static of each loaded executable (symbols are hidden), started
 //   by its first split loop and stopped (its workers joined) when the executable is unloaded.
+// - Waits spin a while before they sleep (hc_spin_for): a worker after its loop, for the next
+//   one, and the caller for the last piece. Waking a sleeping thread costs tens of microseconds
+//   in a virtual machine (a futex wake and a reschedule), as long as a whole loop over a
+//   megabyte; OpenMP runtimes spin before sleeping for the same reason.
 //
 // This is real C++, compiled on its own with the other preludes (compiler/codegen/prelude/
 // check.cc); its text below the marker is embedded after hc_cpu.h's into kCpuPrelude, before
@@ -26,6 +30,7 @@
 #include <sched.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -53,6 +58,23 @@ inline int hc_threads_wanted() {
   return hc_cpus();
 }
 
+// Spins until done() holds or about `micros` microseconds pass; whether it held.
+template <class Done>
+bool hc_spin_for(int64_t micros, Done done) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(micros);
+  for (int spins = 0;; ++spins) {
+    if (done()) return true;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    if (spins % 64 == 63 && std::chrono::steady_clock::now() >= until) return done();
+  }
+}
+
+// How long a thread spins before it sleeps: past the gap between two loops of one run, and
+// short beside the time a training step spends between runs.
+constexpr int64_t hc_spin_micros = 100;
+
 // A loop over [lo, hi) of a split loop's range; `args` are the pointers it reads and writes.
 // Returns 0, or 1 when it failed (out of memory, a called computation's failure).
 using hc_loop_fn = int (*)(void* const* args, int64_t lo, int64_t hi);
@@ -73,15 +95,19 @@ class hc_pool {
   // workers; returns when all are done: 0, or 1 when a piece failed.
   int run(int64_t n, int64_t pieces, hc_loop_fn fn, void* const* args) {
     job j{fn, args, n, (n + pieces - 1) / pieces, pieces};
+    int sleeping = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
       job_ = &j;
-      ++generation_;
+      generation_.fetch_add(1);
+      sleeping = sleeping_;
     }
-    wake_.notify_all();
+    if (sleeping > 0) wake_.notify_all();  // Spinning workers see the generation.
     take(j);
+    auto finished = [&] { return j.done.load() == j.pieces && holding_.load() == 0; };
+    hc_spin_for(hc_spin_micros, finished);
     std::unique_lock<std::mutex> lock(mu_);
-    finished_.wait(lock, [&] { return j.done.load() == j.pieces && holding_ == 0; });
+    finished_.wait(lock, finished);
     job_ = nullptr;
     return j.failed.load();
   }
@@ -126,19 +152,25 @@ class hc_pool {
     uint64_t seen = 0;
     for (;;) {
       job* j = nullptr;
+      auto called = [&] { return stop_.load() || generation_.load() != seen; };
+      const bool spun = hc_spin_for(hc_spin_micros, called);
       {
         std::unique_lock<std::mutex> lock(mu_);
-        wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+        if (!spun) {
+          ++sleeping_;
+          wake_.wait(lock, called);
+          --sleeping_;
+        }
         if (stop_) return;
-        seen = generation_;
+        seen = generation_.load();
         j = job_;
         if (j == nullptr) continue;  // Woke after the loop was done.
-        ++holding_;
+        holding_.fetch_add(1);
       }
       take(*j);
       {
         std::lock_guard<std::mutex> lock(mu_);
-        --holding_;
+        holding_.fetch_sub(1);
       }
       finished_.notify_all();
     }
@@ -148,9 +180,11 @@ class hc_pool {
   std::mutex mu_;    // Guards what follows.
   std::condition_variable wake_, finished_;
   job* job_ = nullptr;
-  uint64_t generation_ = 0;
-  int holding_ = 0;  // Workers inside the current loop.
-  bool stop_ = false;
+  // Changed under mu_; atomic so that spinning threads may read them without it.
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> holding_{0};  // Workers inside the current loop.
+  std::atomic<bool> stop_{false};
+  int sleeping_ = 0;  // Workers waiting on wake_.
   std::vector<std::thread> workers_;
   // This thread is running a piece of a split loop (a worker, or the caller meanwhile).
   static inline thread_local bool in_loop_ = false;
