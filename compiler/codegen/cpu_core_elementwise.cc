@@ -78,6 +78,11 @@ Status Lowering::ElementwiseMath(int32_t index, const Instruction& inst) {
       return Status::Ok();
     }
   }
+  // f16 and bf16 square roots in float: exact (hc_loadf in the prelude says why).
+  if (op == Opcode::kSqrt &&
+      (inst.shape.type == PrimitiveType::kF16 || inst.shape.type == PrimitiveType::kBF16)) {
+    return call("hc_half_sqrt");
+  }
   if (const char* f = inst.operands.size() == 1 ? ElementwiseMathFunction(op) : nullptr) {
     return math(std::string("std::") + f);
   }

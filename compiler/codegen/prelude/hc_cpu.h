@@ -10,8 +10,9 @@
 // 24 plus two, so the second rounding never changes the first's result), at twice the lanes.
 // Its transcendental functions are computed in float by glibc's vector math library (see
 // hc_vm_exp below), within the bounds schema/numerics.tsv states. f16 and bf16 are stored as their
-// bits and rounded to nearest-even straight from double, by the code the interpreter compiles
-// (compiler/semantics/half.h).
+// bits; their add, subtract, multiply, divide and square root are computed in float for the same
+// reason (hc_loadf), the rest in double, rounded to nearest-even straight from double by the code
+// the interpreter compiles (compiler/semantics/half.h).
 //
 // The contractions and normalizations (dots, convolutions, batch norm) follow in every unit,
 // from compiler/codegen/prelude/hc_cpu_contractions.h, then the threads that large loops are
@@ -307,6 +308,29 @@ T hc_store(double v) {
     return static_cast<T>(v);
 }
 
+// f16 and bf16 in float: their values are floats exactly, and float's 24 bits are at least
+// twice theirs (11 and 8) plus two, so an add, subtract, multiply, divide or square root
+// computed in float and rounded to the 16-bit type is the result rounded once, as the
+// interpreter's double gives it. Rounded by the target's conversion (F16C) or by float's bits.
+template <class T>
+float hc_loadf(T x) {
+  if constexpr (std::is_same_v<T, hc_bf16>) {
+    const uint32_t u = static_cast<uint32_t>(x.bits) << 16;
+    float f;
+    std::memcpy(&f, &u, sizeof f);
+    return f;
+  } else {
+    return static_cast<float>(hc_load(x));  // Exact: an f16 is a float.
+  }
+}
+template <class T>
+T hc_from_float(float v) {
+  if constexpr (std::is_same_v<T, hc_bf16>)
+    return hc_bf16_from_float(v);
+  else
+    return hc_f16_from_float(v);
+}
+
 // f32 transcendental functions in float, from glibc. Declared `omp simd` (the generated code
 // is compiled with -fopenmp-simd), a loop of them that the lowering marks `#pragma omp simd` is
 // vectorized into calls of glibc's vector math library, libmvec (_ZGVdN8v_expf: eight lanes a
@@ -338,6 +362,11 @@ inline float hc_vm_sin(float x) { return sinf(x); }
 inline float hc_vm_cos(float x) { return cosf(x); }
 // Exact in float (see the top of this file); here so that its loops are vectorized too.
 inline float hc_vm_sqrt(float x) { return std::sqrt(x); }
+// The square root of an f16 or bf16, exact in float too (see hc_loadf).
+template <class T>
+T hc_half_sqrt(T x) {
+  return hc_from_float<T>(std::sqrt(hc_loadf(x)));
+}
 inline float hc_vm_rsqrt(float x) { return 1.0f / std::sqrt(x); }
 // 1 / (1 + e^-x) overflows e^-x below -88 and loses the result, which is then e^x; computed from
 // e^-|x| on both sides instead, its error is that of exp and one division.
@@ -350,6 +379,8 @@ template <class T>
 T hc_add(T a, T b) {
   if constexpr (std::is_same_v<T, float>)
     return a + b;
+  else if constexpr (kHalf<T>)
+    return hc_from_float<T>(hc_loadf(a) + hc_loadf(b));
   else if constexpr (kFloat<T>)
     return hc_store<T>(hc_load(a) + hc_load(b));
   else if constexpr (std::is_same_v<T, bool>)
@@ -361,6 +392,8 @@ template <class T>
 T hc_sub(T a, T b) {
   if constexpr (std::is_same_v<T, float>)
     return a - b;
+  else if constexpr (kHalf<T>)
+    return hc_from_float<T>(hc_loadf(a) - hc_loadf(b));
   else if constexpr (kFloat<T>)
     return hc_store<T>(hc_load(a) - hc_load(b));
   else
@@ -370,6 +403,8 @@ template <class T>
 T hc_mul(T a, T b) {
   if constexpr (std::is_same_v<T, float>)
     return a * b;
+  else if constexpr (kHalf<T>)
+    return hc_from_float<T>(hc_loadf(a) * hc_loadf(b));
   else if constexpr (kFloat<T>)
     return hc_store<T>(hc_load(a) * hc_load(b));
   else if constexpr (std::is_same_v<T, bool>)
@@ -381,6 +416,8 @@ template <class T>
 T hc_div(T a, T b) {
   if constexpr (std::is_same_v<T, float>) {
     return a / b;
+  } else if constexpr (kHalf<T>) {
+    return hc_from_float<T>(hc_loadf(a) / hc_loadf(b));
   } else if constexpr (kFloat<T>) {
     return hc_store<T>(hc_load(a) / hc_load(b));
   } else {

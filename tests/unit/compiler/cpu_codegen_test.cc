@@ -145,6 +145,37 @@ std::string HalfConversionModule(const std::string& half,
 // and every float's upper half with lower halves at and around the rounding ties (overflow to
 // infinity, NaNs, subnormals, ties to even), the bf16 results compared as integers (a NaN's
 // payload too; the f32 ones as floats, whose NaN payloads may differ).
+TEST(CpuCodegenTest, HalfArithmeticInFloatMatchesTheInterpreterBitForBit) {
+  // f16 and bf16 add, subtract, multiply, divide and square root are computed in float and
+  // rounded once to the 16-bit type: every pair of values from subnormals to overflow, signed
+  // zeros, infinities and NaN gives the interpreter's bits (double, rounded once).
+  const std::vector<double> special = {0.0,    -0.0,         5.96e-8,  6.1e-5, 1e-40,    1.2e-38,
+                                       1.0,    1.0009765625, -1.5,     3.0,    1.0 / 3,  2047.0,
+                                       2049.0, 65504.0,      -65504.0, 3.3e38, INFINITY, -INFINITY,
+                                       NAN,    0.099975586,  -7.0};
+  std::vector<double> a, b;
+  for (double x : special) {
+    for (double y : special) {
+      a.push_back(x);
+      b.push_back(y);
+    }
+  }
+  const int64_t n = static_cast<int64_t>(a.size());
+  for (const char* type : {"f16", "bf16"}) {
+    SCOPED_TRACE(type);
+    const std::string t = std::string(type) + "[" + std::to_string(n) + "]";
+    const std::string text = "ENTRY e {\n  a = " + t + " parameter(0)\n  b = " + t +
+                             " parameter(1)\n  s = " + t + " add(a, b)\n  d = " + t +
+                             " subtract(a, b)\n  m = " + t + " multiply(a, b)\n  q = " + t +
+                             " divide(a, b)\n  r = " + t + " sqrt(a)\n  ROOT o = (" + t + ", " + t +
+                             ", " + t + ", " + t + ", " + t + ") tuple(s, d, m, q, r)\n}\n";
+    const PrimitiveType pt = *hlo::PrimitiveTypeFromName(type);
+    const std::string source =
+        ExpectCompiledMatchesInterpreter(text, {Array(pt, {n}, a), Array(pt, {n}, b)});
+    EXPECT_THAT(source, HasSubstr("hc_half_sqrt<"));
+  }
+}
+
 TEST(CpuCodegenTest, Bf16ConversionsOfEveryValueMatchTheInterpreter) {
   std::vector<FloatFamily> families;
   for (uint32_t low : {0x0000u, 0x7fffu, 0x8000u, 0x8001u, 0xffffu, 0x5a5au}) {
