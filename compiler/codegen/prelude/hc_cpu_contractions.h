@@ -412,7 +412,8 @@ struct hc_conv_run {
     if (&hlocache_blas_runtime == nullptr || hlocache_blas_runtime == nullptr) return 1;
     const int64_t k = positions * kif;
     if (k == 0 || opg == 0) return 1;
-    const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(outputs, (int64_t{1} << 20) / k));
+    // Chunks of a megabyte of windows: in a core's L2 still when BLAS packs them.
+    const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(outputs, (int64_t{1} << 18) / k));
     const int64_t chunks = (outputs + chunk - 1) / chunk;
     hc_temp<float> kernel(s.groups * k * opg);
     if (!kernel) return 1;
