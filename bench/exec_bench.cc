@@ -258,6 +258,19 @@ void PrintTable(const std::vector<Ours>& ours, const std::map<std::string, nlohm
 int main(int argc, char** argv) {
   std::vector<std::string> names(argv + 1, argv + argc);
   if (names.empty()) names.assign(std::begin(kPrograms), std::end(kPrograms));
+  std::string known;
+  for (const char* p : kPrograms) known += std::string(known.empty() ? "" : ", ") + p;
+  for (const std::string& name : names) {
+    if (name == "--help" || name == "-h") {
+      std::printf("usage: exec_bench [PROGRAM...] (default: all of %s)\n", known.c_str());
+      return 0;
+    }
+    if (std::find(std::begin(kPrograms), std::end(kPrograms), name) == std::end(kPrograms)) {
+      std::fprintf(stderr, "exec_bench: no program '%s' (programs: %s)\n", name.c_str(),
+                   known.c_str());
+      return 1;
+    }
+  }
   auto toolchain = compiler::Toolchain::Probe({});
   if (!toolchain) {
     std::fprintf(stderr, "exec_bench: %s\n", toolchain.error().message().c_str());
