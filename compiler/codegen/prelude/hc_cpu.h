@@ -665,13 +665,15 @@ int64_t* hc_merge_sort(int64_t* a, int64_t* b, int64_t n, Less less) {
 // taken from the C library and freed at the end of each run, go back to the kernel once the
 // free memory passes its trim threshold, and every 4 KiB page then faults again on the next run
 // (microseconds each in a virtual machine: milliseconds for a layer norm of 4 MB). Blocks of
-// hc_block_min bytes or more are kept instead, the hc_blocks_kept largest, until the executable
-// is unloaded; from 4 MiB on they are 2 MiB-aligned with huge pages advised, as numpy's arrays
-// are. A static of each loaded executable, shared by its units; thread-safe (one mutex).
+// hc_block_min bytes or more are kept instead, the hc_blocks_kept largest within hc_kept_bytes
+// (what an idle executable may hold), until the executable is unloaded; from 4 MiB on they are
+// 2 MiB-aligned with huge pages advised, as numpy's arrays are. A static of each loaded
+// executable, shared by its units; thread-safe (one mutex).
 class hc_blocks {
  public:
   static constexpr size_t hc_block_min = size_t{256} << 10;
   static constexpr int hc_blocks_kept = 16;
+  static constexpr size_t hc_kept_bytes = size_t{512} << 20;
   static hc_blocks& get() {
     static hc_blocks blocks;
     return blocks;
@@ -694,6 +696,7 @@ class hc_blocks {
       if (best >= 0) {
         void* p = kept_[best].p;
         *capacity = kept_[best].bytes;
+        kept_bytes_ -= kept_[best].bytes;
         kept_[best] = kept_[--n_];
         return p;
       }
@@ -709,21 +712,27 @@ class hc_blocks {
     *capacity = bytes;
     return std::aligned_alloc(64, bytes);
   }
-  // Returns a block from take(): kept when large and among the largest, else freed.
+  // Returns a block from take(): kept when large and among the largest that fit in
+  // hc_kept_bytes, else freed. Smaller kept blocks make room for a larger one.
   void give(void* p, size_t capacity) {
     if (p == nullptr) return;
-    if (capacity >= hc_block_min) {
+    if (capacity >= hc_block_min && capacity <= hc_kept_bytes) {
       std::lock_guard<std::mutex> lock(mu_);
-      if (n_ < hc_blocks_kept) {
-        kept_[n_++] = {p, capacity};
-        return;
+      for (;;) {
+        if (n_ < hc_blocks_kept && kept_bytes_ + capacity <= hc_kept_bytes) {
+          kept_[n_++] = {p, capacity};
+          kept_bytes_ += capacity;
+          return;
+        }
+        int smallest = 0;
+        for (int b = 1; b < n_; ++b) {
+          if (kept_[b].bytes < kept_[smallest].bytes) smallest = b;
+        }
+        if (n_ == 0 || kept_[smallest].bytes >= capacity) break;
+        std::free(kept_[smallest].p);
+        kept_bytes_ -= kept_[smallest].bytes;
+        kept_[smallest] = kept_[--n_];
       }
-      int smallest = 0;
-      for (int b = 1; b < n_; ++b) {
-        if (kept_[b].bytes < kept_[smallest].bytes) smallest = b;
-      }
-      if (kept_[smallest].bytes < capacity)
-        std::swap(p, kept_[smallest].p), kept_[smallest].bytes = capacity;
     }
     std::free(p);
   }
@@ -737,6 +746,7 @@ class hc_blocks {
   std::mutex mu_;
   block kept_[hc_blocks_kept] = {};
   int n_ = 0;
+  size_t kept_bytes_ = 0;
 };
 // A temporary array of n elements from hc_blocks, returned to it at destruction; null (false)
 // when memory is short.
