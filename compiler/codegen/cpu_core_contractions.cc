@@ -2,6 +2,7 @@
 // of sums) and reduce (the reduced dimensions folded in row-major order, as the interpreter does;
 // f32 rows in vectorized lanes, as schema/numerics.tsv allows).
 #include <algorithm>
+#include <cctype>
 
 #include "compiler/codegen/cpu_lowering.h"
 #include "compiler/semantics/numerics.h"
@@ -192,29 +193,97 @@ Status Lowering::ReduceRowsInLanes(int32_t index, const Instruction& inst, const
   const std::string op = std::string(helper) + "<float>";
   const std::string x = Read(inst, 0);  // Element i of the input, loaded or computed.
   const std::string lanes = Int(kLanes);
+  const std::string out = values_[static_cast<size_t>(index)][0].ptr;
   const bool split = kept >= 2 && kept * folded >= kParallelElements;
+  // The fold of row q (a variable of the loop around it) into out[q].
+  auto row = [&](const std::string& q) {
+    std::string code = "      const int64_t b = " + q + " * " + Int(folded) + ";\n";
+    code += "      float lane[" + lanes + "];\n";
+    code += "      #pragma omp simd\n      for (int64_t k = 0; k < " + lanes +
+            "; ++k) {\n        const int64_t i = b + k;\n        lane[k] = " + x + ";\n      }\n";
+    code += "      for (int64_t c = " + lanes + "; c + " + lanes + " <= " + Int(folded) +
+            "; c += " + lanes + ") {\n        #pragma omp simd\n        for (int64_t k = 0; k < " +
+            lanes + "; ++k) {\n          const int64_t i = b + c + k;\n          lane[k] = " + op +
+            "(lane[k], " + x + ");\n        }\n      }\n";
+    code += "      float acc = " + Buffer(inst, 1) + "[0];\n";
+    code += "      for (int64_t k = 0; k < " + lanes + "; ++k) acc = " + op + "(acc, lane[k]);\n";
+    code += "      for (int64_t i = b + " + Int(folded / kLanes * kLanes) + "; i < b + " +
+            Int(folded) + "; ++i) acc = " + op + "(acc, " + x + ");\n";
+    return code + "      " + out + "[" + q + "] = acc;\n";
+  };
   std::string code = "  {\n";
   code += split ? "    for (int64_t q = lo; q < hi; ++q) {\n"
                 : "    for (int64_t q = 0; q < " + Int(kept) + "; ++q) {\n";
-  code += "      const int64_t b = q * " + Int(folded) + ";\n";
-  code += "      float lane[" + lanes + "];\n";
-  code += "      #pragma omp simd\n      for (int64_t k = 0; k < " + lanes +
-          "; ++k) {\n        const int64_t i = b + k;\n        lane[k] = " + x + ";\n      }\n";
-  code += "      for (int64_t c = " + lanes + "; c + " + lanes + " <= " + Int(folded) +
-          "; c += " + lanes + ") {\n        #pragma omp simd\n        for (int64_t k = 0; k < " +
-          lanes + "; ++k) {\n          const int64_t i = b + c + k;\n          lane[k] = " + op +
-          "(lane[k], " + x + ");\n        }\n      }\n";
-  code += "      float acc = " + Buffer(inst, 1) + "[0];\n";
-  code += "      for (int64_t k = 0; k < " + lanes + "; ++k) acc = " + op + "(acc, lane[k]);\n";
-  code += "      for (int64_t i = b + " + Int(folded / kLanes * kLanes) + "; i < b + " +
-          Int(folded) + "; ++i) acc = " + op + "(acc, " + x + ");\n";
-  code += "      " + values_[static_cast<size_t>(index)][0].ptr + "[q] = acc;\n    }\n  }\n";
+  code += row("q") + "    }\n  }\n";
+  const int64_t grain = std::max<int64_t>(1, kParallelGrain / folded);
+  if (defer_rows_ && MayFuseRowsIntoConsumer(index)) {
+    FlushPendingRows();
+    // The row's result also in a local: a load of out[r] after its store in the same iteration
+    // keeps GCC from vectorizing the consumer's loop.
+    const std::string row_code =
+        "    float hc_row;\n    {\n" + row("r") + "      hc_row = acc;\n    }\n";
+    pending_rows_ = PendingRows{index, function_, out, kept, row_code, code, split, grain};
+    return Status::Ok();
+  }
   if (split) {
-    SplitLoop(kept, std::max<int64_t>(1, kParallelGrain / folded), code);
+    SplitLoop(kept, grain, code);
   } else {
     Body() += code;
   }
   return Status::Ok();
+}
+
+bool Lowering::MayFuseRowsIntoConsumer(int32_t index) const {
+  const auto slot = static_cast<size_t>(index);
+  if (uses_[slot] != 1 || index == comp_->root || values_[slot].size() != 1) return false;
+  const int32_t b = user_[slot].first;
+  if (b < 0) return false;
+  const Instruction& broadcast = Inst(*comp_, b);
+  return IsIndexedBroadcast(broadcast) && Fusible(b);
+}
+
+std::optional<std::string> Lowering::ClaimPendingRows(int64_t rows, std::string& expr) {
+  if (!pending_rows_ || pending_rows_->function != function_ || pending_rows_->rows != rows) {
+    return std::nullopt;
+  }
+  // Every read of the buffer must be of row r (the name, not a longer one, then "[r]"); each
+  // becomes a read of the row's local.
+  const std::string& name = pending_rows_->buffer;
+  std::string rewritten;
+  size_t copied = 0;
+  bool read = false;
+  for (size_t at = expr.find(name); at != std::string::npos; at = expr.find(name, at + 1)) {
+    const bool starts =
+        at == 0 || !(std::isalnum(static_cast<unsigned char>(expr[at - 1])) || expr[at - 1] == '_');
+    const std::string_view after = std::string_view(expr).substr(at + name.size());
+    const bool longer =
+        !after.empty() && (std::isalnum(static_cast<unsigned char>(after[0])) || after[0] == '_');
+    if (!starts || longer) continue;
+    if (!after.starts_with("[r]")) return std::nullopt;
+    rewritten += expr.substr(copied, at - copied) + "hc_row";
+    copied = at + name.size() + 3;
+    read = true;
+  }
+  if (!read) return std::nullopt;
+  expr = rewritten + expr.substr(copied);
+  std::string code = std::move(pending_rows_->row_code);
+  pending_rows_.reset();
+  return code;
+}
+
+void Lowering::FlushPendingRows() {
+  if (!pending_rows_ || pending_rows_->function != function_) return;
+  PendingRows p = std::move(*pending_rows_);
+  pending_rows_.reset();
+  // Before the code the current instruction has written so far.
+  std::string later = std::move(Body());
+  Body().clear();
+  if (p.split) {
+    SplitLoop(p.rows, p.grain, p.loop_code);
+  } else {
+    Body() += p.loop_code;
+  }
+  Body() += later;
 }
 
 }  // namespace hlocache::compiler::lowering_internal

@@ -37,6 +37,24 @@ std::string Lowering::Fresh(std::string_view prefix) {
 
 // The module's translation units (cpu_units.h): each starts with the prelude and every
 // declaration; the functions and large constants are spread over them.
+namespace {
+
+// Whether an instruction's code does more than name it (a comment line: fused instructions
+// write only that).
+bool WritesCode(std::string_view code) {
+  for (size_t at = 0; at < code.size();) {
+    size_t end = code.find('\n', at);
+    if (end == std::string_view::npos) end = code.size();
+    const std::string_view line = code.substr(at, end - at);
+    const size_t first = line.find_first_not_of(' ');
+    if (first != std::string_view::npos && !line.substr(first).starts_with("//")) return true;
+    at = end + 1;
+  }
+  return false;
+}
+
+}  // namespace
+
 Result<std::vector<std::string>> Lowering::Run() {
   if (m_.entry < 0) return Error(InvalidArgument(m_.filename() + ": no entry computation"));
   std::vector<int> state(m_.computations.size(), 0);
@@ -273,11 +291,25 @@ Status Lowering::LowerComputation(int32_t c) {
   std::vector<bool> invariant;
   const std::vector<int32_t> hoisted = PlanHoisting(c, invariant);
   if (!hoisted.empty()) HLOCACHE_RETURN_IF_ERROR(LowerInvariants(c, hoisted, invariant, function));
+  pending_rows_.reset();
+  defer_rows_ = true;
   for (size_t i = 0; i < comp.instructions.size(); ++i) {
     if (!live_[i] || invariant[i]) continue;
-    HLOCACHE_RETURN_IF_ERROR(Lower(static_cast<int32_t>(i)));
+    const Status lowered = Lower(static_cast<int32_t>(i));
+    if (!lowered.ok()) {
+      defer_rows_ = false;
+      pending_rows_.reset();
+      return lowered;
+    }
+    // A reduction waiting for its consumer runs before any other instruction's code.
+    if (pending_rows_ && pending_rows_->index != static_cast<int32_t>(i) && WritesCode(Body())) {
+      FlushPendingRows();
+    }
     function.EndInstruction();
   }
+  defer_rows_ = false;
+  FlushPendingRows();
+  function.EndInstruction();
   function_ = nullptr;
   const auto& out = values_[static_cast<size_t>(comp.root)];
   if (out.size() != result_leaves.size()) {
@@ -438,10 +470,12 @@ void Lowering::Elementwise(int32_t index, const Instruction& inst, const std::st
   const int64_t count = Count(inst.shape);
   const bool split = count >= kParallelElements;
   std::string loop;
-  if (const auto by_rows = ByRows(inst, expr)) {
+  if (auto by_rows = ByRows(inst, expr)) {
     const int64_t width = inst.shape.dims.back();
+    // A row reduction this loop reads at r, computed row by row first (PendingRows).
+    const std::string first = ClaimPendingRows(count / width, *by_rows).value_or("");
     loop = "  for (int64_t r = " + std::string(split ? "lo" : "0") + "; r < " +
-           (split ? "hi" : Int(count / width)) + "; ++r) {\n" + Simd(*by_rows) +
+           (split ? "hi" : Int(count / width)) + "; ++r) {\n" + first + Simd(*by_rows) +
            "    for (int64_t i = r * " + Int(width) + "; i < (r + 1) * " + Int(width) + "; ++i) " +
            Var(index) + "[i] = " + *by_rows + ";\n  }\n";
     if (split) SplitLoop(count / width, std::max<int64_t>(1, kParallelGrain / width), loop);

@@ -358,6 +358,35 @@ class Lowering : public CpuEmitter {
   Status ReduceRowsInLanes(int32_t index, const Instruction& inst, const char* helper, int64_t kept,
                            int64_t folded);
 
+  // A row reduction (ReduceRowsInLanes) whose result only a broadcast reads may be computed by
+  // its consumer instead: the elementwise loop that reads the broadcast row by row (ByRows)
+  // computes row r's result first, while the row it reads again is in cache (a softmax's max
+  // and sum then take no pass of their own). Until then its code waits here; the first
+  // instruction after it that writes code of its own other than its consumer's row loop gets
+  // that code first (FlushPendingRows), so it still runs before anything that follows it.
+  struct PendingRows {
+    int32_t index = -1;
+    SegmentedFunction* function = nullptr;
+    std::string buffer;  // Its result's buffer, read by the consumer as buffer[r].
+    int64_t rows = 0;
+    std::string row_code;   // Computes buffer[r] and hc_row for row r of the consumer's loop.
+    std::string loop_code;  // Its own loop, as it would have been emitted,
+    bool split = false;     // split across threads (SplitLoop) or not,
+    int64_t grain = 0;      // in rows of this many.
+  };
+  std::optional<PendingRows> pending_rows_;
+  bool defer_rows_ = false;  // Set while lowering a computation's own instructions in order.
+  // Whether instruction `index` (a row reduction) is read only by a broadcast that one
+  // elementwise op reads: the shape that may fuse it into its consumer.
+  bool MayFuseRowsIntoConsumer(int32_t index) const;
+  // Row code of the pending reduction for a loop over `rows` rows computing `expr`, whose reads
+  // of the reduction's row it rewrites to the row code's local (hc_row); nullopt, and `expr`
+  // unchanged, when it does not fit (another count of rows, or a read at another index than r).
+  std::optional<std::string> ClaimPendingRows(int64_t rows, std::string& expr);
+  // Emits the pending reduction's own loop at the start of the current instruction's code (or
+  // alone, at the end of the computation).
+  void FlushPendingRows();
+
   const hlo::Module& m_;
   const Computation* comp_ = nullptr;
   std::vector<std::vector<Leaf>> values_;          // Leaves of each materialized instruction.
