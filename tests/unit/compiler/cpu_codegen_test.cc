@@ -963,20 +963,21 @@ add {
 }
 
 )";
-  // A softmax: the max and the sum are each computed, row by row, in the loop that reads them
-  // (two loops in all, each row's fold into a local the loop then reads).
+  // A softmax of 16 MiB (the least that fuses): the max and the sum are each computed, row by
+  // row, in the loop that reads them (two loops in all, each row's fold into a local the loop
+  // then reads).
   const std::string softmax =
       ExpectCompiledMatchesInterpreterOnRandomInputs(functions + R"(ENTRY e {
-  x = f32[96,256] parameter(0)
+  x = f32[2048,2048] parameter(0)
   low = f32[] constant(-inf)
-  rowmax = f32[96] reduce(x, low), dimensions={1}, to_apply=max
-  maxes = f32[96,256] broadcast(rowmax), dimensions={0}
-  shifted = f32[96,256] subtract(x, maxes)
-  e = f32[96,256] exponential(shifted)
+  rowmax = f32[2048] reduce(x, low), dimensions={1}, to_apply=max
+  maxes = f32[2048,2048] broadcast(rowmax), dimensions={0}
+  shifted = f32[2048,2048] subtract(x, maxes)
+  e = f32[2048,2048] exponential(shifted)
   zero = f32[] constant(0)
-  sums = f32[96] reduce(e, zero), dimensions={1}, to_apply=add
-  sumsb = f32[96,256] broadcast(sums), dimensions={0}
-  ROOT y = f32[96,256] divide(e, sumsb)
+  sums = f32[2048] reduce(e, zero), dimensions={1}, to_apply=add
+  sumsb = f32[2048,2048] broadcast(sums), dimensions={0}
+  ROOT y = f32[2048,2048] divide(e, sumsb)
 })",
                                                      21);
   size_t rows = 0;
@@ -985,23 +986,33 @@ add {
     ++rows;
   }
   EXPECT_EQ(rows, 2u) << softmax;
+  // Smaller rows stay in cache: their reductions keep their own loops.
+  std::string small = functions + R"(ENTRY e {
+  x = f32[96,256] parameter(0)
+  low = f32[] constant(-inf)
+  rowmax = f32[96] reduce(x, low), dimensions={1}, to_apply=max
+  maxes = f32[96,256] broadcast(rowmax), dimensions={0}
+  ROOT shifted = f32[96,256] subtract(x, maxes)
+})";
+  EXPECT_EQ(ExpectCompiledMatchesInterpreterOnRandomInputs(small, 23).find("float hc_row;"),
+            std::string::npos);
   // The reduction's code waits for its consumer; an instruction between them that writes code
   // of its own (ey, used twice) runs after it, and a consumer that reads it at another index
   // than its row (t: the sums broadcast along columns) reads it from its buffer, computed
   // before. Each reduction's value must be there when read: the results match.
   const std::string waits = ExpectCompiledMatchesInterpreterOnRandomInputs(functions + R"(ENTRY e {
-  x = f32[64,64] parameter(0)
-  y = f32[64,64] parameter(1)
+  x = f32[2048,2048] parameter(0)
+  y = f32[2048,2048] parameter(1)
   zero = f32[] constant(0)
-  sums = f32[64] reduce(x, zero), dimensions={1}, to_apply=add
-  ey = f32[64,64] exponential(y)
-  ey2 = f32[64,64] multiply(ey, ey)
-  across = f32[64,64] broadcast(sums), dimensions={1}
-  t = f32[64,64] add(across, ey)
-  m = f32[64] reduce(y, zero), dimensions={1}, to_apply=max
-  mb = f32[64,64] broadcast(m), dimensions={0}
-  u = f32[64,64] subtract(ey2, mb)
-  ROOT o = (f32[64,64], f32[64,64]) tuple(t, u)
+  sums = f32[2048] reduce(x, zero), dimensions={1}, to_apply=add
+  ey = f32[2048,2048] exponential(y)
+  ey2 = f32[2048,2048] multiply(ey, ey)
+  across = f32[2048,2048] broadcast(sums), dimensions={1}
+  t = f32[2048,2048] add(across, ey)
+  m = f32[2048] reduce(y, zero), dimensions={1}, to_apply=max
+  mb = f32[2048,2048] broadcast(m), dimensions={0}
+  u = f32[2048,2048] subtract(ey2, mb)
+  ROOT o = (f32[2048,2048], f32[2048,2048]) tuple(t, u)
 })",
                                                                            22);
   EXPECT_NE(waits.find("float hc_row;"), std::string::npos) << waits;             // m's,
