@@ -22,7 +22,6 @@
 #include <fstream>
 #include <map>
 #include <memory>
-#include <new>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -85,7 +84,10 @@ class Buffer {
  public:
   explicit Buffer(size_t bytes)
       : size_(bytes), data_(static_cast<char*>(std::aligned_alloc(64, (bytes + 64) / 64 * 64))) {
-    if (data_ == nullptr) throw std::bad_alloc();
+    if (data_ == nullptr) {
+      std::fprintf(stderr, "exec_bench: out of memory for a buffer of %zu bytes\n", bytes);
+      std::exit(1);
+    }
     if (bytes >= (size_t{4} << 20)) AdviseHugePages(data_.get(), bytes);
     std::memset(data_.get(), 0, bytes);
   }
