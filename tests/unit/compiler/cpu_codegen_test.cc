@@ -980,12 +980,7 @@ add {
   ROOT y = f32[2048,2048] divide(e, sumsb)
 })",
                                                      21);
-  size_t rows = 0;
-  for (size_t at = softmax.find("float hc_row;"); at != std::string::npos;
-       at = softmax.find("float hc_row;", at + 1)) {
-    ++rows;
-  }
-  EXPECT_EQ(rows, 2u) << softmax;
+  EXPECT_EQ(Occurrences(softmax, "float hc_row;"), 2) << softmax;
   // Smaller rows stay in cache: their reductions keep their own loops.
   std::string small = functions + R"(ENTRY e {
   x = f32[96,256] parameter(0)
@@ -994,8 +989,8 @@ add {
   maxes = f32[96,256] broadcast(rowmax), dimensions={0}
   ROOT shifted = f32[96,256] subtract(x, maxes)
 })";
-  EXPECT_EQ(ExpectCompiledMatchesInterpreterOnRandomInputs(small, 23).find("float hc_row;"),
-            std::string::npos);
+  EXPECT_EQ(Occurrences(ExpectCompiledMatchesInterpreterOnRandomInputs(small, 23), "float hc_row;"),
+            0);
   // The reduction's code waits for its consumer; an instruction between them that writes code
   // of its own (ey, used twice) runs after it, and a consumer that reads it at another index
   // than its row (t: the sums broadcast along columns) reads it from its buffer, computed
@@ -1015,8 +1010,7 @@ add {
   ROOT o = (f32[2048,2048], f32[2048,2048]) tuple(t, u)
 })",
                                                                            22);
-  EXPECT_NE(waits.find("float hc_row;"), std::string::npos) << waits;             // m's,
-  EXPECT_EQ(waits.find("float hc_row;"), waits.rfind("float hc_row;")) << waits;  // only.
+  EXPECT_EQ(Occurrences(waits, "float hc_row;"), 1) << waits;  // m's only.
 }
 
 TEST(CpuCodegenTest, ReadsOfBroadcastRowsAndColumnsLoopOverRowsBitForBit) {
