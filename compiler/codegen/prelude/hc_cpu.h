@@ -314,14 +314,7 @@ T hc_store(double v) {
 // interpreter's double gives it. Rounded by the target's conversion (F16C) or by float's bits.
 template <class T>
 float hc_loadf(T x) {
-  if constexpr (std::is_same_v<T, hc_bf16>) {
-    const uint32_t u = static_cast<uint32_t>(x.bits) << 16;
-    float f;
-    std::memcpy(&f, &u, sizeof f);
-    return f;
-  } else {
-    return static_cast<float>(hc_load(x));  // Exact: an f16 is a float.
-  }
+  return static_cast<float>(hc_load(x));  // Exact: hc_load makes a float of either, widened.
 }
 template <class T>
 T hc_from_float(float v) {
