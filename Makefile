@@ -12,7 +12,7 @@ LISTEN ?= 127.0.0.1:7070
 APT_PACKAGES := cmake ninja-build g++ clang libclang-rt-14-dev lld pkg-config ccache \
   libleveldb-dev libsnappy-dev libsqlite3-dev libxxhash-dev libcpp-httplib-dev libcurl4-openssl-dev \
   libcli11-dev nlohmann-json3-dev libzstd-dev libgtest-dev libgmock-dev libssl-dev openssl python3 python3-yaml iproute2 \
-  fuse3 libfuse3-dev libopenblas0
+  fuse3 libfuse3-dev libopenblas0 libdnnl-dev
 # What only the tests use: a Ceph cluster (monitor, OSDs, RADOS Gateway) for the bucket tests.
 TEST_APT_PACKAGES := ceph-mon ceph-osd radosgw ceph-common curl
 

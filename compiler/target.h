@@ -12,7 +12,7 @@
 namespace hlocache::compiler {
 
 // Names the toolchain, code generator version and optimization level whose output a key stands
-// for: "gcc-12.2.0/hlocache-codegen-18/O2". A new code generator version bumps the number, so keys
+// for: "gcc-12.2.0/hlocache-codegen-19/O2". A new code generator version bumps the number, so keys
 // of old executables stop matching.
 std::string DefaultCompilerId();
 
@@ -33,7 +33,7 @@ inline constexpr const char* kCudaFlags = "fmad-off";
 
 // The code generator's version, part of every compiler id. Bumped whenever generated code or
 // its calling convention changes, so that keys of older executables stop matching.
-inline constexpr const char* kCodegenVersion = "hlocache-codegen-18";
+inline constexpr const char* kCodegenVersion = "hlocache-codegen-19";
 // The optimization level every executable is compiled at, also part of the compiler id.
 inline constexpr const char* kOptimization = "O2";
 // What a CPU executable may need from the host that loads it, the compiler id's last part:

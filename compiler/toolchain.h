@@ -59,7 +59,7 @@ class Toolchain {
   const std::filesystem::path& cxx_path() const { return cxx_path_; }
 
   // The compiler id: toolchain version, code generator version and optimization flags, e.g.
-  // "gcc-12.2.0/hlocache-codegen-18/O2/libmvec+cblas". Keys of executables built by another
+  // "gcc-12.2.0/hlocache-codegen-19/O2/libmvec+cblas". Keys of executables built by another
   // toolchain or code generator never match.
   std::string CompilerId() const;
 

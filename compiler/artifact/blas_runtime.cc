@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "compiler/artifact/conv_runtime.h"
+
 namespace hlocache::compiler {
 namespace {
 
@@ -72,7 +74,7 @@ int Sgemm(int threads, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k
   return 0;
 }
 
-const hlocache_blas kBlas = {&Sgemm};
+const hlocache_blas kBlas = {&Sgemm, &DnnlConvolve};
 
 }  // namespace
 

@@ -73,11 +73,15 @@ void hc_dot_block(const Acc* tile, const Acc* x, int64_t stride, int64_t K, V (*
 // such operand that double holds exactly: narrower floats do; integers are converted to T first.
 template <class T, class X>
 constexpr bool kExactProducts = kFloat<X> ? !std::is_same_v<X, double> : !std::is_same_v<T, double>;
-// BLAS, from the loader (compiler/artifact/blas_runtime.h declares the same struct, field for
-// field): never linked into an executable.
+struct hc_conv_spec;
+// BLAS and oneDNN's convolutions, from the loader (compiler/artifact/blas_runtime.h declares the
+// same struct, field for field): never linked into an executable. `conv` returns 1 where the
+// host has no oneDNN or it does not take the convolution.
 struct hc_blas {
   int (*sgemm)(int threads, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
                const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc);
+  int (*conv)(int threads, const hc_conv_spec* spec, const float* lhs, const float* rhs,
+              float* out);
 };
 }  // namespace hlocache_rt
 // Defined in a module whose f32 dots may call BLAS (schema/numerics.tsv lets them sum in
@@ -310,7 +314,8 @@ Acc hc_conv_load(X x) {
     return static_cast<uint64_t>(static_cast<int64_t>(x));
 }
 // convolution (compiler/interp/eval_convolution.cc defines it): one spatial dimension of the
-// window, and the whole shape of the work. Strides are in elements of each array.
+// window, and the whole shape of the work. Strides are in elements of each array. The loader's
+// runtime reads both (hlocache_conv_dim and hlocache_conv_spec, field for field).
 struct hc_conv_dim {
   int64_t in_extent, in_stride, size, kernel_stride, out_extent, out_stride;
   int64_t stride, pad_low, base_dilation, window_dilation, reversed;
@@ -340,8 +345,8 @@ inline int64_t hc_conv_kernel_offset(const hc_conv_spec& s, int64_t pos) {
 // [output feature of the group, padded to whole tiles]. Groups of at least a tile of output
 // features (2 * hc_lanes) are computed 4 placements x a tile at a time in vector registers
 // (tiles()); smaller groups (depthwise) a row of placements along the last spatial dimension at
-// a time (rows()). f32 convolutions of a module that asked for BLAS are one product instead
-// (by_blas()). False when out of memory.
+// a time (rows()). f32 convolutions of a module that asked for BLAS are oneDNN's where the
+// loader's runtime takes them (hc_conv), else one product (by_blas()). False when out of memory.
 template <class Acc, class T, class L, class R>
 struct hc_conv_run {
   typedef Acc V __attribute__((vector_size(hc_lanes * sizeof(Acc))));
@@ -682,6 +687,15 @@ bool hc_conv(const L* lhs, const R* rhs, T* out, const hc_conv_spec& s) {
     outputs *= s.dims[d].out_extent;
   }
   if (outputs == 0 || s.out_batch == 0 || s.groups * opg == 0) return true;
+  if constexpr (std::is_same_v<T, float> && std::is_same_v<L, float> && std::is_same_v<R, float>) {
+    // oneDNN's direct convolution, where the loader has it and takes this one.
+    if (&hlocache_blas_runtime != nullptr && hlocache_blas_runtime != nullptr &&
+        hlocache_blas_runtime->conv != nullptr &&
+        hlocache_blas_runtime->conv(hc_pool::in_loop() ? 1 : hc_threads_wanted(), &s, lhs, rhs,
+                                    out) == 0) {
+      return true;
+    }
+  }
   const bool by_rows = n > 0 && opg < Run::kTile;
   const int64_t width = by_rows ? opg : (opg + Run::kTile - 1) / Run::kTile * Run::kTile;
   std::unique_ptr<int64_t[]> tap(new (std::nothrow) int64_t[taps > 0 ? taps : 1]);

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "compiler/artifact/conv_runtime.h"
 #include "tests/unit/compiler/ops/op_check.h"
 
 namespace hlocache::compiler {
@@ -163,6 +164,55 @@ TEST(ConvolutionTest, CompiledConvolutionsMatchTheInterpreter) {
   ExpectCompiledMatchesInterpreterOnRandomInputs(
       Conv("f32[0,2,4]", "f32[3,2,2]", "f32[0,3,3]", "window={size=2}, dim_labels=bf0_oi0->bf0"),
       8);
+}
+
+// f32 convolutions of at least compiler::kMinDnnlMacs multiply-adds go to oneDNN where the host
+// has it (compiler/artifact/conv_runtime.h): each spec field as oneDNN reads it, in both common
+// layouts and unusual ones, and the ones it declines (input dilation) computed by BLAS instead.
+TEST(ConvolutionTest, LargeF32ConvolutionsByOneDnnMatchTheInterpreter) {
+  ASSERT_TRUE(HasDnnl()) << "libdnnl.so.2 (Debian's libdnnl2) is not on this host";
+  // Each case's compiled runs go to oneDNN (by_dnnl) or none does.
+  auto check = [](const std::string& text, uint64_t seed, bool by_dnnl) {
+    const uint64_t before = DnnlConvolutionCount();
+    ExpectCompiledMatchesInterpreterOnRandomInputs(text, seed);
+    EXPECT_EQ(DnnlConvolutionCount() > before, by_dnnl) << text;
+  };
+  // NHWC, padded.
+  check(Conv("f32[2,16,16,64]", "f32[3,3,64,64]", "f32[2,16,16,64]",
+             "window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f"),
+        30, true);
+  // NCHW, strides, kernel dilation, uneven padding, and a last input row no window reads (an
+  // end padding of -1 for oneDNN).
+  check(Conv("f32[2,64,34,30]", "f32[64,64,3,3]", "f32[2,64,16,15]",
+             "window={size=3x3 stride=2x2 pad=2_0x1_1 rhs_dilate=2x1}, dim_labels=bf01_oi01->bf01"),
+        31, true);
+  // Feature groups.
+  check(Conv("f32[4,16,16,128]", "f32[3,3,32,128]", "f32[4,16,16,128]",
+             "window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f, feature_group_count=4"),
+        32, true);
+  // Features before the batch, the kernel's input features first, the result's features last
+  // but one.
+  check(Conv("f32[32,2,24,24]", "f32[32,64,3,3]", "f32[24,24,64,2]",
+             "window={size=3x3 pad=1_1x1_1}, dim_labels=fb01_io01->01fb"),
+        33, true);
+  // One and three spatial dimensions.
+  check(Conv("f32[2,512,64]", "f32[3,64,128]", "f32[2,512,128]",
+             "window={size=3 pad=1_1}, dim_labels=b0f_0io->b0f"),
+        34, true);
+  check(Conv("f32[1,10,8,8,32]", "f32[3,3,3,32,32]", "f32[1,10,8,8,32]",
+             "window={size=3x3x3 pad=1_1x1_1x1_1}, dim_labels=b012f_012io->b012f"),
+        35, true);
+  // Declined, computed by BLAS: input dilation (a transposed convolution), reversed windows,
+  // and fewer multiply-adds than kMinDnnlMacs.
+  check(Conv("f32[1,64,16,16]", "f32[64,64,3,3]", "f32[1,64,31,31]",
+             "window={size=3x3 pad=1_1x1_1 lhs_dilate=2x2}, dim_labels=bf01_oi01->bf01"),
+        36, false);
+  check(Conv("f32[2,16,16,64]", "f32[3,3,64,64]", "f32[2,16,16,64]",
+             "window={size=3x3 pad=1_1x1_1 rhs_reversal=1x0}, dim_labels=b01f_01io->b01f"),
+        37, false);
+  check(Conv("f32[2,16,16,32]", "f32[3,3,32,64]", "f32[2,16,16,64]",
+             "window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f"),
+        38, false);
 }
 
 TEST(ConvolutionTest, MalformedConvolutionsAreRefusedWithTheirLine) {
