@@ -21,6 +21,11 @@
 namespace hlocache::compiler {
 namespace {
 
+// Gathers of this many result bytes or more are split across the executable's threads, in
+// pieces of at least kGatherPieceBytes: below, waking a worker costs more than the copy.
+constexpr int64_t kSplitGatherBytes = int64_t{1} << 20;
+constexpr int64_t kGatherPieceBytes = int64_t{128} << 10;
+
 using hlo::Computation;
 using hlo::Instruction;
 using hlo::Opcode;
@@ -190,9 +195,26 @@ Status LowerGather(CpuEmitter& e, int32_t index, const Instruction& inst) {
                                          Int(length * hlo::BufferElementBytes(inst.shape.type)) +
                                          ");\no += " + Int(length) + ";"
                                    : out + "[o++] = *(" + source + ");";
-  e.Emit("    int64_t o = 0;\n" +
-         Loops(dims, levels, Hook(*a), ReadStart(*a, starts, levels, indices), "", body));
+  std::string loops =
+      Loops(dims, levels, Hook(*a), ReadStart(*a, starts, levels, indices), "", body);
+  const int64_t bytes = ElementCount(inst.shape) * hlo::BufferElementBytes(inst.shape.type);
+  if (levels == 0 || dims[0] < 2 || bytes < kSplitGatherBytes) {
+    e.Emit("    int64_t o = 0;\n" + loops);
+    e.Emit("  }\n");
+    return Status::Ok();
+  }
+  // Large results are copied on the executable's threads, pieces of the outermost dimension,
+  // each starting at its first index's output offset: a gather moves memory, and one core reads
+  // at a fraction of what two do.
+  const std::string outer = "for (int64_t d0 = 0; d0 < " + Int(dims[0]) + "; ++d0) {\n";
+  const size_t at = loops.find(outer);
+  if (at == std::string::npos) return e.Malformed(inst, "internal: no outer gather loop");
+  const int64_t per_index = ElementCount(inst.shape) / dims[0];
+  loops.replace(
+      at, outer.size(),
+      "for (int64_t d0 = lo; d0 < hi; ++d0) {\n      int64_t o = d0 * " + Int(per_index) + ";\n");
   e.Emit("  }\n");
+  e.SplitLoop(dims[0], std::max<int64_t>(1, kGatherPieceBytes / (bytes / dims[0])), loops);
   return Status::Ok();
 }
 

@@ -342,6 +342,28 @@ ENTRY e {
   ExpectSameBitsAtEveryThreadCount(text, "hc_merge_sort(positions.get()");
 }
 
+// Gathers of 1 MiB or more copy pieces of their result's outermost dimension on the threads,
+// each piece from its own first output offset: rows of an embedding (65 ids a batch element, so
+// pieces end inside a batch element), and a window dimension outermost.
+TEST(CpuCodegenTest, LargeGathersCopyPiecesOfTheirResultAcrossThreadsWithTheSameBits) {
+  ExpectSameBitsAtEveryThreadCount(R"(HloModule embedding
+ENTRY e {
+  table = f32[1000,256] parameter(0)
+  ids = s32[16,65] parameter(1)
+  ROOT g = f32[16,65,256] gather(table, ids), offset_dims={2}, collapsed_slice_dims={0},
+    start_index_map={0}, index_vector_dim=2, slice_sizes={1,256}
+})",
+                                   "int64_t o = d0 * 16640LL;");
+  ExpectSameBitsAtEveryThreadCount(R"(HloModule columns
+ENTRY e {
+  x = f32[600,2000] parameter(0)
+  ids = s32[600,1] parameter(1)
+  ROOT g = f32[600,600] gather(x, ids), offset_dims={0}, collapsed_slice_dims={1},
+    start_index_map={1}, index_vector_dim=1, slice_sizes={600,1}
+})",
+                                   "int64_t o = d0 * 600LL;");
+}
+
 // A split loop is a function of the module taking its buffers and constants as arguments, so
 // loops that differ only in what they read and write (a model's layers) share one: here two
 // fused loops, one text. Each call still reads its own buffers and constants.
