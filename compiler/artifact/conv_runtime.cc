@@ -16,23 +16,38 @@
 namespace hlocache::compiler {
 namespace {
 
-// The buffers kept shapes may hold for operands in oneDNN's layouts, all together.
+// The buffers kept convolutions may hold (operands in oneDNN's layouts, scratchpads), all
+// together.
 constexpr size_t kKeptConvolutionBytes = size_t{256} << 20;
 
 // oneDNN's C API, looked up in the library opened at run time.
 struct Api {
-#define HLOCACHE_DNNL_FUNCTIONS(X)                                                           \
-  X(dnnl_engine_create)                                                                      \
-  X(dnnl_stream_create)                                                                      \
-  X(dnnl_stream_destroy) X(dnnl_stream_wait) X(dnnl_memory_desc_init_by_strides)             \
-      X(dnnl_memory_desc_init_by_tag) X(dnnl_memory_desc_equal) X(dnnl_memory_desc_get_size) \
-          X(dnnl_dilated_convolution_forward_desc_init) X(dnnl_primitive_attr_create)        \
-              X(dnnl_primitive_attr_destroy) X(dnnl_primitive_attr_set_fpmath_mode)          \
-                  X(dnnl_primitive_desc_create) X(dnnl_primitive_desc_destroy)               \
-                      X(dnnl_primitive_desc_query_md) X(dnnl_reorder_primitive_desc_create)  \
-                          X(dnnl_primitive_create) X(dnnl_primitive_destroy)                 \
-                              X(dnnl_primitive_execute) X(dnnl_memory_create)                \
-                                  X(dnnl_memory_destroy) X(dnnl_memory_set_data_handle)
+// clang-format off
+#define HLOCACHE_DNNL_FUNCTIONS(X) \
+  X(dnnl_engine_create)                           \
+  X(dnnl_stream_create)                           \
+  X(dnnl_stream_destroy)                          \
+  X(dnnl_stream_wait)                             \
+  X(dnnl_memory_desc_init_by_strides)             \
+  X(dnnl_memory_desc_init_by_tag)                 \
+  X(dnnl_memory_desc_equal)                       \
+  X(dnnl_memory_desc_get_size)                    \
+  X(dnnl_dilated_convolution_forward_desc_init)   \
+  X(dnnl_primitive_attr_create)                   \
+  X(dnnl_primitive_attr_destroy)                  \
+  X(dnnl_primitive_attr_set_fpmath_mode)          \
+  X(dnnl_primitive_attr_set_scratchpad_mode)      \
+  X(dnnl_primitive_desc_create)                   \
+  X(dnnl_primitive_desc_destroy)                  \
+  X(dnnl_primitive_desc_query_md)                 \
+  X(dnnl_reorder_primitive_desc_create)           \
+  X(dnnl_primitive_create)                        \
+  X(dnnl_primitive_destroy)                       \
+  X(dnnl_primitive_execute)                       \
+  X(dnnl_memory_create)                           \
+  X(dnnl_memory_destroy)                          \
+  X(dnnl_memory_set_data_handle)
+// clang-format on
 #define HLOCACHE_DNNL_FIELD(name) decltype(&::name) name = nullptr;
   HLOCACHE_DNNL_FUNCTIONS(HLOCACHE_DNNL_FIELD)
 #undef HLOCACHE_DNNL_FIELD
@@ -68,17 +83,27 @@ const Api* LoadApi() {
   }();
   return api;
 }
+#undef HLOCACHE_DNNL_FUNCTIONS
 
-// One shape's primitives and the memory objects they run on: the user's operands (their
+// A primitive and, where it needs one, its own scratchpad: with oneDNN's default (library)
+// scratchpad, a primitive must run on the thread that made it, and executables' threads come
+// and go.
+struct Step {
+  dnnl_primitive_t primitive = nullptr;
+  dnnl_memory_t scratchpad = nullptr;
+};
+
+// One convolution's primitives and the memory objects they run on: the user's operands (their
 // pointers set at each run) and, where oneDNN's layout differs from the user's, a buffer in its
 // layout with the reorder into it (or, for the result, out of it).
-struct Shape {
-  explicit Shape(const Api& library) : api(library) {}
-  Shape(const Shape&) = delete;
-  Shape& operator=(const Shape&) = delete;
-  ~Shape() {
-    for (dnnl_primitive_t p : {conv, reorder_src, reorder_weights, reorder_dst}) {
-      if (p != nullptr) api.dnnl_primitive_destroy(p);
+struct Prepared {
+  explicit Prepared(const Api& library) : api(library) {}
+  Prepared(const Prepared&) = delete;
+  Prepared& operator=(const Prepared&) = delete;
+  ~Prepared() {
+    for (const Step& step : {conv, reorder_src, reorder_weights, reorder_dst}) {
+      if (step.primitive != nullptr) api.dnnl_primitive_destroy(step.primitive);
+      if (step.scratchpad != nullptr) api.dnnl_memory_destroy(step.scratchpad);
     }
     for (dnnl_memory_t m : {user_src, user_weights, user_dst, src, weights, dst}) {
       if (m != nullptr) api.dnnl_memory_destroy(m);
@@ -89,13 +114,55 @@ struct Shape {
   const Api& api;
   std::vector<int64_t> signature;  // The threads and every field of the spec.
   std::mutex running;
-  size_t bytes = 0;  // Of the buffers in oneDNN's layouts.
+  size_t bytes = 0;  // Of the buffers in oneDNN's layouts and the scratchpads.
   dnnl_stream_t stream = nullptr;
-  dnnl_primitive_t conv = nullptr, reorder_src = nullptr, reorder_weights = nullptr,
-                   reorder_dst = nullptr;
+  Step conv, reorder_src, reorder_weights, reorder_dst;
   dnnl_memory_t user_src = nullptr, user_weights = nullptr, user_dst = nullptr, src = nullptr,
                 weights = nullptr, dst = nullptr;
 };
+
+// Attributes asking for a scratchpad the caller provides and, for the convolution, float
+// arithmetic throughout whatever ONEDNN_DEFAULT_FPMATH_MODE says; null when they cannot be made.
+dnnl_primitive_attr_t MakeAttributes(const Api& api, bool strict_float) {
+  dnnl_primitive_attr_t attr = nullptr;
+  if (api.dnnl_primitive_attr_create(&attr) != dnnl_success) return nullptr;
+  if (api.dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) !=
+          dnnl_success ||
+      (strict_float &&
+       api.dnnl_primitive_attr_set_fpmath_mode(attr, dnnl_fpmath_mode_strict) != dnnl_success)) {
+    api.dnnl_primitive_attr_destroy(attr);
+    return nullptr;
+  }
+  return attr;
+}
+
+// The primitive of `pd` and its scratchpad, in `step`.
+bool MakeStep(Prepared& prepared, const_dnnl_primitive_desc_t pd, Step& step) {
+  const Api& api = prepared.api;
+  if (api.dnnl_primitive_create(&step.primitive, pd) != dnnl_success) {
+    step.primitive = nullptr;
+    return false;
+  }
+  const dnnl_memory_desc_t* scratchpad =
+      api.dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+  const size_t bytes = scratchpad != nullptr ? api.dnnl_memory_desc_get_size(scratchpad) : 0;
+  if (bytes == 0) return true;
+  if (api.dnnl_memory_create(&step.scratchpad, scratchpad, api.engine, DNNL_MEMORY_ALLOCATE) !=
+      dnnl_success) {
+    step.scratchpad = nullptr;
+    return false;
+  }
+  prepared.bytes += bytes;
+  return true;
+}
+
+// Runs `step` on `args` (and its scratchpad).
+bool Execute(const Prepared& prepared, const Step& step, std::vector<dnnl_exec_arg_t> args) {
+  if (step.scratchpad != nullptr) args.push_back({DNNL_ARG_SCRATCHPAD, step.scratchpad});
+  return prepared.api.dnnl_primitive_execute(step.primitive, prepared.stream,
+                                             static_cast<int>(args.size()),
+                                             args.data()) == dnnl_success;
+}
 
 std::vector<int64_t> SignatureOf(int threads, const hlocache_conv_spec& s) {
   std::vector<int64_t> v = {threads,
@@ -140,26 +207,27 @@ bool Takes(const hlocache_conv_spec& s) {
   return macs >= kMinDnnlMacs;
 }
 
-// A reorder from `from` to `to`, or null when it cannot be made.
-dnnl_primitive_t MakeReorder(const Api& api, const dnnl_memory_desc_t* from,
-                             const dnnl_memory_desc_t* to) {
+// A reorder from `from` to `to`, in `step`.
+bool MakeReorder(Prepared& prepared, const dnnl_memory_desc_t* from, const dnnl_memory_desc_t* to,
+                 Step& step) {
+  const Api& api = prepared.api;
+  dnnl_primitive_attr_t attr = MakeAttributes(api, /*strict_float=*/false);
+  if (attr == nullptr) return false;
   dnnl_primitive_desc_t pd = nullptr;
-  if (api.dnnl_reorder_primitive_desc_create(&pd, from, api.engine, to, api.engine, nullptr) !=
-      dnnl_success) {
-    return nullptr;
-  }
-  dnnl_primitive_t p = nullptr;
-  if (api.dnnl_primitive_create(&p, pd) != dnnl_success) p = nullptr;
+  const bool described = api.dnnl_reorder_primitive_desc_create(&pd, from, api.engine, to,
+                                                                api.engine, attr) == dnnl_success;
+  api.dnnl_primitive_attr_destroy(attr);
+  if (!described) return false;
+  const bool made = MakeStep(prepared, pd, step);
   api.dnnl_primitive_desc_destroy(pd);
-  return p;
+  return made;
 }
 
 // The user's operand `user` as memory, and where oneDNN chose another layout (`chosen`), a buffer
 // in it and the reorder between them (into the buffer for inputs, out of it for the result).
-bool Bind(Shape& shape, const dnnl_memory_desc_t& user, const dnnl_memory_desc_t* chosen,
-          bool is_result, dnnl_memory_t& user_memory, dnnl_memory_t& buffer,
-          dnnl_primitive_t& reorder) {
-  const Api& api = shape.api;
+bool Bind(Prepared& prepared, const dnnl_memory_desc_t& user, const dnnl_memory_desc_t* chosen,
+          bool is_result, dnnl_memory_t& user_memory, dnnl_memory_t& buffer, Step& reorder) {
+  const Api& api = prepared.api;
   if (api.dnnl_memory_create(&user_memory, &user, api.engine, DNNL_MEMORY_NONE) != dnnl_success) {
     user_memory = nullptr;
     return false;
@@ -169,14 +237,14 @@ bool Bind(Shape& shape, const dnnl_memory_desc_t& user, const dnnl_memory_desc_t
     buffer = nullptr;
     return false;
   }
-  shape.bytes += api.dnnl_memory_desc_get_size(chosen);
-  reorder = is_result ? MakeReorder(api, chosen, &user) : MakeReorder(api, &user, chosen);
-  return reorder != nullptr;
+  prepared.bytes += api.dnnl_memory_desc_get_size(chosen);
+  return is_result ? MakeReorder(prepared, chosen, &user, reorder)
+                   : MakeReorder(prepared, &user, chosen, reorder);
 }
 
-std::unique_ptr<Shape> MakeShape(const Api& api, int threads, const hlocache_conv_spec& s) {
-  auto shape = std::make_unique<Shape>(api);
-  shape->signature = SignatureOf(threads, s);
+std::unique_ptr<Prepared> Prepare(const Api& api, int threads, const hlocache_conv_spec& s) {
+  auto prepared = std::make_unique<Prepared>(api);
+  prepared->signature = SignatureOf(threads, s);
   const int n = static_cast<int>(s.spatial);
   const int64_t g = s.feature_grouped != 0 ? s.groups : 1, kif = s.kernel_in_features,
                 opg = s.outputs_per_group;
@@ -227,90 +295,87 @@ std::unique_ptr<Shape> MakeShape(const Api& api, int threads, const hlocache_con
           &any_dst, strides, dilates, pad_l, pad_r) != dnnl_success) {
     return nullptr;
   }
-  // Float arithmetic throughout, whatever ONEDNN_DEFAULT_FPMATH_MODE says.
-  dnnl_primitive_attr_t attr = nullptr;
-  if (api.dnnl_primitive_attr_create(&attr) != dnnl_success) return nullptr;
+  dnnl_primitive_attr_t attr = MakeAttributes(api, /*strict_float=*/true);
+  if (attr == nullptr) return nullptr;
   dnnl_primitive_desc_t pd = nullptr;
-  const bool made =
-      api.dnnl_primitive_attr_set_fpmath_mode(attr, dnnl_fpmath_mode_strict) == dnnl_success &&
+  const bool described =
       api.dnnl_primitive_desc_create(&pd, &conv_desc, attr, api.engine, nullptr) == dnnl_success;
   api.dnnl_primitive_attr_destroy(attr);
-  if (!made) return nullptr;
-  Shape& sh = *shape;
-  const bool bound =
-      api.dnnl_primitive_create(&sh.conv, pd) == dnnl_success &&
-      Bind(sh, user_src, api.dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), false,
-           sh.user_src, sh.src, sh.reorder_src) &&
-      Bind(sh, user_w, api.dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), false,
-           sh.user_weights, sh.weights, sh.reorder_weights) &&
-      Bind(sh, user_dst, api.dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0), true,
-           sh.user_dst, sh.dst, sh.reorder_dst) &&
-      api.dnnl_stream_create(&sh.stream, api.engine, dnnl_stream_default_flags) == dnnl_success;
+  if (!described) return nullptr;
+  Prepared& p = *prepared;
+  const bool made =
+      MakeStep(p, pd, p.conv) &&
+      Bind(p, user_src, api.dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), false,
+           p.user_src, p.src, p.reorder_src) &&
+      Bind(p, user_w, api.dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0), false,
+           p.user_weights, p.weights, p.reorder_weights) &&
+      Bind(p, user_dst, api.dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0), true,
+           p.user_dst, p.dst, p.reorder_dst) &&
+      api.dnnl_stream_create(&p.stream, api.engine, dnnl_stream_default_flags) == dnnl_success;
   api.dnnl_primitive_desc_destroy(pd);
-  if (!bound) return nullptr;
-  return shape;
+  if (!made) return nullptr;
+  return prepared;
 }
 
-bool Run(Shape& shape, const float* lhs, const float* rhs, float* out) {
-  const Api& api = shape.api;
+bool Run(Prepared& p, const float* lhs, const float* rhs, float* out) {
+  const Api& api = p.api;
   // oneDNN reads the inputs only; its memory objects take non-const pointers.
-  if (api.dnnl_memory_set_data_handle(shape.user_src, const_cast<float*>(lhs)) != dnnl_success ||
-      api.dnnl_memory_set_data_handle(shape.user_weights, const_cast<float*>(rhs)) !=
-          dnnl_success ||
-      api.dnnl_memory_set_data_handle(shape.user_dst, out) != dnnl_success) {
+  if (api.dnnl_memory_set_data_handle(p.user_src, const_cast<float*>(lhs)) != dnnl_success ||
+      api.dnnl_memory_set_data_handle(p.user_weights, const_cast<float*>(rhs)) != dnnl_success ||
+      api.dnnl_memory_set_data_handle(p.user_dst, out) != dnnl_success) {
     return false;
   }
-  auto reorder = [&](dnnl_primitive_t p, dnnl_memory_t from, dnnl_memory_t to) {
-    if (p == nullptr) return true;
-    const dnnl_exec_arg_t args[] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
-    return api.dnnl_primitive_execute(p, shape.stream, 2, args) == dnnl_success;
+  auto reorder = [&](const Step& step, dnnl_memory_t from, dnnl_memory_t to) {
+    return step.primitive == nullptr ||
+           Execute(p, step, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
   };
-  const dnnl_exec_arg_t conv_args[] = {
-      {DNNL_ARG_SRC, shape.src != nullptr ? shape.src : shape.user_src},
-      {DNNL_ARG_WEIGHTS, shape.weights != nullptr ? shape.weights : shape.user_weights},
-      {DNNL_ARG_DST, shape.dst != nullptr ? shape.dst : shape.user_dst}};
-  return reorder(shape.reorder_src, shape.user_src, shape.src) &&
-         reorder(shape.reorder_weights, shape.user_weights, shape.weights) &&
-         api.dnnl_primitive_execute(shape.conv, shape.stream, 3, conv_args) == dnnl_success &&
-         reorder(shape.reorder_dst, shape.dst, shape.user_dst) &&
-         api.dnnl_stream_wait(shape.stream) == dnnl_success;
+  return reorder(p.reorder_src, p.user_src, p.src) &&
+         reorder(p.reorder_weights, p.user_weights, p.weights) &&
+         Execute(p, p.conv,
+                 {{DNNL_ARG_SRC, p.src != nullptr ? p.src : p.user_src},
+                  {DNNL_ARG_WEIGHTS, p.weights != nullptr ? p.weights : p.user_weights},
+                  {DNNL_ARG_DST, p.dst != nullptr ? p.dst : p.user_dst}}) &&
+         reorder(p.reorder_dst, p.dst, p.user_dst) &&
+         api.dnnl_stream_wait(p.stream) == dnnl_success;
 }
 
 std::atomic<uint64_t> computed{0};
 
-// The kept shapes, most recently used first.
+// The kept convolutions, most recently used first.
 struct Kept {
   std::mutex mutex;
-  std::list<std::shared_ptr<Shape>> shapes;
+  std::list<std::shared_ptr<Prepared>> convolutions;
 };
 
-// The shape for `signature`, made if it is not kept; null when oneDNN refuses it. Keeps at most
-// kKeptConvolutions shapes and kKeptConvolutionBytes of their buffers (the one returned always).
-std::shared_ptr<Shape> Find(const Api& api, int threads, const hlocache_conv_spec& s) {
+// The prepared convolution for `s` at `threads`, made if it is not kept; null when oneDNN
+// refuses it. Keeps at most kKeptConvolutions of them and kKeptConvolutionBytes of their buffers
+// (the one returned always).
+std::shared_ptr<Prepared> Find(const Api& api, int threads, const hlocache_conv_spec& s) {
   static Kept& kept = *new Kept;  // Never destroyed: executables may run during exit.
   const std::vector<int64_t> signature = SignatureOf(threads, s);
+  auto& list = kept.convolutions;
   {
     std::lock_guard<std::mutex> lock(kept.mutex);
-    for (auto it = kept.shapes.begin(); it != kept.shapes.end(); ++it) {
+    for (auto it = list.begin(); it != list.end(); ++it) {
       if ((*it)->signature == signature) {
-        kept.shapes.splice(kept.shapes.begin(), kept.shapes, it);
-        return kept.shapes.front();
+        list.splice(list.begin(), list, it);
+        return list.front();
       }
     }
   }
-  std::shared_ptr<Shape> made = MakeShape(api, threads, s);
+  std::shared_ptr<Prepared> made = Prepare(api, threads, s);
   if (made == nullptr) return nullptr;
   std::lock_guard<std::mutex> lock(kept.mutex);
-  kept.shapes.push_front(made);
+  list.push_front(made);
   size_t bytes = 0;
   int count = 0;
-  for (auto it = kept.shapes.begin(); it != kept.shapes.end();) {
+  for (auto it = list.begin(); it != list.end();) {
     bytes += (*it)->bytes;
     ++count;
-    if (it != kept.shapes.begin() && (count > kKeptConvolutions || bytes > kKeptConvolutionBytes)) {
+    if (it != list.begin() && (count > kKeptConvolutions || bytes > kKeptConvolutionBytes)) {
       bytes -= (*it)->bytes;
       --count;
-      it = kept.shapes.erase(it);  // A run holding it keeps it alive until it ends.
+      it = list.erase(it);  // A run holding it keeps it alive until it ends.
     } else {
       ++it;
     }
@@ -330,9 +395,9 @@ int DnnlConvolve(int threads, const hlocache_conv_spec* spec, const float* lhs, 
   const int before = api->omp_get_max_threads != nullptr ? api->omp_get_max_threads() : 0;
   if (api->omp_set_num_threads != nullptr) api->omp_set_num_threads(threads);
   int status = 1;
-  if (std::shared_ptr<Shape> shape = Find(*api, threads, *spec); shape != nullptr) {
-    std::lock_guard<std::mutex> lock(shape->running);
-    status = Run(*shape, lhs, rhs, out) ? 0 : 1;
+  if (std::shared_ptr<Prepared> prepared = Find(*api, threads, *spec); prepared != nullptr) {
+    std::lock_guard<std::mutex> lock(prepared->running);
+    status = Run(*prepared, lhs, rhs, out) ? 0 : 1;
   }
   if (status == 0) computed.fetch_add(1, std::memory_order_relaxed);
   if (api->omp_set_num_threads != nullptr && before > 0) api->omp_set_num_threads(before);

@@ -6,15 +6,17 @@
 // features with AVX-512), the operands reordered into them and the result back, as PyTorch does;
 // sums in float, in oneDNN's order (schema/numerics.tsv lets f32 convolutions of a module that
 // calls BLAS sum in another order). Taken: 1 to 3 spatial dimensions, feature groups, window
-// strides and dilation, padding at or above zero at the start; refused (the executable computes
+// strides and dilation, padding at or above zero at the start (any at the end); refused (the executable computes
 // it): input dilation, reversed windows, batch groups, and convolutions under kMinDnnlMacs
 // multiply-adds, where oneDNN's set-up would cost more than it saves.
 //
-// Thread safety: both functions may be called from any thread; the library is opened once per
-// process, at the first call, and kept open. Each convolution's
-// primitives are made once and kept (at most kKeptConvolutions shapes, most recently used), and
-// two threads running the same shape at once take turns. It sets the calling thread's OpenMP
-// thread count for the call and puts it back.
+// Thread safety: every function may be called from any thread; the library is opened once per
+// process, at the first call, and kept open. Each convolution (its shape, strides and thread
+// count) is prepared once and kept: its primitives, the buffers in oneDNN's layouts and a
+// scratchpad of its own (oneDNN's shared one would tie a primitive to the thread that made it).
+// At most kKeptConvolutions are kept, most recently used first, within 256 MiB of buffers; two
+// threads running the same one at once take turns. A call sets the calling thread's OpenMP
+// thread count for its run and puts it back.
 #pragma once
 
 #include <cstdint>

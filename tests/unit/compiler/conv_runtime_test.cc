@@ -1,7 +1,7 @@
 // The loader's oneDNN convolution (compiler/artifact/conv_runtime.h) called directly: results
-// against a reference in double, outputs with gaps left as they were, the same shape run from
-// several threads at once, and shapes evicted and made again. The compiled path through it is
-// checked against the interpreter in ops/convolution_test.cc.
+// against a reference in double, outputs with gaps left as they were, convolutions run from
+// several threads at once, and convolutions evicted and prepared again. The compiled path through
+// it is checked against the interpreter in ops/convolution_test.cc.
 #include "compiler/artifact/conv_runtime.h"
 
 #include <gtest/gtest.h>
@@ -115,38 +115,47 @@ TEST(ConvRuntimeTest, DeclinesWhatItDoesNotTake) {
   EXPECT_EQ(DnnlConvolve(1, nullptr, x.data(), k.data(), out.data()), 1);
 }
 
-TEST(ConvRuntimeTest, TheSameShapeRunsFromSeveralThreadsAtOnce) {
+// Two convolutions, each run by two threads at once, three times each: one prepared by this
+// thread beforehand (so run only by others), one prepared by whichever of its threads comes
+// first.
+TEST(ConvRuntimeTest, ConvolutionsRunFromSeveralThreadsAtOnce) {
   ASSERT_TRUE(HasDnnl());
-  const Nhwc c(2, 16, 16, 64, 64);
-  const std::vector<float> k = Random(c.kernel_size(), 9);
+  const Nhwc first(2, 16, 16, 64, 64), second(2, 16, 16, 64, 64, /*gap_floats=*/5);
+  const std::vector<float> k = Random(first.kernel_size(), 9);
+  {
+    const std::vector<float> x = Random(first.input_size(), 8);
+    std::vector<float> out(first.output_size());
+    ASSERT_EQ(DnnlConvolve(1, &first.spec, x.data(), k.data(), out.data()), 0);
+  }
+  const Nhwc* convs[4] = {&first, &first, &second, &second};
   std::vector<std::vector<float>> inputs, outputs;
   for (uint32_t t = 0; t < 4; ++t) {
-    inputs.push_back(Random(c.input_size(), 10 + t));
-    outputs.emplace_back(c.output_size());
+    inputs.push_back(Random(convs[t]->input_size(), 10 + t));
+    outputs.emplace_back(convs[t]->output_size(), NAN);
   }
   std::vector<int> status(4, -1);
   std::vector<std::thread> threads;
   for (size_t t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
       for (int run = 0; run < 3 && status[t] != 1; ++run) {
-        status[t] = DnnlConvolve(1, &c.spec, inputs[t].data(), k.data(), outputs[t].data());
+        status[t] = DnnlConvolve(1, &convs[t]->spec, inputs[t].data(), k.data(), outputs[t].data());
       }
     });
   }
   for (std::thread& t : threads) t.join();
   for (size_t t = 0; t < 4; ++t) {
     ASSERT_EQ(status[t], 0);
-    ExpectMatchesReference(c, inputs[t], k, outputs[t]);
+    ExpectMatchesReference(*convs[t], inputs[t], k, outputs[t]);
   }
 }
 
-TEST(ConvRuntimeTest, ShapesPastTheKeptCountAreMadeAgainWithTheSameResults) {
+TEST(ConvRuntimeTest, ConvolutionsPastTheKeptCountArePreparedAgainWithTheSameResults) {
   ASSERT_TRUE(HasDnnl());
   const Nhwc first(2, 16, 16, 64, 64);
   const std::vector<float> x = Random(first.input_size(), 3), k = Random(first.kernel_size(), 4);
   std::vector<float> before(first.output_size()), after(first.output_size());
   ASSERT_EQ(DnnlConvolve(1, &first.spec, x.data(), k.data(), before.data()), 0);
-  // As many other shapes as are kept and one more (only the gap after each batch differs).
+  // As many other convolutions as are kept and one more (only the gap after each batch differs).
   for (int gap = 1; gap <= kKeptConvolutions + 1; ++gap) {
     const Nhwc other(2, 16, 16, 64, 64, gap);
     std::vector<float> out(other.output_size());
