@@ -1,6 +1,9 @@
+#include <algorithm>
+#include <filesystem>
 #include <ostream>
 
 #include "client/commands.h"
+#include "common/huge_pages.h"
 
 namespace hlocache::client {
 
@@ -10,6 +13,14 @@ int RunKey(const std::vector<std::string>& files, const keying::KeySettings& set
     err << "hlocache key: " << s.message() << "\n";
     return 1;
   }
+  // A short-lived process: its heap grown for the parse at once, in huge pages.
+  size_t largest = 0;
+  for (const std::string& file : files) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(file, ec);
+    if (!ec) largest = std::max<size_t>(largest, size);
+  }
+  PrepareHeapForHugePages(largest * 12);
   int status = 0;
   for (const std::string& file : files) {
     auto keyed = keying::KeyFile(file, settings);

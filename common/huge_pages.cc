@@ -1,8 +1,12 @@
 #include "common/huge_pages.h"
 
+#include <malloc.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 
 namespace hlocache {
 namespace {
@@ -24,6 +28,25 @@ void AdviseHugePages(const void* data, size_t bytes) {
   char* start = const_cast<char*>(static_cast<const char*>(data)) + (first - begin);
   (void)::madvise(start, last - first, MADV_HUGEPAGE);
 #endif
+}
+
+void PrepareHeapForHugePages(size_t bytes) {
+  if (bytes < kHugePage) return;
+  // The heap grows by at least `bytes` at a time and keeps what is freed; allocations up to
+  // 32 MiB (the most the C library takes for this) come from it rather than mmaps of their own.
+  const int pad = bytes > (size_t{1} << 30) ? 1 << 30 : static_cast<int>(bytes);
+  ::mallopt(M_MMAP_THRESHOLD, std::min(pad, 32 << 20));
+  ::mallopt(M_TOP_PAD, pad);
+  ::mallopt(M_TRIM_THRESHOLD, pad);
+  // An allocation larger than what the heap has free at its top grows it now, by the rest plus
+  // the pad; the new end of the heap is then sbrk(0).
+  void* probe = std::malloc(::mallinfo2().keepcost + kHugePage);
+  if (probe == nullptr) return;
+  char* const end = static_cast<char*>(::sbrk(0));
+  if (end != reinterpret_cast<char*>(-1) && end > static_cast<char*>(probe)) {
+    AdviseHugePages(probe, static_cast<size_t>(end - static_cast<char*>(probe)));
+  }
+  std::free(probe);
 }
 
 }  // namespace hlocache

@@ -1,0 +1,75 @@
+// PrepareHeapForHugePages (common/huge_pages.h), in a child process of its own since it changes
+// the C library's allocator for the whole process: the heap grows at once by what was asked,
+// the kernel is asked for huge pages on it, and allocations adding up to that much come from it
+// without growing it again.
+#include "common/huge_pages.h"
+
+#include <gtest/gtest.h>
+#include <malloc.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace hlocache {
+namespace {
+
+// Whether a mapping of the heap carries the huge-page advice ("hg" among its VmFlags).
+bool HeapAdvisedHugePages() {
+  std::ifstream smaps("/proc/self/smaps");
+  bool in_heap = false;
+  for (std::string line; std::getline(smaps, line);) {
+    const std::string first = line.substr(0, line.find(' '));
+    if (first.find('-') != std::string::npos && first.find(':') == std::string::npos) {
+      in_heap = line.ends_with("[heap]");
+    } else if (in_heap && line.starts_with("VmFlags:") && line.find(" hg") != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Exit statuses of the child: 0 when every expectation held.
+int PrepareAndCheck() {
+  constexpr size_t kBytes = size_t{64} << 20;
+  char* const before = static_cast<char*>(::sbrk(0));
+  PrepareHeapForHugePages(kBytes);
+  char* const after = static_cast<char*>(::sbrk(0));
+  // At least kBytes free at the top of the heap (what it had there before counts).
+  if (after <= before || ::mallinfo2().keepcost < kBytes) return 2;
+  if (!HeapAdvisedHugePages()) return 3;
+  // 40 MB in small pieces, then large blocks that would have had mmaps of their own: all from
+  // the grown heap, which does not grow again.
+  std::vector<void*> blocks;
+  for (int i = 0; i < 500000; ++i) blocks.push_back(std::malloc(64));
+  for (int i = 0; i < 4; ++i) {
+    char* const large = static_cast<char*>(std::malloc(size_t{4} << 20));
+    if (large == nullptr || large < before || large >= after) return 5;
+    blocks.push_back(large);
+  }
+  for (void* b : blocks) {
+    if (b == nullptr) return 4;
+  }
+  if (static_cast<char*>(::sbrk(0)) != after) return 6;
+  for (void* b : blocks) std::free(b);
+  return 0;
+}
+
+TEST(HugePagesTest, APreparedHeapGrowsOnceWithHugePageAdviceAndServesTheAllocations) {
+  EXPECT_EXIT(::_exit(PrepareAndCheck()), ::testing::ExitedWithCode(0), "");
+}
+
+TEST(HugePagesTest, SmallRequestsLeaveTheHeapAlone) {
+  EXPECT_EXIT(
+      {
+        char* const before = static_cast<char*>(::sbrk(0));
+        PrepareHeapForHugePages(4096);
+        ::_exit(static_cast<char*>(::sbrk(0)) == before ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+}  // namespace
+}  // namespace hlocache
