@@ -3,6 +3,7 @@
 #include <array>
 #include <cctype>
 #include <cstdio>
+#include <cstring>
 
 #include "common/huge_pages.h"
 
@@ -85,13 +86,8 @@ class Lexer {
         i += 4;
         kind = TokenKind::kFloat;
       } else if (ch == '"') {
-        ++i;
-        while (i < n && src_[i] != '"') {
-          if (src_[i] == '\\') ++i;
-          ++i;
-        }
-        if (i >= n) return Fail(start, "unterminated string");
-        ++i;
+        i = StringEnd(i + 1);
+        if (i > n) return Fail(start, "unterminated string");
         kind = TokenKind::kString;
       } else if (ch == '-' && i + 1 < n && src_[i + 1] == '>') {
         i += 2;
@@ -124,6 +120,24 @@ class Lexer {
  private:
   bool Matches(size_t i, std::string_view word) const {
     return src_.substr(i, word.size()) == word;
+  }
+
+  // Where the string whose contents start at `i` ends (just past its closing quote), or n + 1
+  // when it is unterminated. A backslash escapes the byte after it. Metadata strings are most of
+  // the bytes of a module from JAX, so this looks for the quote and the backslashes with memchr
+  // rather than a byte at a time.
+  size_t StringEnd(size_t i) const {
+    const size_t n = src_.size();
+    const char* const base = src_.data();
+    while (i < n) {
+      const auto* quote = static_cast<const char*>(std::memchr(base + i, '"', n - i));
+      if (quote == nullptr) return n + 1;
+      const size_t q = static_cast<size_t>(quote - base);
+      const auto* escape = static_cast<const char*>(std::memchr(base + i, '\\', q - i));
+      if (escape == nullptr) return q + 1;
+      i = static_cast<size_t>(escape - base) + 2;  // Past the backslash and the byte it escapes.
+    }
+    return n + 1;
   }
 
   // Identifier tail: [A-Za-z0-9_.$] and '-' unless it starts '->'.

@@ -54,6 +54,14 @@ TEST(LexerTest, StringsKeepEscapes) {
   auto t = Tokens(R"(x="a\"b" y)");
   ASSERT_EQ(t.size(), 4u);
   EXPECT_EQ(t[2], std::make_pair(TokenKind::kString, std::string(R"("a\"b")")));
+  // An escaped backslash before the closing quote, escapes in a row, and quotes escaped after
+  // other escapes: each string ends at its first unescaped quote.
+  t = Tokens(R"("a\\" "\\\"\n" "\"\"" z)");
+  ASSERT_EQ(t.size(), 4u);
+  EXPECT_EQ(t[0].second, R"("a\\")");
+  EXPECT_EQ(t[1].second, R"("\\\"\n")");
+  EXPECT_EQ(t[2].second, R"("\"\"")");
+  EXPECT_EQ(t[3].second, "z");
 }
 
 TEST(LexerTest, BadInputNamesLineAndColumn) {
@@ -63,6 +71,12 @@ TEST(LexerTest, BadInputNamesLineAndColumn) {
   EXPECT_THAT(
       Lex("a \"open", "f.hlo"),
       StatusIs(StatusCode::kInvalidArgument, HasSubstr("f.hlo:1:3: error: unterminated string")));
+  // The only quote escaped, and a backslash as the last byte.
+  for (const char* open : {"a \"x\\\"", "a \"x\\"}) {
+    EXPECT_THAT(Lex(open, "f.hlo"), StatusIs(StatusCode::kInvalidArgument,
+                                             HasSubstr("f.hlo:1:3: error: unterminated string")))
+        << open;
+  }
   EXPECT_THAT(Lex("/* never closed", "f.hlo"),
               StatusIs(StatusCode::kInvalidArgument, HasSubstr("1:1: error: unterminated /*")));
 }
