@@ -195,16 +195,19 @@ bool Takes(const hlocache_conv_spec& s) {
   if (s.out_batch <= 0 || s.groups <= 0 || s.kernel_in_features <= 0 || s.outputs_per_group <= 0) {
     return false;
   }
-  int64_t macs = s.out_batch * s.groups * s.outputs_per_group * s.kernel_in_features;
+  // In double: a product of a module's extents may pass int64's range.
+  double macs = static_cast<double>(s.out_batch) * static_cast<double>(s.groups) *
+                static_cast<double>(s.outputs_per_group) *
+                static_cast<double>(s.kernel_in_features);
   for (int64_t d = 0; d < s.spatial; ++d) {
     const hlocache_conv_dim& w = s.dims[d];
     if (w.base_dilation != 1 || w.reversed != 0 || w.pad_low < 0 || w.stride < 1 ||
         w.window_dilation < 1 || w.size < 1 || w.in_extent < 1 || w.out_extent < 1) {
       return false;
     }
-    macs *= w.size * w.out_extent;
+    macs *= static_cast<double>(w.size) * static_cast<double>(w.out_extent);
   }
-  return macs >= kMinDnnlMacs;
+  return macs >= static_cast<double>(kMinDnnlMacs);
 }
 
 // A reorder from `from` to `to`, in `step`.
@@ -341,15 +344,18 @@ bool Run(Prepared& p, const float* lhs, const float* rhs, float* out) {
 
 std::atomic<uint64_t> computed{0};
 
-// The kept convolutions, most recently used first.
+// The kept convolutions, most recently used first, and the last signatures oneDNN refused (so
+// that a refused convolution run again costs a lookup, not another attempt).
 struct Kept {
+  static constexpr size_t kRefused = 64;
   std::mutex mutex;
   std::list<std::shared_ptr<Prepared>> convolutions;
+  std::list<std::vector<int64_t>> refused;
 };
 
 // The prepared convolution for `s` at `threads`, made if it is not kept; null when oneDNN
-// refuses it. Keeps at most kKeptConvolutions of them and kKeptConvolutionBytes of their buffers
-// (the one returned always).
+// refuses it (now or the last time). Keeps at most kKeptConvolutions of them and
+// kKeptConvolutionBytes of their buffers (the one returned always).
 std::shared_ptr<Prepared> Find(const Api& api, int threads, const hlocache_conv_spec& s) {
   static Kept& kept = *new Kept;  // Never destroyed: executables may run during exit.
   const std::vector<int64_t> signature = SignatureOf(threads, s);
@@ -362,10 +368,17 @@ std::shared_ptr<Prepared> Find(const Api& api, int threads, const hlocache_conv_
         return list.front();
       }
     }
+    for (const std::vector<int64_t>& r : kept.refused) {
+      if (r == signature) return nullptr;
+    }
   }
   std::shared_ptr<Prepared> made = Prepare(api, threads, s);
-  if (made == nullptr) return nullptr;
   std::lock_guard<std::mutex> lock(kept.mutex);
+  if (made == nullptr) {
+    kept.refused.push_front(signature);
+    if (kept.refused.size() > Kept::kRefused) kept.refused.pop_back();
+    return nullptr;
+  }
   list.push_front(made);
   size_t bytes = 0;
   int count = 0;
