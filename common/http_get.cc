@@ -1,17 +1,13 @@
 #include "common/http_get.h"
 
-#include <curl/curl.h>
 #include <strings.h>
 
 #include <cstdlib>
 
+#include "common/curl_library.h"
+
 namespace hlocache {
 namespace {
-
-void InitCurlOnce() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
 
 CURL* Handle(void* curl) { return static_cast<CURL*>(curl); }
 
@@ -47,7 +43,7 @@ struct HttpGetter::Transfer {
     }
     if (line == "\r\n" || line == "\n") {
       long code = 0;
-      curl_easy_getinfo(t.curl, CURLINFO_RESPONSE_CODE, &code);
+      Curl().easy_getinfo(t.curl, CURLINFO_RESPONSE_CODE, &code);
       if (code >= 100 && code < 200) return size;  // An interim answer; the real one follows.
       t.status = static_cast<int>(code);
       t.started = true;
@@ -71,70 +67,74 @@ struct HttpGetter::Transfer {
 
 HttpGetter::HttpGetter(std::string base_url, HttpGetOptions options)
     : base_url_(std::move(base_url)), options_(std::move(options)) {
-  InitCurlOnce();
-  CURL* curl = curl_easy_init();
+  const CurlLibrary* library = LoadCurl();
+  CURL* curl = library != nullptr ? library->easy_init() : nullptr;
   curl_ = curl;
   if (curl == nullptr) return;  // Every request then fails with a clear error.
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
-  curl_easy_setopt(curl, CURLOPT_PROXY, "");  // Never a proxy from the environment.
-  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
-  curl_easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
-  curl_easy_setopt(curl, CURLOPT_BUFFERSIZE, static_cast<long>(kReceiveBufferBytes));
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
-                   static_cast<long>(std::max<int64_t>(1, options_.connect_timeout.count())));
+  Curl().easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  Curl().easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+  Curl().easy_setopt(curl, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
+  Curl().easy_setopt(curl, CURLOPT_PROXY, "");  // Never a proxy from the environment.
+  Curl().easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
+  Curl().easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
+  Curl().easy_setopt(curl, CURLOPT_BUFFERSIZE, static_cast<long>(kReceiveBufferBytes));
+  Curl().easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
+                     static_cast<long>(std::max<int64_t>(1, options_.connect_timeout.count())));
   const int64_t stall_ms = options_.stall_timeout.count();
-  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME,
-                   static_cast<long>(std::max<int64_t>(1, (stall_ms + 999) / 1000)));
-  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
-  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
-  if (!options_.ca_cert.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, options_.ca_cert.c_str());
+  Curl().easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  Curl().easy_setopt(curl, CURLOPT_LOW_SPEED_TIME,
+                     static_cast<long>(std::max<int64_t>(1, (stall_ms + 999) / 1000)));
+  Curl().easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
+  Curl().easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
+  if (!options_.ca_cert.empty()) Curl().easy_setopt(curl, CURLOPT_CAINFO, options_.ca_cert.c_str());
   curl_slist* headers = nullptr;
   if (!options_.bearer_token.empty()) {
     headers =
-        curl_slist_append(headers, ("Authorization: Bearer " + options_.bearer_token).c_str());
+        Curl().slist_append(headers, ("Authorization: Bearer " + options_.bearer_token).c_str());
   }
   for (const auto& [name, value] : options_.headers) {
-    headers = curl_slist_append(headers, (name + ": " + value).c_str());
+    headers = Curl().slist_append(headers, (name + ": " + value).c_str());
   }
   headers_ = headers;
-  if (headers != nullptr) curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, &Transfer::OnHeader);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &Transfer::OnData);
+  if (headers != nullptr) Curl().easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  Curl().easy_setopt(curl, CURLOPT_HEADERFUNCTION, &Transfer::OnHeader);
+  Curl().easy_setopt(curl, CURLOPT_WRITEFUNCTION, &Transfer::OnData);
 }
 
 HttpGetter::~HttpGetter() {
-  if (curl_ != nullptr) curl_easy_cleanup(Handle(curl_));
-  curl_slist_free_all(static_cast<curl_slist*>(headers_));
+  if (curl_ != nullptr) Curl().easy_cleanup(Handle(curl_));
+  if (headers_ != nullptr) Curl().slist_free_all(static_cast<curl_slist*>(headers_));
 }
 
 Result<int> HttpGetter::Perform(std::string_view path, bool head, Transfer& transfer) {
   const std::string url = base_url_ + std::string(path);
-  if (curl_ == nullptr) return Error(Unavailable(url + ": cannot set up libcurl"));
+  if (curl_ == nullptr) {
+    std::string why = "cannot set up libcurl";
+    LoadCurl(&why);
+    return Error(Unavailable(url + ": " + why));
+  }
   CURL* curl = Handle(curl_);
   transfer.curl = curl;
-  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  Curl().easy_setopt(curl, CURLOPT_URL, url.c_str());
   if (head) {
-    curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+    Curl().easy_setopt(curl, CURLOPT_NOBODY, 1L);
   } else {
-    curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
+    Curl().easy_setopt(curl, CURLOPT_HTTPGET, 1L);
   }
-  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &transfer);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &transfer);
-  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, transfer.error);
-  const CURLcode code = curl_easy_perform(curl);
-  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, nullptr);
+  Curl().easy_setopt(curl, CURLOPT_HEADERDATA, &transfer);
+  Curl().easy_setopt(curl, CURLOPT_WRITEDATA, &transfer);
+  Curl().easy_setopt(curl, CURLOPT_ERRORBUFFER, transfer.error);
+  const CURLcode code = Curl().easy_perform(curl);
+  Curl().easy_setopt(curl, CURLOPT_ERRORBUFFER, nullptr);
   if (transfer.stopped) return transfer.status;
   if (code != CURLE_OK) {
     const std::string detail =
-        transfer.error[0] != '\0' ? transfer.error : curl_easy_strerror(code);
+        transfer.error[0] != '\0' ? transfer.error : Curl().easy_strerror(code);
     return Error(Unavailable(url + ": " + detail));
   }
   if (!transfer.started) {
     long status = 0;
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+    Curl().easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
     transfer.status = static_cast<int>(status);
   }
   return transfer.status;

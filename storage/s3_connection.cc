@@ -1,6 +1,5 @@
 #include "storage/s3_connection.h"
 
-#include <curl/curl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <strings.h>
@@ -9,13 +8,10 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "common/curl_library.h"
+
 namespace hlocache::storage {
 namespace {
-
-void InitCurlOnce() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
 
 bool HeaderIs(std::string_view line, std::string_view name) {
   return line.size() > name.size() && line[name.size()] == ':' &&
@@ -139,7 +135,7 @@ struct S3Connection::Transfer {
     } else if (line == "\r\n" || line == "\n") {
       AckNow(*t.socket);
       long code = 0;
-      curl_easy_getinfo(t.curl, CURLINFO_RESPONSE_CODE, &code);
+      Curl().easy_getinfo(t.curl, CURLINFO_RESPONSE_CODE, &code);
       if (code >= 100 && code < 200) return size;  // Interim; the real answer follows.
       r.status = static_cast<int>(code);
       t.started = true;
@@ -178,49 +174,53 @@ struct S3Connection::Transfer {
 };
 
 S3Connection::S3Connection(const S3ConnectionOptions& options) : options_(options) {
-  InitCurlOnce();
-  curl_ = curl_easy_init();
+  const CurlLibrary* library = LoadCurl();
+  curl_ = library != nullptr ? library->easy_init() : nullptr;
 }
 
 S3Connection::~S3Connection() {
-  if (curl_ != nullptr) curl_easy_cleanup(static_cast<CURL*>(curl_));
+  if (curl_ != nullptr) Curl().easy_cleanup(static_cast<CURL*>(curl_));
 }
 
 Result<S3Reply> S3Connection::Perform(const S3Request& request) {
   const std::string url = request.query.empty() ? request.url : request.url + "?" + request.query;
-  if (curl_ == nullptr) return Error(Unavailable(request.url + ": cannot set up libcurl"));
+  if (curl_ == nullptr) {
+    std::string why = "cannot set up libcurl";
+    LoadCurl(&why);
+    return Error(Unavailable(request.url + ": " + why));
+  }
   CURL* curl = static_cast<CURL*>(curl_);
-  curl_easy_reset(curl);  // Keeps the open connections; forgets the last request's options.
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(curl, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
-  curl_easy_setopt(curl, CURLOPT_PROXY, "");
-  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
-  curl_easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
-  curl_easy_setopt(curl, CURLOPT_BUFFERSIZE, 512L * 1024);
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
-                   static_cast<long>(std::max<int64_t>(1, options_.connect_timeout.count())));
-  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  curl_easy_setopt(
+  Curl().easy_reset(curl);  // Keeps the open connections; forgets the last request's options.
+  Curl().easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  Curl().easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+  Curl().easy_setopt(curl, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
+  Curl().easy_setopt(curl, CURLOPT_PROXY, "");
+  Curl().easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
+  Curl().easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
+  Curl().easy_setopt(curl, CURLOPT_BUFFERSIZE, 512L * 1024);
+  Curl().easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
+                     static_cast<long>(std::max<int64_t>(1, options_.connect_timeout.count())));
+  Curl().easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  Curl().easy_setopt(
       curl, CURLOPT_LOW_SPEED_TIME,
       static_cast<long>(std::max<int64_t>(1, (options_.stall_timeout.count() + 999) / 1000)));
-  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
-  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
-  if (!options_.ca_cert.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, options_.ca_cert.c_str());
+  Curl().easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
+  Curl().easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
+  if (!options_.ca_cert.empty()) Curl().easy_setopt(curl, CURLOPT_CAINFO, options_.ca_cert.c_str());
   const std::string sigv4 = "aws:amz:" + options_.region + ":s3";
-  curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, sigv4.c_str());
-  curl_easy_setopt(curl, CURLOPT_USERNAME, options_.credentials.access_key_id.c_str());
-  curl_easy_setopt(curl, CURLOPT_PASSWORD, options_.credentials.secret_access_key.c_str());
-  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  Curl().easy_setopt(curl, CURLOPT_AWS_SIGV4, sigv4.c_str());
+  Curl().easy_setopt(curl, CURLOPT_USERNAME, options_.credentials.access_key_id.c_str());
+  Curl().easy_setopt(curl, CURLOPT_PASSWORD, options_.credentials.secret_access_key.c_str());
+  Curl().easy_setopt(curl, CURLOPT_URL, url.c_str());
 
   curl_slist* headers = nullptr;
-  headers = curl_slist_append(headers, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+  headers = Curl().slist_append(headers, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
   if (!options_.credentials.session_token.empty()) {
-    headers = curl_slist_append(
+    headers = Curl().slist_append(
         headers, ("x-amz-security-token: " + options_.credentials.session_token).c_str());
   }
   for (const auto& [name, value] : request.headers) {
-    headers = curl_slist_append(headers, (name + ": " + value).c_str());
+    headers = Curl().slist_append(headers, (name + ": " + value).c_str());
   }
 
   S3Reply reply;
@@ -230,43 +230,44 @@ Result<S3Reply> S3Connection::Perform(const S3Request& request) {
   transfer.curl = curl;
   transfer.socket = &socket_;
   transfer.unsent = request.body;
-  curl_easy_setopt(curl, CURLOPT_SOCKOPTFUNCTION, &NoteSocket);
-  curl_easy_setopt(curl, CURLOPT_SOCKOPTDATA, &socket_);
+  Curl().easy_setopt(curl, CURLOPT_SOCKOPTFUNCTION, &NoteSocket);
+  Curl().easy_setopt(curl, CURLOPT_SOCKOPTDATA, &socket_);
   if (request.method == "HEAD") {
-    curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+    Curl().easy_setopt(curl, CURLOPT_NOBODY, 1L);
   } else if (request.method == "PUT") {
-    curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
-    curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
-    curl_easy_setopt(curl, CURLOPT_READFUNCTION, &Transfer::OnRead);
-    curl_easy_setopt(curl, CURLOPT_READDATA, &transfer);
+    Curl().easy_setopt(curl, CURLOPT_UPLOAD, 1L);
+    Curl().easy_setopt(curl, CURLOPT_INFILESIZE_LARGE,
+                       static_cast<curl_off_t>(request.body.size()));
+    Curl().easy_setopt(curl, CURLOPT_READFUNCTION, &Transfer::OnRead);
+    Curl().easy_setopt(curl, CURLOPT_READDATA, &transfer);
   } else if (request.method == "POST") {
-    curl_easy_setopt(curl, CURLOPT_POST, 1L);
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
-                     static_cast<curl_off_t>(request.body.size()));
-    curl_easy_setopt(curl, CURLOPT_READFUNCTION, &Transfer::OnRead);
-    curl_easy_setopt(curl, CURLOPT_READDATA, &transfer);
+    Curl().easy_setopt(curl, CURLOPT_POST, 1L);
+    Curl().easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
+                       static_cast<curl_off_t>(request.body.size()));
+    Curl().easy_setopt(curl, CURLOPT_READFUNCTION, &Transfer::OnRead);
+    Curl().easy_setopt(curl, CURLOPT_READDATA, &transfer);
   } else if (request.method != "GET") {
-    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+    Curl().easy_setopt(curl, CURLOPT_CUSTOMREQUEST, request.method.c_str());
   }
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, &Transfer::OnHeader);
-  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &transfer);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &Transfer::OnData);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &transfer);
+  Curl().easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  Curl().easy_setopt(curl, CURLOPT_HEADERFUNCTION, &Transfer::OnHeader);
+  Curl().easy_setopt(curl, CURLOPT_HEADERDATA, &transfer);
+  Curl().easy_setopt(curl, CURLOPT_WRITEFUNCTION, &Transfer::OnData);
+  Curl().easy_setopt(curl, CURLOPT_WRITEDATA, &transfer);
   char error[CURL_ERROR_SIZE] = {};
-  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
-  const CURLcode code = curl_easy_perform(curl);
-  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, nullptr);
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, nullptr);
-  curl_slist_free_all(headers);
+  Curl().easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
+  const CURLcode code = Curl().easy_perform(curl);
+  Curl().easy_setopt(curl, CURLOPT_ERRORBUFFER, nullptr);
+  Curl().easy_setopt(curl, CURLOPT_HTTPHEADER, nullptr);
+  Curl().slist_free_all(headers);
   if (reply.stopped) return reply;
   if (code != CURLE_OK) {
     return Error(Unavailable(request.method + " " + request.url + ": " +
-                             (error[0] != '\0' ? error : curl_easy_strerror(code))));
+                             (error[0] != '\0' ? error : Curl().easy_strerror(code))));
   }
   if (!transfer.started) {
     long status = 0;
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+    Curl().easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
     reply.status = static_cast<int>(status);
   }
   return reply;
