@@ -13,6 +13,17 @@ namespace {
 
 constexpr uintptr_t kHugePage = uintptr_t{2} << 20;
 
+#if defined(__SANITIZE_ADDRESS__)
+#define HLOCACHE_FOREIGN_ALLOCATOR 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HLOCACHE_FOREIGN_ALLOCATOR 1
+#endif
+#endif
+#ifndef HLOCACHE_FOREIGN_ALLOCATOR
+#define HLOCACHE_FOREIGN_ALLOCATOR 0
+#endif
+
 uintptr_t RoundUp(uintptr_t x) { return (x + kHugePage - 1) & ~(kHugePage - 1); }
 
 }  // namespace
@@ -30,8 +41,10 @@ void AdviseHugePages(const void* data, size_t bytes) {
 #endif
 }
 
+bool HeapPreparable() { return !HLOCACHE_FOREIGN_ALLOCATOR; }
+
 void PrepareHeapForHugePages(size_t bytes) {
-  if (bytes < kHugePage) return;
+  if (bytes < kHugePage || !HeapPreparable()) return;
   // The heap grows by at least `bytes` at a time and keeps what is freed; allocations up to
   // 32 MiB (the most the C library takes for this) come from it rather than mmaps of their own.
   const int pad = bytes > (size_t{1} << 30) ? 1 << 30 : static_cast<int>(bytes);

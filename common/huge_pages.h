@@ -25,4 +25,8 @@ void AdviseHugePages(const void* data, size_t bytes);
 // main's thread, before the work. Best effort, like AdviseHugePages.
 void PrepareHeapForHugePages(size_t bytes);
 
+// Whether PrepareHeapForHugePages does anything in this build: false under AddressSanitizer,
+// whose allocator replaces the C library's heap.
+bool HeapPreparable();
+
 }  // namespace hlocache
