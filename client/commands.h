@@ -17,7 +17,9 @@
 
 namespace hlocache::client {
 
-// `hlocache key FILE...`: prints "KEY  FILE" per file, like sha256sum.
+// `hlocache key FILE...`: prints "KEY  FILE" per file, like sha256sum. Meant for a process of
+// its own: it first prepares the C library's heap for the largest file's parse
+// (PrepareHeapForHugePages), which holds for the rest of the process.
 int RunKey(const std::vector<std::string>& files, const keying::KeySettings& settings,
            std::ostream& out, std::ostream& err);
 
