@@ -312,8 +312,9 @@ int main(int argc, char** argv) {
   // (compiler/artifact/conv_runtime.h), which by default spin after each one, on the cores the
   // executable's own next loops want: a while of 20 convolutions each followed by elementwise
   // work, on 2 cores, ran 250 to 343 ms that way (median 283 ms of 8 runs) and 246 to 281 ms
-  // with them sleeping at once (median 251 ms of 12), the convolutions alone as fast either way. libgomp reads this when oneDNN loads it, later;
-  // here no other thread exists yet to race the change. A value the user set stays.
+  // with them sleeping at once (median 251 ms of 12), the convolutions alone as fast either way.
+  // libgomp reads this when oneDNN loads it, later; here no other thread exists yet to race the
+  // change. A value the user set stays.
   ::setenv("OMP_WAIT_POLICY", "PASSIVE", /*overwrite=*/0);
   try {
     return Main(argc, argv);

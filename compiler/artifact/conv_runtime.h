@@ -6,9 +6,9 @@
 // features with AVX-512), the operands reordered into them and the result back, as PyTorch does;
 // sums in float, in oneDNN's order (schema/numerics.tsv lets f32 convolutions of a module that
 // calls BLAS sum in another order). Taken: 1 to 3 spatial dimensions, feature groups, window
-// strides and dilation, padding at or above zero at the start (any at the end); refused (the executable computes
-// it): input dilation, reversed windows, batch groups, and convolutions under kMinDnnlMacs
-// multiply-adds, where oneDNN's set-up would cost more than it saves.
+// strides and dilation, padding at or above zero at the start (any at the end); refused (the
+// executable computes it): input dilation, reversed windows, batch groups, and convolutions under
+// kMinDnnlMacs multiply-adds, where oneDNN's set-up would cost more than it saves.
 //
 // Thread safety: every function may be called from any thread; the library is opened once per
 // process, at the first call, and kept open. Each convolution (its shape, strides and thread

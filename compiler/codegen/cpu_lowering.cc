@@ -35,8 +35,6 @@ std::string Lowering::Fresh(std::string_view prefix) {
   return std::string(prefix) + "_" + std::to_string(fresh_++);
 }
 
-// The module's translation units (cpu_units.h): each starts with the prelude and every
-// declaration; the functions and large constants are spread over them.
 namespace {
 
 // Whether an instruction's code does more than name it (a comment line: fused instructions
@@ -55,6 +53,8 @@ bool WritesCode(std::string_view code) {
 
 }  // namespace
 
+// The module's translation units (cpu_units.h): each starts with the prelude and every
+// declaration; the functions and large constants are spread over them.
 Result<std::vector<std::string>> Lowering::Run() {
   if (m_.entry < 0) return Error(InvalidArgument(m_.filename() + ": no entry computation"));
   std::vector<int> state(m_.computations.size(), 0);
