@@ -2,7 +2,6 @@
 // of sums) and reduce (the reduced dimensions folded in row-major order, as the interpreter does;
 // f32 rows in vectorized lanes, as schema/numerics.tsv allows).
 #include <algorithm>
-#include <cctype>
 
 #include "compiler/codegen/cpu_lowering.h"
 #include "compiler/semantics/numerics.h"
@@ -251,26 +250,11 @@ std::optional<std::string> Lowering::ClaimPendingRows(int64_t rows, std::string&
   if (!pending_rows_ || pending_rows_->function != function_ || pending_rows_->rows != rows) {
     return std::nullopt;
   }
-  // Every read of the buffer must be of row r (the name, not a longer one, then "[r]"); each
-  // becomes a read of the row's local.
-  const std::string& name = pending_rows_->buffer;
-  std::string rewritten;
-  size_t copied = 0;
-  bool read = false;
-  for (size_t at = expr.find(name); at != std::string::npos; at = expr.find(name, at + 1)) {
-    const bool starts =
-        at == 0 || !(std::isalnum(static_cast<unsigned char>(expr[at - 1])) || expr[at - 1] == '_');
-    const std::string_view after = std::string_view(expr).substr(at + name.size());
-    const bool longer =
-        !after.empty() && (std::isalnum(static_cast<unsigned char>(after[0])) || after[0] == '_');
-    if (!starts || longer) continue;
-    if (!after.starts_with("[r]")) return std::nullopt;
-    rewritten += expr.substr(copied, at - copied) + "hc_row";
-    copied = at + name.size() + 3;
-    read = true;
-  }
-  if (!read) return std::nullopt;
-  expr = rewritten + expr.substr(copied);
+  // Every read of the buffer must be of row r; each becomes a read of the row's local.
+  std::optional<std::string> rewritten =
+      ReplaceSubscripted(expr, pending_rows_->buffer, "[r]", "hc_row");
+  if (!rewritten) return std::nullopt;
+  expr = std::move(*rewritten);
   std::string code = std::move(pending_rows_->row_code);
   pending_rows_.reset();
   return code;

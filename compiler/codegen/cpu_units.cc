@@ -79,6 +79,38 @@ std::string RenameNames(std::string_view text, const std::map<std::string, std::
   return out;
 }
 
+std::optional<std::string> ReplaceSubscripted(std::string_view text, std::string_view name,
+                                              std::string_view subscript, std::string_view with) {
+  std::string out;
+  out.reserve(text.size());
+  bool found = false, elsewise = false;
+  size_t skip = 0;  // Bytes of a matched subscript still to leave out.
+  auto other = [&](std::string_view piece) {
+    if (skip >= piece.size()) {
+      skip -= piece.size();
+    } else {
+      out += piece.substr(skip);
+      skip = 0;
+    }
+  };
+  ScanIdentifiers(
+      text,
+      [&](std::string_view word) {
+        if (skip > 0 || word != name) return other(word);
+        const size_t end = static_cast<size_t>(word.data() - text.data()) + word.size();
+        if (!text.substr(end).starts_with(subscript)) {
+          elsewise = true;
+          return;
+        }
+        out += with;
+        skip = subscript.size();
+        found = true;
+      },
+      other);
+  if (!found || elsewise) return std::nullopt;
+  return out;
+}
+
 std::vector<std::string> PackUnits(const std::string& shared, const std::vector<CodePiece>& pieces,
                                    const CpuLoweringOptions& options) {
   size_t total = 0;

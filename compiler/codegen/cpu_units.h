@@ -58,6 +58,11 @@ std::vector<std::string> Identifiers(std::string_view text);
 // `text` with each identifier that is a key of `to` replaced by its value; the rest as is.
 std::string RenameNames(std::string_view text, const std::map<std::string, std::string>& to);
 
+// `text` with every `name[subscript]` (the identifier `name`, then exactly `subscript`)
+// replaced by `with`; nullopt when `name` does not occur, or occurs other than so.
+std::optional<std::string> ReplaceSubscripted(std::string_view text, std::string_view name,
+                                              std::string_view subscript, std::string_view with);
+
 // A buffer of a computation's function: a C++ name for a pointer to its elements.
 struct BufferDecl {
   std::string name;

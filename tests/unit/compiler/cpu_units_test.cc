@@ -37,6 +37,17 @@ TEST(CpuUnitsTest, IdentifiersAreFoundAndRenamedWhole) {
             "a0[i] = hc_add<float>(p0[i], a1[0] * 0x1p-3) + a0[1]; xv1 = v1x;");
 }
 
+TEST(CpuUnitsTest, SubscriptedReadsOfANameAreReplacedOnlyWhenEveryReadIsSo) {
+  // Longer names containing it, and numbers ending in its letters, are other names.
+  EXPECT_EQ(ReplaceSubscripted("hc_exp(x[i] - v3[r]) / v3[r] + v31[r] + 0x1v3 + av3[r]", "v3",
+                               "[r]", "hc_row"),
+            "hc_exp(x[i] - hc_row) / hc_row + v31[r] + 0x1v3 + av3[r]");
+  // A read at another subscript, a use without one, or no use at all: nothing to replace.
+  EXPECT_EQ(ReplaceSubscripted("v3[r] + v3[i]", "v3", "[r]", "hc_row"), std::nullopt);
+  EXPECT_EQ(ReplaceSubscripted("v3[r] + *v3", "v3", "[r]", "hc_row"), std::nullopt);
+  EXPECT_EQ(ReplaceSubscripted("v31[r]", "v3", "[r]", "hc_row"), std::nullopt);
+}
+
 // What code outside a function may assume of the function's names when they are passed to it:
 // buffers and parameters unaliased, pointer variables and whatever they may hold not.
 TEST(CpuUnitsTest, NamedPointersKeepTheFunctionsAliasing) {
