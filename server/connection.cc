@@ -108,7 +108,7 @@ class ConnectionStream final : public httplib::Stream {
     body_length_ = length;
     body_chunked_ = chunked;
     body_read_ = 0;
-    client_wait_ = milliseconds(0);
+    client_wait_ = Clock::duration::zero();
     if (length > 0 || chunked) {
       TraceIo("request announces a body of %llu bytes%s", static_cast<unsigned long long>(length),
               chunked ? " (chunked)" : "");
@@ -120,7 +120,7 @@ class ConnectionStream final : public httplib::Stream {
     TraceIo("request ends: %s%s; %llu bytes of body read, %lld ms waiting for them",
             ok ? "answered" : "not answered", closed ? ", connection closing" : "",
             static_cast<unsigned long long>(body_read_),
-            static_cast<long long>(client_wait_.count()));
+            static_cast<long long>(std::chrono::duration_cast<milliseconds>(client_wait_).count()));
   }
 
   // Why the connection failed during the current request (a deadline passed, the client went
@@ -240,7 +240,9 @@ class ConnectionStream final : public httplib::Stream {
     pollfd p{sock_, events, 0};
     const auto deadline = Clock::now() + timeout;
     while (true) {
-      const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+      // Rounded up: a wait of under a millisecond left is a wait of one, not a poll that
+      // returns at once.
+      const auto left = std::chrono::ceil<milliseconds>(deadline - Clock::now());
       const int r = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 0)));
       if (r >= 0 || errno != EINTR) return r;
     }
@@ -262,7 +264,7 @@ class ConnectionStream final : public httplib::Stream {
       } else {
         const milliseconds allowance =
             header_timeout_ + milliseconds(body_read_ * 1000 / kMinBodyBytesPerSecond);
-        left = allowance - client_wait_;
+        left = std::chrono::ceil<milliseconds>(allowance - client_wait_);
       }
       if (left.count() <= 0) {
         Fail(reading_headers_
@@ -270,7 +272,9 @@ class ConnectionStream final : public httplib::Stream {
                        std::to_string(header_timeout_.count()) + " ms"
                  : "its body arrived slower than " + std::to_string(kMinBodyBytesPerSecond) +
                        " bytes/s (" + std::to_string(body_read_) + " bytes read in " +
-                       std::to_string(client_wait_.count()) + " ms of waiting for them)");
+                       std::to_string(
+                           std::chrono::duration_cast<milliseconds>(client_wait_).count()) +
+                       " ms of waiting for them)");
         return false;
       }
       if (left < timeout) {
@@ -280,9 +284,10 @@ class ConnectionStream final : public httplib::Stream {
       const auto start = Clock::now();
       const int ready = Poll(POLLIN, timeout);
       const int poll_errno = errno;
-      const auto waited = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
+      const Clock::duration waited = Clock::now() - start;
       if (!reading_headers_) client_wait_ += waited;
-      TraceIo("waited %lld ms for the client (%s): %s", static_cast<long long>(waited.count()),
+      TraceIo("waited %lld ms for the client (%s): %s",
+              static_cast<long long>(std::chrono::duration_cast<milliseconds>(waited).count()),
               reading_headers_ ? "headers" : "body",
               ready > 0    ? "readable"
               : ready == 0 ? "timed out"
@@ -386,8 +391,10 @@ class ConnectionStream final : public httplib::Stream {
   std::string remote_ip_;
   int remote_port_ = 0;
   bool body_chunked_ = false;
-  // Time spent waiting for this request's body to arrive: what the body-rate bound counts.
-  mutable milliseconds client_wait_{0};
+  // Time spent waiting for this request's body to arrive: what the body-rate bound counts. Kept
+  // exact: waits of less than a millisecond, counted as whole ones rounded down, added nothing,
+  // and a bound a millisecond away was then polled for 0 ms over and over.
+  mutable Clock::duration client_wait_{};
   char trace_area_[32] = {};  // Empty unless tracing.
   char in_[kReadBufferBytes];
   size_t in_pos_ = 0, in_len_ = 0;
