@@ -7,9 +7,8 @@
 // cache, and each lookup pays one miss per slot line). Not thread-safe; owned by one parser.
 #pragma once
 
-#include <xxhash.h>
-
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 #include <vector>
 
@@ -27,11 +26,12 @@ class NameTable {
     for (size_t i = h & mask_;; i = (i + 1) & mask_) {
       const Slot& s = slots_[i];
       if (s.index < 0) return -1;
-      if (s.hash == static_cast<uint32_t>(h) && NameOf(s) == name) return s.index;
+      if (Matches(s, h, name)) return s.index;
     }
   }
 
   // Inserts name -> index; returns false (and changes nothing) if the name is already present.
+  // One probe sequence serves both the check and the insertion.
   bool Insert(std::string_view name, int32_t index) {
     if ((size_ + 1) * 4 > slots_.size() * 3) Grow();
     const uint64_t h = Hash(name);
@@ -46,8 +46,29 @@ class NameTable {
         used_.push_back(static_cast<uint32_t>(i));
         return true;
       }
-      if (s.hash == static_cast<uint32_t>(h) && NameOf(s) == name) return false;
+      if (Matches(s, h, name)) return false;
     }
+  }
+
+  // The table's hash of a name (public for its tests). Names are short (`add.123`,
+  // `fusion.4.clone`): inline word loads and a multiply mix, where a library hash cost a call
+  // and its length dispatch on every operand. Equal names hash equal; nothing is stored.
+  static uint64_t Hash(std::string_view name) {
+    const char* p = name.data();
+    const size_t n = name.size();
+    uint64_t h = 0x9e3779b97f4a7c15ULL ^ (n * 0xff51afd7ed558ccdULL);
+    if (n >= 8) {
+      // Whole words, then the last eight bytes (overlapping the previous word when n % 8 != 0).
+      size_t i = 0;
+      for (; i + 8 < n; i += 8) h = Mix(h ^ Load64(p + i));
+      h = Mix(h ^ Load64(p + n - 8));
+    } else if (n >= 4) {
+      h = Mix(h ^ (Load32(p) | (static_cast<uint64_t>(Load32(p + n - 4)) << 32)));
+    } else if (n > 0) {
+      const auto byte = [&](size_t k) { return static_cast<uint64_t>(static_cast<uint8_t>(p[k])); };
+      h = Mix(h ^ (byte(0) | (byte(n / 2) << 8) | (byte(n - 1) << 16)));
+    }
+    return Mix(h);
   }
 
   // Makes room for `count` names without regrowing on the way (which rehashes every entry).
@@ -74,9 +95,30 @@ class NameTable {
   };
   static_assert(sizeof(Slot) == 16);
 
-  std::string_view NameOf(const Slot& s) const { return source_.substr(s.offset, s.length); }
+  bool Matches(const Slot& s, uint64_t h, std::string_view name) const {
+    return s.hash == static_cast<uint32_t>(h) && s.length == name.size() &&
+           std::memcmp(source_.data() + s.offset, name.data(), name.size()) == 0;
+  }
 
-  static uint64_t Hash(std::string_view name) { return XXH3_64bits(name.data(), name.size()); }
+  static uint64_t Load64(const char* p) {
+    uint64_t v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
+  static uint32_t Load32(const char* p) {
+    uint32_t v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
+  // The 64-bit finalizer of MurmurHash3: every input bit reaches the low bits the slots use.
+  static uint64_t Mix(uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+  }
 
   void Grow() { Resize(slots_.empty() ? 64 : slots_.size() * 2); }
 

@@ -250,9 +250,6 @@ bool Parser::ParseInstruction(Computation& comp, bool& saw_root) {
   }
   inst.name = StripPercent(Text());
   const uint32_t name_offset = Peek().offset;
-  if (names_.Find(inst.name) >= 0) {
-    return Fail(name_offset, "duplicate instruction name '" + std::string(inst.name) + "'");
-  }
   Advance();
   Advance();
   if (!ParseInstructionRhs(comp, inst, 0)) return false;
@@ -262,7 +259,10 @@ bool Parser::ParseInstruction(Computation& comp, bool& saw_root) {
     if (!ParseInstructionAttribute(inst)) return false;
   }
   const auto index = static_cast<int32_t>(comp.instructions.size());
-  names_.Insert(inst.name, index);
+  // Named only now, so that its own operands cannot name it.
+  if (!names_.Insert(inst.name, index)) {
+    return Fail(name_offset, "duplicate instruction name '" + std::string(inst.name) + "'");
+  }
   if (is_root) comp.root = index;
   comp.instructions.push_back(std::move(inst));
   return true;
