@@ -39,6 +39,28 @@ constexpr std::array<uint8_t, 256> kClasses = MakeClasses();
 
 inline bool Is(unsigned char ch, uint8_t cls) { return (kClasses[ch] & cls) != 0; }
 
+// The kind of a token that a character makes alone whatever follows it, for the punctuation
+// that starts no longer token ('-', '<', '.' and '/' do: numbers, `->`, `<=`, `...`, comments);
+// kEnd for every other character. Such tokens are about half of a module's: one lookup takes
+// them before the chain of tests for the rest.
+constexpr std::array<TokenKind, 256> MakeSingleCharKinds() {
+  std::array<TokenKind, 256> k{};  // Value-initialized: kEnd.
+  k['{'] = TokenKind::kLBrace;
+  k['}'] = TokenKind::kRBrace;
+  k['['] = TokenKind::kLBracket;
+  k[']'] = TokenKind::kRBracket;
+  k['('] = TokenKind::kLParen;
+  k[')'] = TokenKind::kRParen;
+  k[','] = TokenKind::kComma;
+  k['='] = TokenKind::kEqual;
+  k[':'] = TokenKind::kColon;
+  for (int ch : {'>', '?', '*', '#', '+', '!', '@', '^', '|', '~', ';', '&', '\''}) {
+    k[ch] = TokenKind::kOther;
+  }
+  return k;
+}
+constexpr std::array<TokenKind, 256> kSingleCharKinds = MakeSingleCharKinds();
+
 class Lexer {
  public:
   Lexer(std::string_view src, std::string_view filename) : src_(src), filename_(filename) {}
@@ -71,6 +93,11 @@ class Lexer {
       if (i >= n) break;
       const size_t start = i;
       const unsigned char ch = src_[i];
+      if (const TokenKind single = kSingleCharKinds[ch]; single != TokenKind::kEnd) {
+        out.push_back(Token{single, 1, static_cast<uint32_t>(start)});
+        ++i;
+        continue;
+      }
       TokenKind kind;
       if (Is(ch, kIdentStart) || ch == '%') {
         if (ch == '%') {
