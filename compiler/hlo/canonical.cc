@@ -21,7 +21,7 @@ namespace {
 enum class PieceKind : uint8_t {
   kText,      // arena_[a, b)
   kOperands,  // The operand list.
-  kCallees,   // Callees of attribute a (bare name, or {list} when b != 0).
+  kCallees,   // Callees of attribute a: b >> 1 of them, a bare name or ({list}) when b & 1.
   kControl,   // control-predecessors={...}.
   kChannel,   // A channel id, renumbered by first appearance; a = its number.
 };
@@ -36,11 +36,20 @@ struct InstInfo {
   uint32_t piece_begin = 0;
   uint32_t piece_end = 0;
   uint64_t hash = 0;
+  // The instruction's children in CompInfo::children: [children_begin, operands_end) its
+  // operands, [operands_end, children_end) its control predecessors in hash order.
+  uint32_t children_begin = 0;
+  uint32_t operands_end = 0;
+  uint32_t children_end = 0;
   std::vector<int32_t> callees;  // In canonical (sorted attribute) order.
 };
 
 struct CompInfo {
   std::vector<InstInfo> insts;
+  // Every instruction's operands and control predecessors, copied in one pass into one array:
+  // ordering and printing jump between these few bytes instead of between instructions
+  // hundreds of bytes apart.
+  std::vector<int32_t> children;
   std::vector<int32_t> order;     // Instruction indices in canonical order.
   std::vector<int32_t> position;  // Instruction index -> canonical position.
   uint64_t hash = 0;
@@ -411,7 +420,8 @@ class Canonicalizer {
       if (IsCalleeAttribute(a.name)) {
         AddText(scratch_);
         const bool braced = m_.tokens[a.value.begin].kind == TokenKind::kLBrace;
-        pieces_.push_back({PieceKind::kCallees, k, braced ? 1u : 0u});
+        const uint32_t count = callee_start_[k + 1] - callee_start_[k];
+        pieces_.push_back({PieceKind::kCallees, k, (count << 1) | (braced ? 1u : 0u)});
         for (uint32_t n = callee_start_[k]; n < callee_start_[k + 1]; ++n) {
           info.callees.push_back(inst.callees[n]);
         }
@@ -467,7 +477,9 @@ class Canonicalizer {
           break;
         case PieceKind::kOperands:
           sig_ += '\x01';
-          for (int32_t op : inst.operands) AppendHash(ci.insts[op].hash);
+          for (uint32_t k = info.children_begin; k < info.operands_end; ++k) {
+            AppendHash(ci.insts[ci.children[k]].hash);
+          }
           break;
         case PieceKind::kCallees:
           sig_ += '\x02';
@@ -497,9 +509,30 @@ class Canonicalizer {
     const size_t n = comp.instructions.size();
     ci.insts.resize(n);
     // Operands are defined before use, so textual order is topological.
+    bool any_control = false;
     for (size_t i = 0; i < n; ++i) {
-      BuildInstruction(comp.instructions[i], ci.insts[i]);
-      ci.insts[i].hash = HashInstruction(comp.instructions[i], ci.insts[i], ci);
+      const Instruction& inst = comp.instructions[i];
+      InstInfo& info = ci.insts[i];
+      info.children_begin = static_cast<uint32_t>(ci.children.size());
+      ci.children.insert(ci.children.end(), inst.operands.begin(), inst.operands.end());
+      info.operands_end = static_cast<uint32_t>(ci.children.size());
+      ci.children.insert(ci.children.end(), inst.control_predecessors.begin(),
+                         inst.control_predecessors.end());
+      info.children_end = static_cast<uint32_t>(ci.children.size());
+      any_control |= !inst.control_predecessors.empty();
+      BuildInstruction(inst, info);
+      info.hash = HashInstruction(inst, info, ci);
+    }
+    if (any_control) {
+      // Control predecessors in hash order (their hashes are all known now).
+      for (const InstInfo& info : ci.insts) {
+        std::sort(ci.children.begin() + info.operands_end, ci.children.begin() + info.children_end,
+                  [&](int32_t x, int32_t y) {
+                    return ci.insts[x].hash != ci.insts[y].hash
+                               ? ci.insts[x].hash < ci.insts[y].hash
+                               : x < y;
+                  });
+      }
     }
     if (scheduled_) {
       ci.order.resize(n);
@@ -524,53 +557,30 @@ class Canonicalizer {
     auto by_hash = [&](int32_t x, int32_t y) {
       return ci.insts[x].hash != ci.insts[y].hash ? ci.insts[x].hash < ci.insts[y].hash : x < y;
     };
-    // Each instruction's children (operands, then control predecessors in hash order) copied
-    // once, in order, into one array: the walk then jumps between these few bytes instead of
-    // between instructions hundreds of bytes apart. Scratch kept across computations: thousands
-    // of small ones must not pay for allocations.
-    std::vector<uint32_t>& child_begin = child_begin_;
-    std::vector<int32_t>& children = children_;
+    // Scratch kept across computations: thousands of small ones must not pay for allocations.
     std::vector<uint8_t>& has_user = has_user_;
-    child_begin.resize(n + 1);
-    children.clear();
     has_user.assign(n, 0);
-    for (size_t i = 0; i < n; ++i) {
-      const Instruction& inst = comp.instructions[i];
-      child_begin[i] = static_cast<uint32_t>(children.size());
-      for (int32_t op : inst.operands) {
-        children.push_back(op);
-        has_user[op] = 1;
-      }
-      if (!inst.control_predecessors.empty()) {
-        const size_t first = children.size();
-        for (int32_t p : inst.control_predecessors) {
-          children.push_back(p);
-          has_user[p] = 1;
-        }
-        std::sort(children.begin() + static_cast<std::ptrdiff_t>(first), children.end(), by_hash);
-      }
-    }
-    child_begin[n] = static_cast<uint32_t>(children.size());
+    for (int32_t child : ci.children) has_user[child] = 1;
     std::vector<uint8_t>& visited = visited_;
     visited.assign(n, 0);
     ci.order.clear();
     ci.order.reserve(n);
-    std::vector<WalkFrame>& stack = walk_stack_;  // WalkFrame::next indexes `children`.
+    std::vector<WalkFrame>& stack = walk_stack_;  // WalkFrame::next indexes ci.children.
     auto walk = [&](int32_t start) {
       if (visited[start]) return;
       visited[start] = 1;
-      stack.push_back({start, child_begin[start]});
+      stack.push_back({start, ci.insts[start].children_begin});
       while (!stack.empty()) {
         WalkFrame& f = stack.back();
-        if (f.next == child_begin[f.inst + 1]) {
+        if (f.next == ci.insts[f.inst].children_end) {
           ci.order.push_back(f.inst);
           stack.pop_back();
           continue;
         }
-        const int32_t next = children[f.next++];
+        const int32_t next = ci.children[f.next++];
         if (!visited[next]) {
           visited[next] = 1;
-          stack.push_back({next, child_begin[next]});
+          stack.push_back({next, ci.insts[next].children_begin});
         }
       }
     };
@@ -690,19 +700,20 @@ class Canonicalizer {
           out_.text.append(arena_, piece.a, piece.b - piece.a);
           break;
         case PieceKind::kOperands:
-          for (size_t k = 0; k < inst.operands.size(); ++k) {
-            if (k) out_.text += ", ";
-            AppendInstName(ci, inst.operands[k]);
+          for (uint32_t k = info.children_begin; k < info.operands_end; ++k) {
+            if (k != info.children_begin) out_.text += ", ";
+            AppendInstName(ci, ci.children[k]);
           }
           break;
         case PieceKind::kCallees: {
-          const uint32_t count = CountNames(inst.attributes[piece.a]);
-          if (piece.b) out_.text += '{';
+          const uint32_t count = piece.b >> 1;
+          const bool braced = (piece.b & 1) != 0;
+          if (braced) out_.text += '{';
           for (uint32_t k = 0; k < count; ++k) {
             if (k) out_.text += ',';
             AppendCompName(info.callees[callee_next++]);
           }
-          if (piece.b) out_.text += '}';
+          if (braced) out_.text += '}';
           break;
         }
         case PieceKind::kControl: {
@@ -771,8 +782,6 @@ class Canonicalizer {
   // OrderInstructions' scratch.
   std::vector<uint8_t> has_user_;
   std::vector<uint8_t> visited_;
-  std::vector<uint32_t> child_begin_;
-  std::vector<int32_t> children_;
   struct WalkFrame {
     int32_t inst;
     uint32_t next;
