@@ -5,6 +5,10 @@
 #include <cstdio>
 #include <cstring>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "common/huge_pages.h"
 
 namespace hlocache::hlo {
@@ -170,19 +174,49 @@ class Lexer {
   // Identifier tail: [A-Za-z0-9_.$] and '-' unless it starts '->'.
   size_t ScanIdentTail(size_t i) const {
     const size_t n = src_.size();
-    while (i < n) {
-      unsigned char ch = src_[i];
-      if (Is(ch, kIdentChar)) {
+    for (;;) {
+      i = SkipIdentChars(i);
+      // A '-' continues the name unless it starts `->` or `--`.
+      if (i < n && src_[i] == '-' && !(i + 1 < n && (src_[i + 1] == '>' || src_[i + 1] == '-'))) {
         ++i;
-      } else if (ch == '-' && !(i + 1 < n && src_[i + 1] == '>') &&
-                 !(i + 1 < n && src_[i + 1] == '-')) {
-        ++i;
-      } else {
-        break;
+        continue;
       }
+      return i;
     }
+  }
+
+  // The first position from `i` that is not [A-Za-z0-9_.$] (n at the end). Identifiers are a
+  // third of a module's bytes; sixteen at a time where SSE2 is there (every x86-64), where a byte
+  // at a time cost a mispredicted branch at each identifier's end.
+  size_t SkipIdentChars(size_t i) const {
+    const size_t n = src_.size();
+#if defined(__SSE2__)
+    const auto* base = reinterpret_cast<const unsigned char*>(src_.data());
+    while (i + 16 <= n) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + i));
+      const __m128i ident =
+          _mm_or_si128(_mm_or_si128(InRange(_mm_or_si128(v, _mm_set1_epi8(0x20)), 'a', 'z'),
+                                    InRange(v, '0', '9')),
+                       _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('_')),
+                                                 _mm_cmpeq_epi8(v, _mm_set1_epi8('.'))),
+                                    _mm_cmpeq_epi8(v, _mm_set1_epi8('$'))));
+      const unsigned others = ~static_cast<unsigned>(_mm_movemask_epi8(ident)) & 0xffffu;
+      if (others != 0) return i + static_cast<size_t>(__builtin_ctz(others));
+      i += 16;
+    }
+#endif
+    while (i < n && Is(src_[i], kIdentChar)) ++i;
     return i;
   }
+
+#if defined(__SSE2__)
+  // 0xff in each byte of `v` within [lo, hi]: shifted so that the range starts at -128, one
+  // signed compare.
+  static __m128i InRange(__m128i v, char lo, char hi) {
+    const __m128i shifted = _mm_add_epi8(v, _mm_set1_epi8(static_cast<char>(-128 - lo)));
+    return _mm_cmplt_epi8(shifted, _mm_set1_epi8(static_cast<char>(-128 + (hi - lo) + 1)));
+  }
+#endif
 
   TokenKind ScanNumber(size_t& i) const {
     const size_t n = src_.size();

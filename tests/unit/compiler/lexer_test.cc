@@ -34,6 +34,42 @@ TEST(LexerTest, NamesKeepDashesAndDotsButStopBeforeArrow) {
   EXPECT_EQ(t[3].second, "b01f");
 }
 
+TEST(LexerTest, NamesEndAtTheFirstByteOutsideThemWhereverItFalls) {
+  // Names are scanned sixteen bytes at a time: every name character, and the bytes just outside
+  // each of their ranges, at every position of a name longer than two such blocks, and names
+  // that end at the very end of the text.
+  const std::string name_chars = "aAzZ09_.$mQ5";
+  for (char stop : {'@', '[', '`', '{', '/', ':', ' ', ',', '(', '=', '^', '\x7f'}) {
+    for (size_t length = 1; length <= 40; ++length) {
+      std::string name;
+      for (size_t k = 0; k < length; ++k) name += name_chars[k % name_chars.size()];
+      const std::string src = "%" + name + stop + "z";
+      auto toks = Lex(src, "t.hlo");
+      if (stop == '`' || stop == '\x7f') {
+        // Not HLO text: refused, at the byte after the name.
+        ASSERT_FALSE(toks.has_value());
+        EXPECT_THAT(toks.error().message(), HasSubstr("1:" + std::to_string(length + 2)));
+        continue;
+      }
+      ASSERT_THAT(toks, IsOk()) << src;
+      ASSERT_GE(toks->size(), 2u);
+      EXPECT_EQ((*toks)[0].kind, TokenKind::kIdent) << src;
+      EXPECT_EQ((*toks)[0].length, length + 1) << src;
+    }
+  }
+  for (size_t length = 1; length <= 40; ++length) {
+    const std::string name(length, 'q');
+    auto at_end = Tokens(name);
+    ASSERT_EQ(at_end.size(), 1u);
+    EXPECT_EQ(at_end[0].second, name);
+    // A dash joins what follows it into the name, past a block's end too, unless `->` or `--`.
+    auto dashed = Tokens(name + "-" + name + "->x");
+    ASSERT_EQ(dashed.size(), 3u);
+    EXPECT_EQ(dashed[0].second, name + "-" + name);
+    EXPECT_EQ(dashed[1].first, TokenKind::kArrow);
+  }
+}
+
 TEST(LexerTest, NumbersAndDigitPatterns) {
   auto t = Tokens("1 -2 1.5 1e-3 -inf nan 3x3 1_1x0_0 -1_-1 0x1F 01bf");
   std::vector<TokenKind> kinds;
