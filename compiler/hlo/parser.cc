@@ -206,12 +206,12 @@ size_t Parser::CountInstructionsAhead() const {
     }
     return change;
   }();
-  if (pos_ + 1 >= toks_.size()) return 1;
+  if (pos_ + 1 >= token_count_) return 1;
   size_t count = 0;
   int depth = 0;
   TokenKind prev = pos_ > 0 ? toks_[pos_ - 1].kind : TokenKind::kEnd;
   TokenKind kind = toks_[pos_].kind;
-  for (size_t i = pos_; i + 1 < toks_.size(); ++i) {
+  for (size_t i = pos_; i + 1 < token_count_; ++i) {
     const TokenKind next = toks_[i + 1].kind;
     depth += kDepthChange[static_cast<uint8_t>(kind)];
     if (depth < 0) break;

@@ -30,7 +30,11 @@ inline constexpr int kMaxNesting = 200;  // Brackets in a value, tuple shapes, n
 class Parser {
  public:
   explicit Parser(Module& m)
-      : m_(m), toks_(m.tokens), names_(m.source()), comp_index_(m.source()) {}
+      : m_(m),
+        toks_(m.tokens.data()),
+        token_count_(static_cast<uint32_t>(m.tokens.size())),
+        names_(m.source()),
+        comp_index_(m.source()) {}
 
   Status Run() {
     if (!ParseModuleBody()) return std::move(error_);
@@ -39,9 +43,11 @@ class Parser {
 
  private:
   // ---- token helpers ----
+  // The token stream ends with one kEnd, which Advance never moves past: looking beyond it gives
+  // it again.
   const Token& Peek(uint32_t ahead = 0) const {
-    uint32_t i = pos_ + ahead;
-    return i < toks_.size() ? toks_[i] : toks_.back();
+    const uint32_t i = pos_ + ahead;
+    return toks_[i < token_count_ ? i : token_count_ - 1];
   }
   TokenKind Kind(uint32_t ahead = 0) const { return Peek(ahead).kind; }
   std::string_view Text(uint32_t ahead = 0) const { return m_.TokenText(Peek(ahead)); }
@@ -49,7 +55,7 @@ class Parser {
     return Kind() == TokenKind::kIdent && Text() == word;
   }
   void Advance() {
-    if (pos_ + 1 < toks_.size()) ++pos_;
+    if (pos_ + 1 < token_count_) ++pos_;
   }
 
   bool Fail(uint32_t offset, std::string_view message) {
@@ -92,7 +98,8 @@ class Parser {
 
   // Skips one balanced group starting at an opening bracket. Leaves pos_ after the closer.
   bool SkipGroup() {
-    std::vector<TokenKind> closers;
+    std::vector<TokenKind>& closers = closers_;  // Kept between calls: no allocation per value.
+    closers.clear();
     do {
       switch (Kind()) {
         case TokenKind::kLBrace:
@@ -167,8 +174,10 @@ class Parser {
   bool ParseLayout(Shape& shape);
 
   Module& m_;
-  const std::vector<Token>& toks_;
+  const Token* toks_;  // m_.tokens, which the parser does not change.
+  uint32_t token_count_;
   uint32_t pos_ = 0;
+  std::vector<TokenKind> closers_;  // SkipGroup's stack.
   Status error_;
   NameTable names_;       // Current computation's scope.
   NameTable comp_index_;  // Computations defined so far.

@@ -185,7 +185,7 @@ bool Parser::ParseShape(Shape& shape, int depth) {
 size_t Parser::CountAttributesAhead() const {
   size_t count = 0;
   int depth = 0;
-  for (size_t i = pos_; i + 2 < toks_.size(); ++i) {
+  for (size_t i = pos_; i + 2 < token_count_; ++i) {
     const TokenKind k = toks_[i].kind;
     if (k == TokenKind::kLParen || k == TokenKind::kLBrace || k == TokenKind::kLBracket) {
       ++depth;
@@ -209,7 +209,7 @@ size_t Parser::CountAttributesAhead() const {
 size_t Parser::CountListAhead() const {
   size_t count = 0;
   int depth = 0;
-  for (size_t i = pos_; i < toks_.size(); ++i) {
+  for (size_t i = pos_; i < token_count_; ++i) {
     const TokenKind k = toks_[i].kind;
     if (k == TokenKind::kLParen || k == TokenKind::kLBrace || k == TokenKind::kLBracket) {
       ++depth;
@@ -227,7 +227,7 @@ size_t Parser::CountListAhead() const {
 // Dimensions between pos_ and the next ']' (commas + 1), capped at the most a shape may have.
 size_t Parser::CountDimsAhead() const {
   size_t count = 0;
-  for (size_t i = pos_; i < toks_.size() && count <= 64; ++i) {
+  for (size_t i = pos_; i < token_count_ && count <= 64; ++i) {
     const TokenKind k = toks_[i].kind;
     if (k == TokenKind::kRBracket || k == TokenKind::kEnd) break;
     if (k == TokenKind::kComma) ++count;

@@ -26,6 +26,21 @@ TEST(NameTableTest, EveryByteOfANameReachesItsHash) {
   EXPECT_NE(NameTable::Hash(std::string_view("a", 1)), NameTable::Hash(std::string_view("a\0", 2)));
 }
 
+TEST(NameTableTest, NamesCompareEqualOnlyWhenEveryByteIs) {
+  // Two names whose hashes collide are told apart by their bytes: each length the inline
+  // comparison takes in words, and the library call's on either side, differing at each byte.
+  for (size_t length = 0; length <= 24; ++length) {
+    const std::string a(length, 'x');
+    EXPECT_TRUE(NameTable::SameBytes(a.data(), std::string(a).data(), length));
+    for (size_t at = 0; at < length; ++at) {
+      std::string b = a;
+      b[at] = 'y';
+      EXPECT_FALSE(NameTable::SameBytes(a.data(), b.data(), length))
+          << "length " << length << ", byte " << at;
+    }
+  }
+}
+
 TEST(NameTableTest, FindsEachNameByItsTextAndRefusesDuplicates) {
   // Names as one source holds them, many sharing prefixes and suffixes, enough to regrow.
   std::string source;
