@@ -65,9 +65,19 @@ constexpr std::array<TokenKind, 256> MakeSingleCharKinds() {
 }
 constexpr std::array<TokenKind, 256> kSingleCharKinds = MakeSingleCharKinds();
 
+// How a single-character token moves the bracket depth.
+constexpr std::array<int8_t, 256> MakeDepthChanges() {
+  std::array<int8_t, 256> d{};
+  d['{'] = d['['] = d['('] = 1;
+  d['}'] = d[']'] = d[')'] = -1;
+  return d;
+}
+constexpr std::array<int8_t, 256> kDepthChanges = MakeDepthChanges();
+
 class Lexer {
  public:
-  Lexer(std::string_view src, std::string_view filename) : src_(src), filename_(filename) {}
+  Lexer(std::string_view src, std::string_view filename, std::vector<TopLevelGroup>* groups)
+      : src_(src), filename_(filename), groups_(groups) {}
 
   Result<std::vector<Token>> Run() {
     std::vector<Token> out;
@@ -98,6 +108,7 @@ class Lexer {
       const size_t start = i;
       const unsigned char ch = src_[i];
       if (const TokenKind single = kSingleCharKinds[ch]; single != TokenKind::kEnd) {
+        if (groups_ != nullptr) NoteGroups(out, ch);
         out.push_back(Token{single, 1, static_cast<uint32_t>(start)});
         ++i;
         continue;
@@ -149,6 +160,23 @@ class Lexer {
   }
 
  private:
+  // Before `ch`'s token is added to `out`: the depth it leaves, a group it opens at depth 0, a
+  // definition it completes at depth 1.
+  void NoteGroups(const std::vector<Token>& out, unsigned char ch) {
+    if (ch == '=') {
+      const size_t n = out.size();
+      if (depth_ == 1 && !groups_->empty() && n >= 2 && out[n - 1].kind == TokenKind::kIdent &&
+          out[n - 2].kind != TokenKind::kComma) {
+        ++groups_->back().definitions;
+      }
+      return;
+    }
+    if (ch == '{' && depth_ == 0) {
+      groups_->push_back(TopLevelGroup{static_cast<uint32_t>(out.size()), 0});
+    }
+    depth_ += kDepthChanges[ch];
+  }
+
   bool Matches(size_t i, std::string_view word) const {
     return src_.substr(i, word.size()) == word;
   }
@@ -293,6 +321,8 @@ class Lexer {
 
   std::string_view src_;
   std::string_view filename_;
+  std::vector<TopLevelGroup>* groups_;  // May be null: nothing counted.
+  int64_t depth_ = 0;                   // Bracket depth, for groups_.
 };
 
 }  // namespace
@@ -327,11 +357,13 @@ Status ErrorAt(std::string_view filename, std::string_view source, uint32_t offs
   return InvalidArgument(std::move(text));
 }
 
-Result<std::vector<Token>> Lex(std::string_view source, std::string_view filename) {
+Result<std::vector<Token>> Lex(std::string_view source, std::string_view filename,
+                               std::vector<TopLevelGroup>* groups) {
   if (source.size() > kMaxSourceBytes) {
     return Error(InvalidArgument(std::string(filename) + ":1:1: error: file larger than 2 GiB"));
   }
-  return Lexer(source, filename).Run();
+  if (groups != nullptr) groups->clear();
+  return Lexer(source, filename, groups).Run();
 }
 
 }  // namespace hlocache::hlo

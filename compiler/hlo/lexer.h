@@ -31,6 +31,17 @@ Status ErrorAt(std::string_view filename, std::string_view source, uint32_t offs
 // Largest source accepted: offsets are 32-bit.
 inline constexpr size_t kMaxSourceBytes = (size_t{1} << 31) - 1;
 
-Result<std::vector<Token>> Lex(std::string_view source, std::string_view filename);
+// A `{` at bracket depth 0 (a computation's body, or a module attribute's value) and the number
+// of `name =` pairs directly inside it (at depth 1, not after a comma: the instructions of a
+// body). Counted as the tokens are made, so that the parser can size a computation's
+// instructions without a pass over its tokens. Any bracket counts for the depth.
+struct TopLevelGroup {
+  uint32_t open = 0;         // Token index of the `{`.
+  uint32_t definitions = 0;  // `name =` pairs directly inside.
+};
+
+// `groups`, when given, receives the top-level groups in token order.
+Result<std::vector<Token>> Lex(std::string_view source, std::string_view filename,
+                               std::vector<TopLevelGroup>* groups = nullptr);
 
 }  // namespace hlocache::hlo

@@ -153,7 +153,7 @@ bool Parser::ParseComputation() {
   const uint32_t open_offset = Peek().offset;
   if (!Expect(TokenKind::kLBrace, "'{' to open the computation body")) return false;
   names_.Clear();
-  const size_t expected = CountInstructionsAhead();
+  const size_t expected = InstructionsInGroup(pos_ - 1);
   names_.Reserve(expected);
   comp.instructions.reserve(expected);
   AdviseHugePages(comp.instructions.data(), comp.instructions.capacity() * sizeof(Instruction));
@@ -222,6 +222,15 @@ size_t Parser::CountInstructionsAhead() const {
     kind = next;
   }
   return count + 1;
+}
+
+size_t Parser::InstructionsInGroup(uint32_t open) {
+  while (next_group_ < groups_.size() && groups_[next_group_].open < open) ++next_group_;
+  if (next_group_ < groups_.size() && groups_[next_group_].open == open) {
+    return groups_[next_group_].definitions + 1;
+  }
+
+  return CountInstructionsAhead();
 }
 
 bool Parser::CollectParameters(Computation& comp) {
@@ -501,10 +510,11 @@ std::string_view FirstModuleText(std::string_view source) {
 Result<Module> ParseModule(std::string text, std::string filename) {
   auto source = std::make_unique<std::string>(std::move(text));
   Module module(std::move(source), std::move(filename));
-  auto tokens = Lex(FirstModuleText(module.source()), module.filename());
+  std::vector<TopLevelGroup> groups;
+  auto tokens = Lex(FirstModuleText(module.source()), module.filename(), &groups);
   if (!tokens) return Error(tokens.error());
   module.tokens = std::move(*tokens);
-  Status status = Parser(module).Run();
+  Status status = Parser(module, groups).Run();
   if (!status.ok()) return Error(std::move(status));
   InferMissingShapes(module);
   return module;

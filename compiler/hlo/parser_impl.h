@@ -29,8 +29,10 @@ inline constexpr int kMaxNesting = 200;  // Brackets in a value, tuple shapes, n
 
 class Parser {
  public:
-  explicit Parser(Module& m)
+  // `groups`: the lexer's top-level groups of m.tokens (sizes for the computations' bodies).
+  Parser(Module& m, const std::vector<TopLevelGroup>& groups)
       : m_(m),
+        groups_(groups),
         toks_(m.tokens.data()),
         token_count_(static_cast<uint32_t>(m.tokens.size())),
         names_(m.source()),
@@ -143,6 +145,8 @@ class Parser {
   // do not follow a comma (those are attributes). Reserving this many avoids moving every
   // instruction as the vector grows.
   size_t CountInstructionsAhead() const;
+  // The same, from the lexer's count for the group whose `{` is token `open`, when it has one.
+  size_t InstructionsInGroup(uint32_t open);
   bool CollectParameters(Computation& comp);
   bool ParseInstruction(Computation& comp, bool& saw_root);
   bool AtShapeStart() const;
@@ -174,7 +178,9 @@ class Parser {
   bool ParseLayout(Shape& shape);
 
   Module& m_;
-  const Token* toks_;  // m_.tokens, which the parser does not change.
+  const std::vector<TopLevelGroup>& groups_;
+  size_t next_group_ = 0;  // groups_ before this one open before pos_.
+  const Token* toks_;      // m_.tokens, which the parser does not change.
   uint32_t token_count_;
   uint32_t pos_ = 0;
   std::vector<TokenKind> closers_;  // SkipGroup's stack.

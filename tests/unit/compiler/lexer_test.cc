@@ -70,6 +70,39 @@ TEST(LexerTest, NamesEndAtTheFirstByteOutsideThemWhereverItFalls) {
   }
 }
 
+TEST(LexerTest, CountsTheDefinitionsDirectlyInsideEachTopLevelBrace) {
+  // A header attribute's braces, a body whose instructions carry attributes (after commas) and
+  // nested `k=v` (deeper), a parameter list before a body, and brackets of every kind.
+  const std::string src =
+      "HloModule m, entry_computation_layout={(f32[2]{0})->f32[2]{0}}, frontend_attributes={a=\"1\"}\n"
+      "%add (x: f32[], y: f32[]) -> f32[] {\n"
+      "  %x = f32[] parameter(0)\n"
+      "  %y = f32[] parameter(1)\n"
+      "  ROOT %s = f32[] add(%x, %y), metadata={op_name=\"a\" source_line=3}\n"
+      "}\n"
+      "ENTRY %main {\n"
+      "  %p = f32[2]{0} parameter(0), sharding={replicated}\n"
+      "  ROOT %r = f32[2]{0} map(%p), dimensions={0}, to_apply=%add\n"
+      "}\n";
+  std::vector<TopLevelGroup> groups;
+  auto toks = Lex(src, "t.hlo", &groups);
+  ASSERT_THAT(toks, IsOk());
+  ASSERT_EQ(groups.size(), 4u);
+  // Each group's `open` is its `{` token, in token order.
+  for (const TopLevelGroup& g : groups) {
+    ASSERT_LT(g.open, toks->size());
+    EXPECT_EQ((*toks)[g.open].kind, TokenKind::kLBrace);
+  }
+  EXPECT_EQ(groups[0].definitions, 0u);  // entry_computation_layout's value.
+  EXPECT_EQ(groups[1].definitions, 1u);  // {a="1"}: what a body's count would be, unused.
+  EXPECT_EQ(groups[2].definitions, 3u);  // %add's body.
+  EXPECT_EQ(groups[3].definitions, 2u);  // %main's body.
+  // Without the out-parameter, the same tokens.
+  auto plain = Lex(src, "t.hlo");
+  ASSERT_THAT(plain, IsOk());
+  EXPECT_EQ(plain->size(), toks->size());
+}
+
 TEST(LexerTest, NumbersAndDigitPatterns) {
   auto t = Tokens("1 -2 1.5 1e-3 -inf nan 3x3 1_1x0_0 -1_-1 0x1F 01bf");
   std::vector<TokenKind> kinds;
