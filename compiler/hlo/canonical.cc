@@ -396,7 +396,7 @@ class Canonicalizer {
     // Attributes in name order; debug-only ones dropped.
     sorted_attrs_.clear();
     for (uint32_t k = 0; k < inst.attributes.size(); ++k) {
-      if (!IsDebugOnlyAttribute(inst.attributes[k].name)) sorted_attrs_.push_back(k);
+      if (inst.attributes[k].role != AttributeRole::kDebugOnly) sorted_attrs_.push_back(k);
     }
     std::sort(sorted_attrs_.begin(), sorted_attrs_.end(), [&](uint32_t x, uint32_t y) {
       return inst.attributes[x].name < inst.attributes[y].name;
@@ -407,7 +407,7 @@ class Canonicalizer {
       uint32_t n = 0;
       for (uint32_t k = 0; k < inst.attributes.size(); ++k) {
         callee_start_[k] = n;
-        if (IsCalleeAttribute(inst.attributes[k].name)) n += CountNames(inst.attributes[k]);
+        if (inst.attributes[k].role == AttributeRole::kCallee) n += CountNames(inst.attributes[k]);
       }
       callee_start_[inst.attributes.size()] = n;
     }
@@ -417,7 +417,7 @@ class Canonicalizer {
       scratch_ += ", ";
       scratch_ += a.name;
       scratch_ += '=';
-      if (IsCalleeAttribute(a.name)) {
+      if (a.role == AttributeRole::kCallee) {
         AddText(scratch_);
         const bool braced = m_.tokens[a.value.begin].kind == TokenKind::kLBrace;
         const uint32_t count = callee_start_[k + 1] - callee_start_[k];
@@ -425,10 +425,10 @@ class Canonicalizer {
         for (uint32_t n = callee_start_[k]; n < callee_start_[k + 1]; ++n) {
           info.callees.push_back(inst.callees[n]);
         }
-      } else if (a.name == "control-predecessors") {
+      } else if (a.role == AttributeRole::kControlPredecessors) {
         AddText(scratch_);
         pieces_.push_back({PieceKind::kControl});
-      } else if (a.name == "channel_id") {
+      } else if (a.role == AttributeRole::kChannelId) {
         AddText(scratch_);
         // Renumbered when the value prints as a whole integer: `.0` prints as `0`, `0.1` is
         // not channel 0.
@@ -441,11 +441,12 @@ class Canonicalizer {
           AppendValue(a.value.begin, a.value.end, false, scratch_);
           AddText(scratch_);
         }
-      } else if (a.name == "frontend_attributes") {
+      } else if (a.role == AttributeRole::kFrontendAttributes) {
         AppendSortedMap(a, scratch_);
         AddText(scratch_);
       } else {
-        AppendValue(a.value.begin, a.value.end, /*verbatim=*/a.name == "backend_config", scratch_);
+        AppendValue(a.value.begin, a.value.end,
+                    /*verbatim=*/a.role == AttributeRole::kBackendConfig, scratch_);
         AddText(scratch_);
       }
     }

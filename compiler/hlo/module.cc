@@ -18,6 +18,16 @@ const Attribute* FindIn(const std::vector<Attribute>& attributes, std::string_vi
 }
 }  // namespace
 
+AttributeRole InstructionAttributeRole(std::string_view name) {
+  if (IsDebugOnlyAttribute(name)) return AttributeRole::kDebugOnly;
+  if (IsCalleeAttribute(name)) return AttributeRole::kCallee;
+  if (name == "control-predecessors") return AttributeRole::kControlPredecessors;
+  if (name == "channel_id") return AttributeRole::kChannelId;
+  if (name == "frontend_attributes") return AttributeRole::kFrontendAttributes;
+  if (name == "backend_config") return AttributeRole::kBackendConfig;
+  return AttributeRole::kOther;
+}
+
 const Attribute* Instruction::FindAttribute(std::string_view attr_name) const {
   return FindIn(attributes, attr_name);
 }

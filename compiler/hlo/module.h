@@ -31,10 +31,27 @@ struct TokenRange {
   bool empty() const { return begin == end; }
 };
 
+// What the parser recognized an instruction attribute as, so that passes over a module tell the
+// few attributes they treat apart without reading the name's bytes again (the canonical key of a
+// large module read each name, spread over megabytes of source, once more).
+enum class AttributeRole : uint8_t {
+  kOther,
+  kDebugOnly,  // metadata, statistics, origin: left out of keys (IsDebugOnlyAttribute).
+  kCallee,     // to_apply, body, branch_computations, ... (IsCalleeAttribute).
+  kControlPredecessors,
+  kChannelId,
+  kFrontendAttributes,
+  kBackendConfig,
+};
+
+// The role of an instruction attribute named `name`.
+AttributeRole InstructionAttributeRole(std::string_view name);
+
 struct Attribute {
   std::string_view name;
   TokenRange value;
   uint32_t offset = 0;  // Source offset of the attribute name (for diagnostics).
+  AttributeRole role = AttributeRole::kOther;  // Instruction attributes: set by the parser.
 };
 
 struct Instruction {

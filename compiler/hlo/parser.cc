@@ -389,9 +389,10 @@ bool Parser::ParseInstructionAttribute(Instruction& inst) {
   attr.value.begin = pos_;
   if (!SkipAttributeValue(attr)) return false;
   attr.value.end = pos_;
-  if (IsCalleeAttribute(attr.name)) {
+  attr.role = InstructionAttributeRole(attr.name);
+  if (attr.role == AttributeRole::kCallee) {
     if (!ResolveNames(attr, /*computations=*/true, inst.callees)) return false;
-  } else if (attr.name == "control-predecessors") {
+  } else if (attr.role == AttributeRole::kControlPredecessors) {
     if (!ResolveNames(attr, /*computations=*/false, inst.control_predecessors)) {
       return false;
     }
