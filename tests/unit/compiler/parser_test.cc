@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "compiler/hlo/canonical.h"
 #include "compiler/hlo/shape.h"
 
@@ -50,6 +52,40 @@ TEST(ParserTest, BuildsAWalkableModule) {
 
 // Shapes the text leaves out are inferred where the operands imply them (XLA's parser does the
 // same); the canonical text keeps to what was written.
+TEST(ParserTest, AttributesCarryTheRoleTheirNameGivesThem) {
+  auto m = ParseModule(R"(HloModule m
+%add (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %s = f32[] add(%x, %y)
+}
+ENTRY %e {
+  %p = f32[4] parameter(0), metadata={op_name="p"}, statistics={visualizing_index=1}
+  %r = f32[] reduce(%p, f32[] constant(0)), dimensions={0}, to_apply=%add, backend_config="x"
+  %a = f32[4] all-reduce(%p), channel_id=1, to_apply=%add, frontend_attributes={k="v"}
+  ROOT %t = (f32[], f32[4]) tuple(%r, %a), control-predecessors={%r}, origin={{"o"}}
+}
+)",
+                       "m.hlo");
+  ASSERT_THAT(m, IsOk());
+  std::map<std::string, AttributeRole> roles;
+  for (const Instruction& inst : m->computations[m->entry].instructions) {
+    for (const Attribute& a : inst.attributes) {
+      roles[std::string(a.name)] = a.role;
+      EXPECT_EQ(a.role, InstructionAttributeRole(a.name)) << a.name;
+    }
+  }
+  EXPECT_EQ(roles["metadata"], AttributeRole::kDebugOnly);
+  EXPECT_EQ(roles["statistics"], AttributeRole::kDebugOnly);
+  EXPECT_EQ(roles["origin"], AttributeRole::kDebugOnly);
+  EXPECT_EQ(roles["to_apply"], AttributeRole::kCallee);
+  EXPECT_EQ(roles["control-predecessors"], AttributeRole::kControlPredecessors);
+  EXPECT_EQ(roles["channel_id"], AttributeRole::kChannelId);
+  EXPECT_EQ(roles["frontend_attributes"], AttributeRole::kFrontendAttributes);
+  EXPECT_EQ(roles["backend_config"], AttributeRole::kBackendConfig);
+  EXPECT_EQ(roles["dimensions"], AttributeRole::kOther);
+}
+
 TEST(ParserTest, InfersTheShapesTheOperandsImply) {
   auto m = ParseModule(R"(
 double {
