@@ -343,55 +343,60 @@ class Canonicalizer {
   }
 
   // ---- per-computation structure ----
-  void AddText(std::string_view text) {
-    if (text.empty()) return;
+  // The text written straight into arena_ from `begin` on becomes the instruction's next text
+  // piece, or extends its last one when that ends at `begin`.
+  void EndText(size_t begin) {
+    const auto end = static_cast<uint32_t>(arena_.size());
+    if (end == begin) return;
     if (pieces_.size() > current_piece_begin_ && pieces_.back().kind == PieceKind::kText &&
-        pieces_.back().b == arena_.size()) {
-      arena_ += text;
-      pieces_.back().b = static_cast<uint32_t>(arena_.size());
+        pieces_.back().b == begin) {
+      pieces_.back().b = end;
       return;
     }
-    auto begin = static_cast<uint32_t>(arena_.size());
-    arena_ += text;
-    pieces_.push_back({PieceKind::kText, begin, static_cast<uint32_t>(arena_.size())});
+    pieces_.push_back({PieceKind::kText, static_cast<uint32_t>(begin), end});
   }
 
+  // The instruction's line without its name, as pieces: text is written straight into arena_
+  // (no copy through a scratch string), references are pieces of their own.
   void BuildInstruction(const Instruction& inst, InstInfo& info) {
     info.piece_begin = static_cast<uint32_t>(pieces_.size());
     current_piece_begin_ = info.piece_begin;
-    scratch_.clear();
+    std::string& out = arena_;
+    size_t begin = out.size();
     if (inst.shape_written) {
-      AppendCanonicalShape(inst.shape, scratch_);
-      scratch_ += ' ';
+      AppendCanonicalShape(inst.shape, out);
+      out += ' ';
     }
-    scratch_ += OpcodeName(inst.opcode.opcode);
+    out += OpcodeName(inst.opcode.opcode);
     switch (inst.opcode.phase) {
       case AsyncPhase::kNone:
         break;
       case AsyncPhase::kStart:
-        scratch_ += "-start";
+        out += "-start";
         break;
       case AsyncPhase::kUpdate:
-        scratch_ += "-update";
+        out += "-update";
         break;
       case AsyncPhase::kDone:
-        scratch_ += "-done";
+        out += "-done";
         break;
     }
-    scratch_ += '(';
+    out += '(';
     const bool plain = inst.opcode.phase == AsyncPhase::kNone;
     if (plain && inst.opcode.opcode == Opcode::kConstant) {
-      AppendLiteral(inst, scratch_);
-      scratch_ += ')';
-      AddText(scratch_);
+      AppendLiteral(inst, out);
+      out += ')';
+      EndText(begin);
     } else if (plain && inst.opcode.opcode == Opcode::kParameter) {
-      scratch_ += std::to_string(inst.parameter_number);
-      scratch_ += ')';
-      AddText(scratch_);
+      out += std::to_string(inst.parameter_number);
+      out += ')';
+      EndText(begin);
     } else {
-      AddText(scratch_);
+      EndText(begin);
       pieces_.push_back({PieceKind::kOperands});
-      AddText(")");
+      begin = out.size();
+      out += ')';
+      EndText(begin);
     }
     // Attributes in name order; debug-only ones dropped.
     sorted_attrs_.clear();
@@ -413,12 +418,12 @@ class Canonicalizer {
     }
     for (uint32_t k : sorted_attrs_) {
       const Attribute& a = inst.attributes[k];
-      scratch_.clear();
-      scratch_ += ", ";
-      scratch_ += a.name;
-      scratch_ += '=';
+      begin = out.size();
+      out += ", ";
+      out += a.name;
+      out += '=';
       if (a.role == AttributeRole::kCallee) {
-        AddText(scratch_);
+        EndText(begin);
         const bool braced = m_.tokens[a.value.begin].kind == TokenKind::kLBrace;
         const uint32_t count = callee_start_[k + 1] - callee_start_[k];
         pieces_.push_back({PieceKind::kCallees, k, (count << 1) | (braced ? 1u : 0u)});
@@ -426,10 +431,10 @@ class Canonicalizer {
           info.callees.push_back(inst.callees[n]);
         }
       } else if (a.role == AttributeRole::kControlPredecessors) {
-        AddText(scratch_);
+        EndText(begin);
         pieces_.push_back({PieceKind::kControl});
       } else if (a.role == AttributeRole::kChannelId) {
-        AddText(scratch_);
+        EndText(begin);
         // Renumbered when the value prints as a whole integer: `.0` prints as `0`, `0.1` is
         // not channel 0.
         const std::optional<int64_t> channel =
@@ -437,17 +442,19 @@ class Canonicalizer {
         if (channel) {
           pieces_.push_back({PieceKind::kChannel, ChannelSlot(*channel)});
         } else {
-          scratch_.clear();
-          AppendValue(a.value.begin, a.value.end, false, scratch_);
-          AddText(scratch_);
+          begin = out.size();
+          AppendValue(a.value.begin, a.value.end, false, out);
+          EndText(begin);
         }
       } else if (a.role == AttributeRole::kFrontendAttributes) {
-        AppendSortedMap(a, scratch_);
-        AddText(scratch_);
+        AppendSortedMap(a, out);
+        EndText(begin);
       } else {
+        // AppendValue only ever takes back text it wrote itself (a comma before dropped
+        // metadata), never the name before it.
         AppendValue(a.value.begin, a.value.end,
-                    /*verbatim=*/a.role == AttributeRole::kBackendConfig, scratch_);
-        AddText(scratch_);
+                    /*verbatim=*/a.role == AttributeRole::kBackendConfig, out);
+        EndText(begin);
       }
     }
     info.piece_end = static_cast<uint32_t>(pieces_.size());
@@ -771,7 +778,6 @@ class Canonicalizer {
   std::vector<CompInfo> comps_;
   std::vector<Piece> pieces_;
   std::string arena_;
-  std::string scratch_;
   std::string sig_;
   std::vector<uint32_t> sorted_attrs_;
   std::vector<uint32_t> callee_start_;
