@@ -749,7 +749,17 @@ class Canonicalizer {
   }
 
   void Print() {
-    out_.text.reserve(m_.source().size() / 2);
+    // Room for what the lines hold besides the arena's text: names (`  ROOT i12345 = `, a
+    // newline), operand references (`, i123`) and each computation's braces. Sized from the
+    // source, it fell short on modules of many small instructions and the text was copied
+    // into a buffer twice its size at the end.
+    size_t instructions = 0, references = 0;
+    for (const CompInfo& ci : comps_) {
+      instructions += ci.insts.size();
+      references += ci.children.size();
+    }
+    out_.text.reserve(arena_.size() + 24 * instructions + 8 * references + 32 * comps_.size() +
+                      m_.source().size() / 64 + 256);
     AdviseHugePages(out_.text.data(), out_.text.capacity());
     PrintHeader();
     for (int32_t c : print_order_) {
