@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/small_vector.h"
 #include "common/status.h"
 #include "compiler/hlo/opcode.h"
 #include "compiler/hlo/shape.h"
@@ -58,11 +59,12 @@ struct Instruction {
   std::string_view name;  // Without '%'. Empty for nested anonymous operands.
   OpcodeSpelling opcode{Opcode::kParameter};
   Shape shape;
-  bool shape_written = false;         // False when the text left the shape to inference.
-  bool shape_inferred = false;        // Filled in by InferMissingShapes (shape_inference.h).
-  std::vector<int32_t> operands;      // Instruction indices in the same computation.
-  std::vector<Attribute> attributes;  // In written order; names unique.
-  std::vector<int32_t> callees;       // Computation indices, in written attribute order.
+  bool shape_written = false;   // False when the text left the shape to inference.
+  bool shape_inferred = false;  // Filled in by InferMissingShapes (shape_inference.h).
+  // Instruction indices in the same computation; up to four kept in place (no allocation).
+  SmallVector<int32_t, 4> operands;
+  std::vector<Attribute> attributes;          // In written order; names unique.
+  std::vector<int32_t> callees;               // Computation indices, in written attribute order.
   std::vector<int32_t> control_predecessors;  // Instruction indices, as written.
   TokenRange literal;                         // constant(...): the literal's tokens.
   bool literal_elided = false;                // The literal is `{...}`: values unknown.
