@@ -156,6 +156,14 @@ class Canonicalizer {
       AppendTokenRaw(i, out);
       return;
     }
+    if (t.kind == TokenKind::kInt && IsCanonicalDecimal(m_.TokenText(t))) {
+      // Most numbers in values: printed as written, without respelling them through a string.
+      if (NeedsSpaceBetween(last_kind_, TokenKind::kInt)) out += ' ';
+      out += m_.TokenText(t);
+      kind_before_last_ = last_kind_;
+      last_kind_ = TokenKind::kInt;
+      return;
+    }
     // Spaced by what the respelled number reads back as (a float `0.` prints as the integer
     // `0`), or the next round would space it differently (fuzzer finding: `...0.`).
     std::string spelled;
@@ -165,6 +173,15 @@ class Canonicalizer {
     out += spelled;
     kind_before_last_ = last_kind_;
     last_kind_ = kind;
+  }
+
+  // Whether an integer token already reads as AppendCanonicalNumber spells it: decimal, no
+  // leading zero (`0` and `-0` themselves included; `-0` keeps its sign there too).
+  static bool IsCanonicalDecimal(std::string_view text) {
+    if (text.starts_with('-')) text.remove_prefix(1);
+    if (text.empty() || text.size() > 19) return false;  // Past 19 digits: may not fit.
+    if (text[0] == '0') return text.size() == 1;
+    return std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
   }
 
   // How a respelled number lexes: an integer, a float, or a word (`inf`, `-nan`).

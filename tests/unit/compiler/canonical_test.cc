@@ -162,6 +162,15 @@ TEST(CanonicalTest, PunctuationNeverGluesIntoOtherTokens) {
   std::string nz = Canon(negative_zero);
   EXPECT_EQ(Canon(nz), nz);
   EXPECT_THAT(nz, HasSubstr("{-0 . F}"));
+  // Integers in values print as AppendCanonicalNumber spells them, whether or not they are
+  // written that way already: leading zeros and hex respelled, -0 kept, the widest that fit
+  // 64 bits as written, wider ones as written.
+  const std::string integers = Canon(
+      "ENTRY e {\n ROOT a = f32[] parameter(0), sharding={devices=[007,0x10,0,-0,-12,"
+      "1234567890123456789,12345678901234567890,99999999999999999999]}\n}\n");
+  EXPECT_EQ(Canon(integers), integers);
+  EXPECT_THAT(integers, HasSubstr("devices=[7,16,0,-0,-12,1234567890123456789,"
+                                  "12345678901234567890,99999999999999999999]"));
   // A number is spaced by what its respelling reads back as: `0.` prints as the integer `0`,
   // which needs no space after `...` (fuzzer finding: the rounds printed `... 0`, then `...0`).
   std::string ellipsis =
