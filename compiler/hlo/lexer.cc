@@ -45,8 +45,8 @@ inline bool Is(unsigned char ch, uint8_t cls) { return (kClasses[ch] & cls) != 0
 
 // The kind of a token that a character makes alone whatever follows it, for the punctuation
 // that starts no longer token ('-', '<', '.' and '/' do: numbers, `->`, `<=`, `...`, comments);
-// kEnd for every other character. Such tokens are about half of a module's: one lookup takes
-// them before the chain of tests for the rest.
+// kEnd for every other character. Such tokens are about half of a module's (53 to 55% of the
+// three largest corpus modules'): one lookup takes them before the chain of tests for the rest.
 constexpr std::array<TokenKind, 256> MakeSingleCharKinds() {
   std::array<TokenKind, 256> k{};  // Value-initialized: kEnd.
   k['{'] = TokenKind::kLBrace;
@@ -213,9 +213,10 @@ class Lexer {
     }
   }
 
-  // The first position from `i` that is not [A-Za-z0-9_.$] (n at the end). Identifiers are a
-  // third of a module's bytes; sixteen at a time where SSE2 is there (every x86-64), where a byte
-  // at a time cost a mispredicted branch at each identifier's end.
+  // The first position from `i` that is not [A-Za-z0-9_.$] (n at the end). Names are a quarter
+  // (JAX's Gemma 2) to two thirds (Mixtral, torax) of a module's bytes: sixteen at a time where
+  // SSE2 is there (every x86-64), where a byte at a time cost a mispredicted branch at each
+  // name's end.
   size_t SkipIdentChars(size_t i) const {
     const size_t n = src_.size();
 #if defined(__SSE2__)
