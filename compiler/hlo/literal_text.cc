@@ -61,7 +61,7 @@ void AppendFloat(double v, std::string& out) {
   }
   char buf[64];
   auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, p);
+  out.append(buf, static_cast<size_t>(p - buf));
 }
 
 void AppendFloat32(float v, std::string& out) {
@@ -71,7 +71,7 @@ void AppendFloat32(float v, std::string& out) {
   }
   char buf[64];
   auto [p, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, p);
+  out.append(buf, static_cast<size_t>(p - buf));
 }
 
 bool AppendInteger(std::string_view text, bool is_signed, std::string& out) {
@@ -93,7 +93,7 @@ bool AppendInteger(std::string_view text, bool is_signed, std::string& out) {
   if (negative && magnitude != 0) out += '-';
   char buf[32];
   auto [q, ec2] = std::to_chars(buf, buf + sizeof buf, magnitude);
-  out.append(buf, q);
+  out.append(buf, static_cast<size_t>(q - buf));
   return true;
 }
 
