@@ -5,8 +5,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <array>
-
 #include "common/file.h"
 
 namespace hlocache::hlo {
@@ -194,32 +192,18 @@ bool Parser::ParseComputation() {
 // do not follow a comma (those are attributes). Reserving this many avoids moving every
 // instruction as the vector grows.
 size_t Parser::CountInstructionsAhead() const {
-  // Without a branch per token (the kinds come mixed, and the branches mispredicted): the depth
-  // moves by a table, and the test for a name is a product of flags.
-  static constexpr auto kDepthChange = [] {
-    std::array<int8_t, 256> change{};
-    for (TokenKind k : {TokenKind::kLBrace, TokenKind::kLParen, TokenKind::kLBracket}) {
-      change[static_cast<uint8_t>(k)] = 1;
-    }
-    for (TokenKind k : {TokenKind::kRBrace, TokenKind::kRParen, TokenKind::kRBracket}) {
-      change[static_cast<uint8_t>(k)] = -1;
-    }
-    return change;
-  }();
-  if (pos_ + 1 >= token_count_) return 1;
   size_t count = 0;
   int depth = 0;
-  TokenKind prev = pos_ > 0 ? toks_[pos_ - 1].kind : TokenKind::kEnd;
-  TokenKind kind = toks_[pos_].kind;
   for (size_t i = pos_; i + 1 < token_count_; ++i) {
-    const TokenKind next = toks_[i + 1].kind;
-    depth += kDepthChange[static_cast<uint8_t>(kind)];
-    if (depth < 0) break;
-    count += static_cast<size_t>(depth == 0) & static_cast<size_t>(kind == TokenKind::kIdent) &
-             static_cast<size_t>(next == TokenKind::kEqual) &
-             static_cast<size_t>(i > 0 && prev != TokenKind::kComma);
-    prev = kind;
-    kind = next;
+    const TokenKind k = toks_[i].kind;
+    if (k == TokenKind::kLBrace || k == TokenKind::kLParen || k == TokenKind::kLBracket) {
+      ++depth;
+    } else if (k == TokenKind::kRBrace || k == TokenKind::kRParen || k == TokenKind::kRBracket) {
+      if (--depth < 0) break;
+    } else if (depth == 0 && k == TokenKind::kIdent && toks_[i + 1].kind == TokenKind::kEqual &&
+               i > 0 && toks_[i - 1].kind != TokenKind::kComma) {
+      ++count;
+    }
   }
   return count + 1;
 }
@@ -229,7 +213,6 @@ size_t Parser::InstructionsInGroup(uint32_t open) {
   if (next_group_ < groups_.size() && groups_[next_group_].open == open) {
     return groups_[next_group_].definitions + 1;
   }
-
   return CountInstructionsAhead();
 }
 

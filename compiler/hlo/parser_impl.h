@@ -143,7 +143,8 @@ class Parser {
   bool ParseComputation();
   // Instructions in the body that starts at pos_: names followed by '=' at bracket depth 0 that
   // do not follow a comma (those are attributes). Reserving this many avoids moving every
-  // instruction as the vector grows.
+  // instruction as the vector grows. A pass over the body: only the fallback of
+  // InstructionsInGroup, for a body the lexer did not count.
   size_t CountInstructionsAhead() const;
   // The same, from the lexer's count for the group whose `{` is token `open`, when it has one.
   size_t InstructionsInGroup(uint32_t open);
