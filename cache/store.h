@@ -173,6 +173,11 @@ class Store {
   virtual Result<bool> Contains(std::string_view key) = 0;
   // Catalog row of one entry, or nullopt.
   virtual Result<std::optional<EntryInfo>> Info(std::string_view key) = 0;
+  // Records a read of `key` (its access time and hit, as a read that returned its bytes would)
+  // without reading or verifying the bytes, and returns their checksum; nullopt when absent.
+  // For a caller that already holds a verified copy of the entry (the server's memory tier):
+  // the checksum tells it whether the entry is still the one it copied.
+  virtual Result<std::optional<Hash128>> Touch(std::string_view key) = 0;
 
   virtual Result<PutOutcome> Put(std::string_view key, std::string_view bytes,
                                  const ArtifactInfo& info) = 0;

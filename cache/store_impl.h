@@ -254,6 +254,7 @@ class StoreImpl final : public Store {
   Result<std::unique_ptr<ReaderImpl>> OpenReaderImpl(std::string_view key);
   Result<bool> Contains(std::string_view key) override;
   Result<std::optional<EntryInfo>> Info(std::string_view key) override;
+  Result<std::optional<Hash128>> Touch(std::string_view key) override;
   Result<PutOutcome> Put(std::string_view key, std::string_view bytes,
                          const ArtifactInfo& info) override;
   Result<std::unique_ptr<ArtifactWriter>> StartPut(std::string_view key,

@@ -292,6 +292,17 @@ Result<bool> StoreImpl::Contains(std::string_view key) {
   return true;
 }
 
+Result<std::optional<Hash128>> StoreImpl::Touch(std::string_view key) {
+  HLOCACHE_RETURN_IF_ERROR(CheckKey(key));
+  std::string value;
+  leveldb::Status ls = db_->Get(leveldb::ReadOptions(), blob::IndexKey(key), &value);
+  if (ls.IsNotFound()) return std::optional<Hash128>();
+  if (!ls.ok()) return Error(FromLevelDb(ls, "cannot read " + std::string(key)));
+  HLOCACHE_ASSIGN_OR_RETURN(const blob::IndexRecord index, blob::ParseIndexRecord(value));
+  RecordHit(key);
+  return std::optional<Hash128>(index.checksum);
+}
+
 Result<std::optional<EntryInfo>> StoreImpl::Info(std::string_view key) {
   HLOCACHE_RETURN_IF_ERROR(CheckKey(key));
   std::lock_guard<std::mutex> lock(catalog_mu_);

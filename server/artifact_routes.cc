@@ -6,7 +6,9 @@
 #include "cache/key.h"
 #include "compiler/artifact/container.h"
 #include "compiler/artifact/file_payload.h"
+#include "server/connection.h"
 #include "server/context.h"
+#include "server/memory_tier.h"
 #include "server/upstream.h"
 #include "server/verified_put.h"
 
@@ -62,10 +64,74 @@ void HandleHead(ServerContext& ctx, const std::string& key, const httplib::Reque
                            [](size_t, size_t, httplib::DataSink&) { return false; });
 }
 
+// Counts a hit on an artifact whose first bytes are `head` (its header says what it is).
+void CountHit(ServerContext& ctx, std::string_view key, std::span<const char> head,
+              bool from_upstream) {
+  const std::string_view header(head.data(), head.size());
+  if (const std::string file_namespace = compiler::PeekFileNamespace(header);
+      !file_namespace.empty()) {
+    ctx.metrics.CountFile(file_namespace, FileOutcome::kHit);
+  }
+  // A fetched artifact was a miss here (the upstream's counters say where it came from).
+  (from_upstream ? ctx.metrics.misses : ctx.metrics.hits).fetch_add(1, std::memory_order_relaxed);
+  if (ctx.upstream) ctx.upstream->NoteUse(key);  // For gc of a bucket behind this server.
+  const double saved = compiler::PeekCompileSeconds(header);
+  ctx.metrics.compile_saved_micros.fetch_add(static_cast<uint64_t>(saved * 1e6),
+                                             std::memory_order_relaxed);
+}
+
+// Sends a body from the memory tier: the connection sends it from its memory file.
+void SendMemoryBody(ServerContext& ctx, std::shared_ptr<const MemoryBody> body,
+                    httplib::Response& res) {
+  res.set_header("X-Hlocache-Checksum", body->checksum().Hex());
+  Metrics* metrics = &ctx.metrics;
+  const size_t size = body->bytes().size();
+  res.set_content_provider(
+      size, kOctetStream,
+      [body = std::move(body), metrics](size_t offset, size_t length, httplib::DataSink& sink) {
+        const std::span<const char> bytes = body->bytes();
+        if (offset > bytes.size() || length > bytes.size() - offset) return false;
+        FileBackedBytes file_backed(bytes, body->fd());
+        if (!sink.write(bytes.data() + offset, length)) return false;
+        metrics->bytes_out.fetch_add(length, std::memory_order_relaxed);
+        return true;
+      });
+}
+
+// A hit on a body the memory tier holds, if the store still has that entry (the check records
+// the access, as a read from the store would). False when the caller must read the store.
+bool ServeFromMemory(ServerContext& ctx, const std::string& key, httplib::Response& res) {
+  std::shared_ptr<const MemoryBody> body = ctx.memory_tier->Find(key);
+  if (!body) return false;
+  auto checksum = ctx.store->Touch(key);
+  if (!checksum) return false;  // The store failed: let the read say how.
+  if (!*checksum || **checksum != body->checksum()) {
+    // Erased, evicted, quarantined or replaced since it was kept: never served from here again.
+    ctx.memory_tier->Erase(key, body.get());
+    return false;
+  }
+  CountHit(ctx, key, body->bytes(), /*from_upstream=*/false);
+  ctx.metrics.memory_hits.fetch_add(1, std::memory_order_relaxed);
+  SendMemoryBody(ctx, std::move(body), res);
+  return true;
+}
+
+// Copies a verified single-chunk artifact into the memory tier; null when it is not kept.
+std::shared_ptr<const MemoryBody> KeepInMemory(ServerContext& ctx, const cache::EntryInfo& info,
+                                               std::span<const char> bytes) {
+  auto filler = ctx.memory_tier->StartFilling(info.key, info.size, info.checksum);
+  if (!filler || !filler->Append(bytes).ok()) return nullptr;
+  auto sealed = filler->Seal();
+  if (!sealed) return nullptr;
+  ctx.memory_tier->Insert(*sealed);
+  return *sealed;
+}
+
 void HandleGet(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   auto key = KeyOf(req, res);
   if (!key) return;
   if (req.method == "HEAD") return HandleHead(ctx, *key, req, res);
+  if (ctx.memory_tier && ServeFromMemory(ctx, *key, res)) return;
   auto opened = ctx.store->OpenReader(*key);
   if (!opened) {
     ctx.metrics.store_errors.fetch_add(1, std::memory_order_relaxed);
@@ -95,44 +161,56 @@ void HandleGet(ServerContext& ctx, const httplib::Request& req, httplib::Respons
     CountFileMiss(ctx, req);
     return SendError(res, 404, "no artifact " + *key);
   }
-  if (const std::string file_namespace =
-          compiler::PeekFileNamespace(std::string_view(first->data(), first->size()));
-      !file_namespace.empty()) {
-    ctx.metrics.CountFile(file_namespace, FileOutcome::kHit);
-  }
-  // A fetched artifact was a miss here (the upstream's counters say where it came from).
-  (from_upstream ? ctx.metrics.misses : ctx.metrics.hits).fetch_add(1, std::memory_order_relaxed);
-  if (ctx.upstream) ctx.upstream->NoteUse(*key);  // For gc of a bucket behind this server.
-  const double saved = compiler::PeekCompileSeconds(std::string_view(first->data(), first->size()));
-  ctx.metrics.compile_saved_micros.fetch_add(static_cast<uint64_t>(saved * 1e6),
-                                             std::memory_order_relaxed);
-  res.set_header("X-Hlocache-Checksum", reader->info().checksum.Hex());
-  if (first->size() == reader->info().size && first->size() <= kCopiedReplyBytes) {
+  CountHit(ctx, *key, *first, from_upstream);
+  const cache::EntryInfo& info = reader->info();
+  const bool whole = first->size() == info.size;
+  if (whole && first->size() <= kCopiedReplyBytes) {
     // The whole artifact in one verified chunk: one copy into the reply is cheaper than the
     // streaming machinery for the small artifacts that make up most hits.
+    res.set_header("X-Hlocache-Checksum", info.checksum.Hex());
     res.body.assign(first->data(), first->size());
     res.set_header("Content-Type", kOctetStream);
     ctx.metrics.bytes_out.fetch_add(first->size(), std::memory_order_relaxed);
     return;
   }
+  // Later hits on it are sent from memory; this one already is.
+  if (ctx.memory_tier && whole) {
+    if (auto body = KeepInMemory(ctx, info, *first))
+      return SendMemoryBody(ctx, std::move(body), res);
+  }
+  res.set_header("X-Hlocache-Checksum", info.checksum.Hex());
+  // A chunked artifact is copied into the memory tier as it streams out, and kept only once
+  // the reader has checked the whole of it.
+  std::shared_ptr<MemoryBodyFiller> filler;
+  if (ctx.memory_tier && !req.has_header("Range")) {
+    filler = ctx.memory_tier->StartFilling(info.key, info.size, info.checksum);
+  }
   auto pending = std::make_shared<std::span<const char>>(*first);
-  Metrics* metrics = &ctx.metrics;
-  res.set_content_provider(reader->info().size, kOctetStream,
-                           [reader, pending, metrics](size_t, size_t, httplib::DataSink& sink) {
-                             std::span<const char> chunk = *pending;
-                             if (chunk.empty()) {
-                               auto next = reader->Next();
-                               // A chunk that fails its check mid-stream ends the connection short
-                               // of the length the client was promised, so the client can tell, and
-                               // nothing bad is handed on.
-                               if (!next || next->empty()) return false;
-                               chunk = *next;
-                             }
-                             *pending = {};
-                             if (!sink.write(chunk.data(), chunk.size())) return false;
-                             metrics->bytes_out.fetch_add(chunk.size(), std::memory_order_relaxed);
-                             return true;
-                           });
+  res.set_content_provider(
+      info.size, kOctetStream,
+      [reader, pending, filler, &ctx](size_t offset, size_t, httplib::DataSink& sink) mutable {
+        std::span<const char> chunk = *pending;
+        if (chunk.empty()) {
+          auto next = reader->Next();
+          // A chunk that fails its check mid-stream ends the connection short of the length the
+          // client was promised, so the client can tell, and nothing bad is handed on.
+          if (!next || next->empty()) return false;
+          chunk = *next;
+        }
+        *pending = {};
+        if (filler && !filler->Append(chunk).ok()) filler = nullptr;
+        if (!sink.write(chunk.data(), chunk.size())) return false;
+        ctx.metrics.bytes_out.fetch_add(chunk.size(), std::memory_order_relaxed);
+        if (filler && offset + chunk.size() == reader->info().size) {
+          // The last chunk: the reader's end checks the whole artifact's checksum.
+          auto end = reader->Next();
+          if (end && end->empty()) {
+            if (auto sealed = filler->Seal()) ctx.memory_tier->Insert(*sealed);
+          }
+          filler = nullptr;
+        }
+        return true;
+      });
 }
 
 void HandlePut(ServerContext& ctx, const httplib::Request& req, httplib::Response& res,
@@ -195,6 +273,7 @@ void HandleEmptyPut(const httplib::Request& req, httplib::Response& res) {
 void HandleDelete(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   auto key = KeyOf(req, res);
   if (!key) return;
+  if (ctx.memory_tier) ctx.memory_tier->Erase(*key);
   auto erased = ctx.store->Erase(*key);
   if (!erased) return SendError(res, HttpStatusOf(erased.error()), erased.error().message());
   if (!*erased) return SendError(res, 404, "no artifact " + *key);

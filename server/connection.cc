@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/epoll.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -51,7 +52,30 @@ std::string AddressText(const sockaddr_storage& addr, int& port) {
 
 std::atomic<uint64_t> g_connections{0};
 
+thread_local FileBackedBytes* t_file_backed = nullptr;  // The innermost alive on this thread.
+
 }  // namespace
+
+FileBackedBytes::FileBackedBytes(std::span<const char> bytes, int fd)
+    : bytes_(bytes), fd_(fd), outer_(t_file_backed) {
+  t_file_backed = this;
+}
+
+FileBackedBytes::~FileBackedBytes() { t_file_backed = outer_; }
+
+int64_t FileBackedBytes::OffsetOf(const char* data, size_t size, int& fd) {
+  const FileBackedBytes* inner = t_file_backed;
+  if (inner == nullptr) return -1;
+  // Compared as addresses: `data` may point anywhere.
+  const auto begin = reinterpret_cast<uintptr_t>(inner->bytes_.data());
+  const auto at = reinterpret_cast<uintptr_t>(data);
+  if (at < begin || at - begin > inner->bytes_.size() ||
+      size > inner->bytes_.size() - (at - begin)) {
+    return -1;
+  }
+  fd = inner->fd_;
+  return static_cast<int64_t>(at - begin);
+}
 
 // Named, not anonymous: PlainServer::Connection, declared in the header, holds one.
 namespace connection_internal {
@@ -214,7 +238,10 @@ class ConnectionStream final : public httplib::Stream {
       out_.append(ptr, size);
       return static_cast<ssize_t>(size);
     }
-    const bool ok = SendAll(out_.data(), out_.size(), ptr, size);
+    int fd = -1;
+    const int64_t offset = FileBackedBytes::OffsetOf(ptr, size, fd);
+    const bool ok =
+        offset >= 0 ? SendFromFile(fd, offset, size) : SendAll(out_.data(), out_.size(), ptr, size);
     out_.clear();
     return ok ? static_cast<ssize_t>(size) : -1;
   }
@@ -341,8 +368,44 @@ class ConnectionStream final : public httplib::Stream {
 
   bool SendAll(const char* data, size_t size) { return SendAll(data, size, nullptr, 0); }
 
+  // Sends what was gathered, then `size` bytes of `fd` from `offset` with sendfile.
+  bool SendFromFile(int fd, int64_t offset, size_t size) {
+    // The head is held back (MSG_MORE) to leave in one segment with the file's first bytes.
+    if (!out_.empty() && !SendAll(out_.data(), out_.size(), nullptr, 0, MSG_MORE)) return false;
+    auto at = static_cast<off_t>(offset);
+    size_t left = size;
+    while (left > 0) {
+      const ssize_t n = ::sendfile(sock_, fd, &at, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (trace_area_[0] != '\0') {
+        const int saved = errno;
+        if (n < 0) {
+          TraceIo("sendfile: -1 (%s)", std::strerror(saved));
+        } else {
+          TraceIo("sendfile: %zd of %zu bytes", n, left);
+        }
+        errno = saved;
+      }
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        Fail("the client read nothing for " + std::to_string(write_timeout_.count()) + " ms");
+        return false;
+      }
+      if (n < 0) {
+        Fail(std::string("sendfile: ") + std::strerror(errno));
+        return false;
+      }
+      if (n == 0) {  // The file is shorter than it was said to be: never for a sealed one.
+        Fail("sendfile: the file ended " + std::to_string(left) + " bytes early");
+        return false;
+      }
+      left -= static_cast<size_t>(n);
+    }
+    return true;
+  }
+
   // Sends `first` then `second` (either may be empty), in one sendmsg while both fit.
-  bool SendAll(const char* first, size_t first_size, const char* second, size_t second_size) {
+  bool SendAll(const char* first, size_t first_size, const char* second, size_t second_size,
+               int flags = 0) {
     iovec iov[2] = {{const_cast<char*>(first), first_size},
                     {const_cast<char*>(second), second_size}};
     size_t left = first_size + second_size;
@@ -350,7 +413,7 @@ class ConnectionStream final : public httplib::Stream {
       msghdr msg{};
       msg.msg_iov = iov[0].iov_len > 0 ? iov : iov + 1;
       msg.msg_iovlen = iov[0].iov_len > 0 ? 2 : 1;
-      const ssize_t n = ::sendmsg(sock_, &msg, MSG_NOSIGNAL);
+      const ssize_t n = ::sendmsg(sock_, &msg, MSG_NOSIGNAL | flags);
       if (n < 0 && errno == EINTR) continue;
       if (trace_area_[0] != '\0') {
         const int saved = errno;

@@ -37,6 +37,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -52,6 +53,29 @@ void MarkRequestHeadersRead();
 // read (a refused upload). Such a connection is closed after the reply, and the reply should
 // say so (Connection: close), or a client would send its next request into a closed socket.
 bool RequestBodyLeftUnread();
+
+// Bytes in memory that are also the contents of a file, from offset 0. While one is alive on a
+// thread, a plain connection's stream that is asked to send bytes lying within it sends them
+// from the file with sendfile(): the kernel hands the file's pages to the socket, without
+// copying them through this process (as nginx sends static files). The file's contents must not
+// change while they may be in flight: a sealed memory file (server/memory_tier.h). A TLS
+// connection sends the bytes from memory. Scoped to the enclosing block; not copyable.
+class FileBackedBytes {
+ public:
+  FileBackedBytes(std::span<const char> bytes, int fd);
+  ~FileBackedBytes();
+  FileBackedBytes(const FileBackedBytes&) = delete;
+  FileBackedBytes& operator=(const FileBackedBytes&) = delete;
+
+  // The file offset of `data` when [data, data + size) lies within the innermost one alive on
+  // this thread (its descriptor in `fd`); -1 otherwise.
+  static int64_t OffsetOf(const char* data, size_t size, int& fd);
+
+ private:
+  std::span<const char> bytes_;
+  int fd_;
+  FileBackedBytes* outer_;
+};
 
 // cpp-httplib listens with a backlog of 5: a fleet connecting at once overflows it, and the
 // kernel drops the SYNs beyond it, which clients see as connect timeouts (a retransmitted SYN

@@ -16,6 +16,7 @@
 #include "common/status.h"
 #include "compiler/worker_pool.h"
 #include "server/auth.h"
+#include "server/memory_tier.h"
 #include "server/metrics.h"
 #include "server/server.h"
 #include "server/upstream.h"
@@ -26,11 +27,12 @@ struct ServerContext {
   ServerOptions options;
   std::unique_ptr<cache::Store> store;
   std::unique_ptr<compiler::WorkerPool> pool;
-  std::unique_ptr<Upstream> upstream;  // Null without --upstream.
-  std::optional<TokenTable> tokens;    // Empty: every request has the admin role.
-  std::string host_target;             // The target of a compile that names none.
-  std::string compiler_id;             // Empty when no C++ toolchain was found.
-  std::string toolchain_error;         // Why, in that case.
+  std::unique_ptr<Upstream> upstream;       // Null without --upstream.
+  std::unique_ptr<MemoryTier> memory_tier;  // Null with --memory-tier 0.
+  std::optional<TokenTable> tokens;         // Empty: every request has the admin role.
+  std::string host_target;                  // The target of a compile that names none.
+  std::string compiler_id;                  // Empty when no C++ toolchain was found.
+  std::string toolchain_error;              // Why, in that case.
   Metrics metrics;
 };
 

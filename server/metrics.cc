@@ -119,6 +119,9 @@ std::string Metrics::RenderPrometheus(const cache::StoreStats* store,
     return static_cast<double>(a.load(std::memory_order_relaxed));
   };
   counter("hlocache_hits_total", "Artifacts served from the store.", load(hits));
+  counter("hlocache_memory_tier_hits_total",
+          "Of the hits, those sent from the memory tier (a memory file, with sendfile).",
+          load(memory_hits));
   counter("hlocache_misses_total", "Lookups that found nothing stored.", load(misses));
   counter("hlocache_uploads_total", "Uploads that stored a new artifact.", load(uploads));
   counter("hlocache_uploads_rejected_total", "Uploads refused (bad key, container or size).",
@@ -228,6 +231,7 @@ std::string Metrics::RenderStatsJson(const cache::StoreStats* store,
   auto load = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
   nlohmann::json j;
   j["hits"] = load(hits);
+  j["memory_tier_hits"] = load(memory_hits);
   j["misses"] = load(misses);
   j["puts"] = load(uploads);
   j["rejected"] = load(rejected);

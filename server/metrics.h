@@ -52,6 +52,7 @@ class Metrics {
   void CountFile(std::string_view file_namespace, FileOutcome outcome);
 
   std::atomic<uint64_t> hits{0};            // Artifacts served from the store (GET and compile).
+  std::atomic<uint64_t> memory_hits{0};     // Of the hits, those sent from the memory tier.
   std::atomic<uint64_t> misses{0};          // GETs and compiles that found nothing stored.
   std::atomic<uint64_t> uploads{0};         // PUTs that stored a new artifact.
   std::atomic<uint64_t> rejected{0};        // Uploads refused: bad key, bad container, too large.

@@ -47,7 +47,8 @@ int RunServe(ServeSettings settings, std::ostream& out, std::ostream& err) {
     return 1;
   }
   for (auto [text, target] : {std::pair{&settings.max_size, &options.max_size},
-                              std::pair{&settings.max_body, &options.max_body}}) {
+                              std::pair{&settings.max_body, &options.max_body},
+                              std::pair{&settings.memory_tier, &options.memory_tier_bytes}}) {
     if (text->empty()) continue;
     auto bytes = ParseByteSize(*text);
     if (!bytes) {

@@ -13,6 +13,7 @@ struct ServeSettings {
   std::string listen = "127.0.0.1:7070";  // HOST:PORT, [IPV6]:PORT; port 0 picks a free one.
   std::string max_size;                   // "10G"; empty for no cap.
   std::string max_body;                   // "4G"; empty for the default.
+  std::string memory_tier;                // "256M", "0" for none; empty for the default.
   bool dry_run = false;  // Check the options and say what would be served; start nothing.
 };
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -56,6 +57,7 @@ class ServerImpl final : public Server {
     if (wrote_server_json_) cache::RemoveServerInfo(ctx_.options.dir);
     ctx_.upstream.reset();  // Stops its uploader, which reads the store.
     ctx_.pool.reset();
+    ctx_.memory_tier.reset();
     ctx_.store.reset();  // Flushes access times and marks a clean close.
     log_.reset();
   }
@@ -251,6 +253,11 @@ Status ServerImpl::Init(ServerOptions options) {
   pool_options.max_queue = o.compile_queue;
   pool_options.timeout = o.compile_timeout;
   ctx_.pool = std::make_unique<compiler::WorkerPool>(std::move(pool_options));
+  if (o.memory_tier_bytes != 0)
+    ctx_.memory_tier = std::make_unique<MemoryTier>(o.memory_tier_bytes);
+  // A reply may go out with sendfile(), which has no MSG_NOSIGNAL: a client gone mid-reply must
+  // fail that send, not end the process.
+  ::signal(SIGPIPE, SIG_IGN);
 
   const bool tls = !o.tls_cert.empty();
   if (tls) {

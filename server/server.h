@@ -37,6 +37,9 @@ struct ServerOptions {
   size_t compile_queue = 64;
   std::chrono::seconds compile_timeout{600};
   uint64_t max_body = uint64_t{4} << 30;  // Largest upload or HLO text accepted (413 beyond).
+  // The memory tier's budget (server/memory_tier.h): bodies of recent hits from 64 KiB to a
+  // quarter of it, sent with sendfile. 0 turns it off.
+  uint64_t memory_tier_bytes = uint64_t{256} << 20;
   size_t threads = 64;                    // Requests served at once (idle connections need none).
   std::chrono::seconds io_timeout{10};    // Longest wait for a client to send or receive.
   std::chrono::seconds keep_alive_timeout{5};
