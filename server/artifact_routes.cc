@@ -180,37 +180,55 @@ void HandleGet(ServerContext& ctx, const httplib::Request& req, httplib::Respons
   }
   res.set_header("X-Hlocache-Checksum", info.checksum.Hex());
   // A chunked artifact is copied into the memory tier as it streams out, and kept only once
-  // the reader has checked the whole of it.
-  std::shared_ptr<MemoryBodyFiller> filler;
+  // the reader has checked the whole of it. (A ranged request may skip chunks: it fills nothing.)
+  std::unique_ptr<MemoryBodyFiller> filler;
   if (ctx.memory_tier && !req.has_header("Range")) {
     filler = ctx.memory_tier->StartFilling(info.key, info.size, info.checksum);
+    if (filler && !filler->Append(*first).ok()) filler = nullptr;
   }
-  auto pending = std::make_shared<std::span<const char>>(*first);
-  res.set_content_provider(
-      info.size, kOctetStream,
-      [reader, pending, filler, &ctx](size_t offset, size_t, httplib::DataSink& sink) mutable {
-        std::span<const char> chunk = *pending;
-        if (chunk.empty()) {
-          auto next = reader->Next();
-          // A chunk that fails its check mid-stream ends the connection short of the length the
-          // client was promised, so the client can tell, and nothing bad is handed on.
-          if (!next || next->empty()) return false;
-          chunk = *next;
-        }
-        *pending = {};
-        if (filler && !filler->Append(chunk).ok()) filler = nullptr;
-        if (!sink.write(chunk.data(), chunk.size())) return false;
-        ctx.metrics.bytes_out.fetch_add(chunk.size(), std::memory_order_relaxed);
-        if (filler && offset + chunk.size() == reader->info().size) {
-          // The last chunk: the reader's end checks the whole artifact's checksum.
-          auto end = reader->Next();
-          if (end && end->empty()) {
-            if (auto sealed = filler->Seal()) ctx.memory_tier->Insert(*sealed);
-          }
-          filler = nullptr;
-        }
-        return true;
-      });
+  // Where the stream stands: the verified chunk in hand and its offset in the artifact.
+  struct Stream {
+    std::shared_ptr<cache::ArtifactReader> reader;
+    std::span<const char> chunk;
+    uint64_t chunk_start = 0;
+    std::unique_ptr<MemoryBodyFiller> filler;
+  };
+  auto stream = std::make_shared<Stream>(Stream{reader, *first, 0, std::move(filler)});
+  res.set_content_provider(info.size, kOctetStream,
+                           [stream, &ctx](size_t offset, size_t length, httplib::DataSink& sink) {
+                             Stream& s = *stream;
+                             // A range asks from `offset`: chunks wholly before it are read (each
+                             // is verified before any of its bytes go out) and skipped. Ranges
+                             // asked out of order end the reply.
+                             if (offset < s.chunk_start) return false;
+                             while (offset - s.chunk_start >= s.chunk.size()) {
+                               auto next = s.reader->Next();
+                               // A chunk that fails its check mid-stream ends the connection short
+                               // of the length the client was promised, so the client can tell, and
+                               // nothing bad is handed on.
+                               if (!next || next->empty()) return false;
+                               s.chunk_start += s.chunk.size();
+                               s.chunk = *next;
+                               if (s.filler && !s.filler->Append(s.chunk).ok()) s.filler = nullptr;
+                             }
+                             const size_t skip = offset - s.chunk_start;
+                             const std::span<const char> piece =
+                                 s.chunk.subspan(skip, std::min(length, s.chunk.size() - skip));
+                             if (!sink.write(piece.data(), piece.size())) return false;
+                             ctx.metrics.bytes_out.fetch_add(piece.size(),
+                                                             std::memory_order_relaxed);
+                             if (s.filler && offset + piece.size() == s.reader->info().size) {
+                               // The last chunk: the reader's end checks the whole artifact's
+                               // checksum.
+                               auto end = s.reader->Next();
+                               if (end && end->empty()) {
+                                 if (auto sealed = s.filler->Seal())
+                                   ctx.memory_tier->Insert(*sealed);
+                               }
+                               s.filler = nullptr;
+                             }
+                             return true;
+                           });
 }
 
 void HandlePut(ServerContext& ctx, const httplib::Request& req, httplib::Response& res,

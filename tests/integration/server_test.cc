@@ -99,6 +99,103 @@ TEST_F(ServerTest, RoundTripsFromOneByteTo256MiB) {
   EXPECT_EQ(server->Stop(), 0) << server->output();
 }
 
+uint64_t MemoryTierHits(httplib::Client& client) {
+  auto stats = client.Get("/v1/stats");
+  if (!stats || stats->status != 200) return ~uint64_t{0};
+  return nlohmann::json::parse(stats->body).value("memory_tier_hits", ~uint64_t{0});
+}
+
+TEST_F(ServerTest, RepeatedHitsAreSentFromMemoryWhileTheStoreHoldsTheEntry) {
+  auto server = Start({"--max-size", "6M"});
+  auto client = server->TierClient(64 << 20);
+  // One chunk (1 MiB), several chunks (the store's chunks are 4 MiB), and one too small to keep.
+  const std::vector<size_t> payloads = {size_t{1} << 20, (size_t{9} << 20) / 2 + 5, 4096};
+  std::vector<std::string> keys, artifacts;
+  for (size_t i = 0; i < payloads.size(); ++i) {
+    keys.push_back(TestKey(100 + i));
+    artifacts.push_back(MakeArtifact(keys[i], payloads[i], 100 + i));
+    auto put =
+        client->Put(("/v1/artifacts/" + keys[i]).c_str(), artifacts[i], "application/octet-stream");
+    ASSERT_TRUE(put && put->status == 201) << i;
+  }
+  uint64_t expected_memory_hits = 0;
+  for (int round = 0; round < 3; ++round) {
+    for (size_t i = 0; i < payloads.size(); ++i) {
+      auto get = client->Get(("/v1/artifacts/" + keys[i]).c_str());
+      ASSERT_TRUE(get) << httplib::to_string(get.error());
+      EXPECT_EQ(get->status, 200);
+      EXPECT_TRUE(get->body == artifacts[i]) << "round " << round << ", artifact " << i;
+      EXPECT_EQ(get->get_header_value("X-Hlocache-Checksum"), cache::HashBytes(artifacts[i]).Hex());
+      // The first read fills the tier; the small one is never kept.
+      if (round > 0 && payloads[i] > (64 << 10)) ++expected_memory_hits;
+    }
+    EXPECT_EQ(MemoryTierHits(*client), expected_memory_hits) << "round " << round;
+  }
+  // A range of a kept body is the same range of the artifact.
+  for (size_t i : {0, 1}) {
+    auto range =
+        client->Get(("/v1/artifacts/" + keys[i]).c_str(), {{"Range", "bytes=1000000-1000999"}});
+    ASSERT_TRUE(range);
+    EXPECT_EQ(range->status, 206);
+    EXPECT_TRUE(range->body == artifacts[i].substr(1000000, 1000)) << i;
+  }
+
+  // Deleted: not served from memory.
+  auto erased = client->Delete(("/v1/artifacts/" + keys[0]).c_str());
+  ASSERT_TRUE(erased && erased->status == 204);
+  auto after_delete = client->Get(("/v1/artifacts/" + keys[0]).c_str());
+  ASSERT_TRUE(after_delete);
+  EXPECT_EQ(after_delete->status, 404);
+
+  // Evicted by the store (past --max-size), which the tier is not told of: the store is asked on
+  // every hit, so it is not served from memory either.
+  const uint64_t memory_hits_before = MemoryTierHits(*client);
+  for (uint64_t n = 200; n < 206; ++n) {
+    const std::string filler = MakeArtifact(TestKey(n), 1 << 20, n);
+    auto put =
+        client->Put(("/v1/artifacts/" + TestKey(n)).c_str(), filler, "application/octet-stream");
+    ASSERT_TRUE(put && put->status == 201) << n;
+  }
+  auto evicted = client->Head(("/v1/artifacts/" + keys[1]).c_str());
+  ASSERT_TRUE(evicted);
+  ASSERT_EQ(evicted->status, 404) << "the store kept it: the test proves nothing";
+  auto after_evict = client->Get(("/v1/artifacts/" + keys[1]).c_str());
+  ASSERT_TRUE(after_evict);
+  EXPECT_EQ(after_evict->status, 404);
+  EXPECT_EQ(MemoryTierHits(*client), memory_hits_before);
+  EXPECT_EQ(server->Stop(), 0) << server->output();
+}
+
+// Without the tier every hit streams from the store, chunk by chunk, ranges included: a range
+// starts in whichever chunk holds its first byte.
+TEST_F(ServerTest, MemoryTierOffServesEveryHitAndRangeFromTheStore) {
+  auto server = Start({"--memory-tier", "0"});
+  auto client = server->TierClient(64 << 20);
+  for (size_t payload : {size_t{1} << 20, size_t{9} << 20}) {
+    const std::string key = TestKey(300 + payload);
+    const std::string artifact = MakeArtifact(key, payload, payload);
+    auto put = client->Put(("/v1/artifacts/" + key).c_str(), artifact, "application/octet-stream");
+    ASSERT_TRUE(put && put->status == 201);
+    for (int i = 0; i < 3; ++i) {
+      auto get = client->Get(("/v1/artifacts/" + key).c_str());
+      ASSERT_TRUE(get && get->status == 200);
+      EXPECT_TRUE(get->body == artifact);
+    }
+    for (size_t from : {size_t{0}, size_t{1000}, size_t{5000000}, artifact.size() - 10}) {
+      if (from >= artifact.size()) continue;
+      const size_t last = std::min(from + 999, artifact.size() - 1);
+      const std::string range = "bytes=" + std::to_string(from) + "-" + std::to_string(last);
+      auto got = client->Get(("/v1/artifacts/" + key).c_str(), {{"Range", range}});
+      ASSERT_TRUE(got) << range << ": " << httplib::to_string(got.error());
+      EXPECT_EQ(got->status, 206) << range;
+      EXPECT_TRUE(got->body == artifact.substr(from, last - from + 1))
+          << payload << " bytes, " << range;
+    }
+  }
+  EXPECT_EQ(MemoryTierHits(*client), 0u);
+  EXPECT_EQ(server->Stop(), 0) << server->output();
+}
+
 TEST_F(ServerTest, FileArtifactsAreListedByNamespaceAndPrefixWithTheirSizes) {
   auto server = Start();
   auto client = server->Client();

@@ -311,6 +311,35 @@ TEST_F(StoreTest, EvictsLeastRecentlyUsedDownToTheLowMark) {
   EXPECT_THAT(log_, ::testing::Contains(HasSubstr("evicted 6")));
 }
 
+TEST_F(StoreTest, TouchCountsAsAReadForEvictionAndReturnsTheChecksum) {
+  StoreOptions o = Options();
+  o.max_bytes = 10 * 1000;
+  o.high_water = 1.0;
+  o.low_water = 0.5;
+  auto store = OpenStore(o);
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(store->Put(KeyOf(i), Bytes(1000, i), Info()).has_value());
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));  // Distinct access times.
+  }
+  const uint64_t hits_before = store->Stats()->hits;
+  for (int i : {0, 1}) {
+    auto touched = store->Touch(KeyOf(i));
+    ASSERT_THAT(touched, IsOk());
+    ASSERT_TRUE(touched->has_value()) << i;
+    EXPECT_EQ(**touched, HashBytes(Bytes(1000, i))) << i;
+  }
+  EXPECT_EQ(store->Stats()->hits, hits_before + 2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(3));
+  // As after reads: the two touched are the most recently used, and survive the eviction.
+  ASSERT_TRUE(store->Put(KeyOf(10), Bytes(1000, 10), Info()).has_value());
+  for (int i : {0, 1, 8, 9, 10}) EXPECT_TRUE(*store->Contains(KeyOf(i))) << i;
+  for (int i = 2; i <= 7; ++i) EXPECT_FALSE(*store->Contains(KeyOf(i))) << i;
+  auto gone = store->Touch(KeyOf(2));
+  ASSERT_THAT(gone, IsOk());
+  EXPECT_FALSE(gone->has_value());
+  EXPECT_THAT(store->Touch("v1-not-a-key"), StatusIs(StatusCode::kInvalidArgument));
+}
+
 TEST_F(StoreTest, ArtifactLargerThanTheCapIsRefused) {
   StoreOptions o = Options();
   o.max_bytes = 1000;
