@@ -4,7 +4,10 @@
 // hlocache and nginx are loaded with wrk (-t2, keep-alive) at 8 and at 64 connections; Redis
 // with redis-benchmark (its own protocol, which wrk cannot speak) at the same counts. Prints
 // requests/s, MB/s and the p50, p99 and p99.9 latencies for 4 KiB and 1 MiB hits, with the
-// hlocache/nginx ratios of throughput and of p99.
+// hlocache/nginx ratios of throughput and of p99. hlocache serves with its defaults, its memory
+// tier on (server/memory_tier.h: hits of 64 KiB and more sent from memory with sendfile); a
+// second hlocache server with `--memory-tier 0` gives the 1 MiB rows of a hit read from the
+// store each time.
 //
 // Usage: server_bench [seconds per run, default 5]
 #include <signal.h>
@@ -136,12 +139,20 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "hlocache did not start:\n%s\n", hlocache.output().c_str());
     return 1;
   }
-  for (const Size& s : sizes) {
-    auto r = hlocache.Client()->Put(("/v1/artifacts/" + s.key).c_str(), s.bytes,
-                                    "application/octet-stream");
-    if (!r || r->status >= 300) {
-      std::fprintf(stderr, "upload failed\n");
-      return 1;
+  ServerProcess store_only(HLOCACHE_BINARY, root / "store-only",
+                           {"--access-log", "", "--memory-tier", "0"});
+  if (!store_only.started()) {
+    std::fprintf(stderr, "hlocache did not start:\n%s\n", store_only.output().c_str());
+    return 1;
+  }
+  for (ServerProcess* server : {&hlocache, &store_only}) {
+    for (const Size& s : sizes) {
+      auto r = server->Client()->Put(("/v1/artifacts/" + s.key).c_str(), s.bytes,
+                                     "application/octet-stream");
+      if (!r || r->status >= 300) {
+        std::fprintf(stderr, "upload failed\n");
+        return 1;
+      }
     }
   }
 
@@ -195,6 +206,11 @@ int main(int argc, char** argv) {
                             connections, script);
       const Load theirs = Wrk("http://127.0.0.1:" + std::to_string(nginx_port) + "/" + s.key,
                               seconds, s.bytes.size(), connections, script);
+      // The memory tier keeps only bodies of 64 KiB and more: a small hit is a store read anyway.
+      const bool tiered = s.bytes.size() >= (64 << 10);
+      const Load from_store = tiered ? Wrk(store_only.url() + "/v1/artifacts/" + s.key, seconds,
+                                           s.bytes.size(), connections, script)
+                                     : Load{};
       // Redis: SET then GET of one value of the same size; the GET row.
       const std::string csv =
           CommandOutput("redis-benchmark -p " + std::to_string(redis_port) + " -t set,get -c " + n +
@@ -224,7 +240,7 @@ int main(int argc, char** argv) {
       }
       const Load library = Wrk("http://127.0.0.1:" + std::to_string(bare_port) + "/" + s.key,
                                seconds, s.bytes.size(), connections, script);
-      all_ok = all_ok && ours.ok && theirs.ok;
+      all_ok = all_ok && ours.ok && theirs.ok && (!tiered || from_store.ok);
       auto row = [&](const char* server, const Load& l, bool ratio) {
         std::printf("| %s | %d | %s | %.0f | %.0f | %.2f | %.2f | ", s.name, connections, server,
                     l.requests_per_second, l.megabytes_per_second, l.p50_ms, l.p99_ms);
@@ -241,6 +257,7 @@ int main(int argc, char** argv) {
         }
       };
       row("hlocache", ours, true);
+      if (tiered) row("hlocache, --memory-tier 0", from_store, true);
       row("nginx (static file)", theirs, false);
       row("bare cpp-httplib (static buffer)", library, true);
       if (redis_load.ok) row("Redis GET", redis_load, false);
@@ -251,6 +268,7 @@ int main(int argc, char** argv) {
   Reap(nginx);
   Reap(redis);
   hlocache.Stop();
+  store_only.Stop();
   std::error_code ec;
   fs::remove_all(root, ec);
   return all_ok ? 0 : 1;
