@@ -69,14 +69,14 @@ std::shared_ptr<const MemoryBody> MemoryTier::Find(std::string_view key) {
 
 void MemoryTier::Insert(std::shared_ptr<const MemoryBody> body) {
   const uint64_t size = body->bytes().size();
-  if (!Admits(size)) return;
+  if (!Admits(size) || most_bodies_ == 0) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (auto it = by_key_.find(body->key()); it != by_key_.end()) {
     bytes_ -= (*it->second)->bytes().size();
     lru_.erase(it->second);
     by_key_.erase(it);
   }
-  while (!lru_.empty() && bytes_ + size > capacity_) {
+  while (!lru_.empty() && (bytes_ + size > capacity_ || lru_.size() >= most_bodies_)) {
     bytes_ -= lru_.back()->bytes().size();
     by_key_.erase(lru_.back()->key());
     lru_.pop_back();

@@ -88,9 +88,14 @@ class MemoryTier {
   // which costs less than a sendfile of its own.
   static constexpr uint64_t kSmallestBody = 64 << 10;
 
+  // Each body holds a file descriptor: no more than this many bodies are kept, so a budget
+  // filled with small bodies cannot take the descriptors that connections need.
+  static constexpr size_t kMostBodies = 512;
+
   // `capacity_bytes`: the budget for all bodies together; a body larger than a quarter of it
-  // is not kept (one would evict most of the others).
-  explicit MemoryTier(uint64_t capacity_bytes) : capacity_(capacity_bytes) {}
+  // is not kept (one would evict most of the others). `most_bodies`: the count kept at most.
+  explicit MemoryTier(uint64_t capacity_bytes, size_t most_bodies = kMostBodies)
+      : capacity_(capacity_bytes), most_bodies_(most_bodies) {}
 
   // Whether a body of `size` bytes would be kept.
   bool Admits(uint64_t size) const { return size >= kSmallestBody && size <= capacity_ / 4; }
@@ -103,7 +108,7 @@ class MemoryTier {
   // The body kept for `key` (now the most recently used), or nullptr.
   std::shared_ptr<const MemoryBody> Find(std::string_view key);
   // Keeps `body`, replacing any under its key, and drops least recently used bodies until the
-  // total is within the budget.
+  // total is within the budget and the count within `most_bodies`.
   void Insert(std::shared_ptr<const MemoryBody> body);
   // Drops `key`'s body, if `stale` is it (a newer body put in meanwhile stays); nullptr drops
   // whatever is kept.
@@ -116,6 +121,7 @@ class MemoryTier {
   using Lru = std::list<std::shared_ptr<const MemoryBody>>;  // Most recently used first.
 
   const uint64_t capacity_;
+  const size_t most_bodies_;
   mutable std::mutex mu_;
   Lru lru_;
   std::unordered_map<std::string_view, Lru::iterator> by_key_;  // Views of the bodies' keys.

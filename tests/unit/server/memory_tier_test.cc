@@ -116,6 +116,17 @@ TEST(MemoryTierTest, DropsTheLeastRecentlyUsedBodiesPastItsBudget) {
   EXPECT_TRUE(TextOf(*tier.Find("g")) == Bytes(256 * kKiB, 'g'));
 }
 
+TEST(MemoryTierTest, KeepsNoMoreBodiesThanItsCountWhateverTheirBytes) {
+  MemoryTier tier(64 << 20, /*most_bodies=*/3);
+  for (char name : {'a', 'b', 'c', 'd', 'e'}) {
+    tier.Insert(Fill(tier, std::string(1, name), Bytes(64 * kKiB, name)));
+    EXPECT_LE(tier.size(), 3u) << name;
+  }
+  for (const char* gone : {"a", "b"}) EXPECT_EQ(tier.Find(gone), nullptr) << gone;
+  for (const char* kept : {"c", "d", "e"}) EXPECT_NE(tier.Find(kept), nullptr) << kept;
+  EXPECT_EQ(tier.bytes(), 3 * 64 * kKiB);
+}
+
 TEST(MemoryTierTest, ABodyInUseOutlivesItsEviction) {
   MemoryTier tier(1 << 20);
   const std::string bytes = Bytes(256 * kKiB, 'h');
