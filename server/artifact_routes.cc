@@ -127,6 +127,54 @@ std::shared_ptr<const MemoryBody> KeepInMemory(ServerContext& ctx, const cache::
   return *sealed;
 }
 
+// A hit streamed from the store, chunk by chunk: where it stands (the verified chunk in hand and
+// its offset in the artifact), and the memory tier's copy being made as it streams (none for a
+// range, which may skip chunks).
+class StoreStream {
+ public:
+  StoreStream(ServerContext& ctx, std::shared_ptr<cache::ArtifactReader> reader,
+              std::span<const char> first, std::unique_ptr<MemoryBodyFiller> filler)
+      : ctx_(ctx), reader_(std::move(reader)), chunk_(first), filler_(std::move(filler)) {}
+
+  // cpp-httplib's content provider: sends bytes from `offset`, at most `length` of them.
+  bool Provide(size_t offset, size_t length, httplib::DataSink& sink) {
+    // Chunks wholly before `offset` (a range's start) are read, each verified, and skipped.
+    // Ranges asked out of order end the reply.
+    if (offset < chunk_start_) return false;
+    while (offset - chunk_start_ >= chunk_.size()) {
+      auto next = reader_->Next();
+      // A chunk that fails its check mid-stream ends the connection short of the length the
+      // client was promised, so the client can tell, and nothing bad is handed on.
+      if (!next || next->empty()) return false;
+      chunk_start_ += chunk_.size();
+      chunk_ = *next;
+      if (filler_ && !filler_->Append(chunk_).ok()) filler_ = nullptr;
+    }
+    const size_t skip = offset - chunk_start_;
+    const std::span<const char> piece =
+        chunk_.subspan(skip, std::min(length, chunk_.size() - skip));
+    if (!sink.write(piece.data(), piece.size())) return false;
+    ctx_.metrics.bytes_out.fetch_add(piece.size(), std::memory_order_relaxed);
+    if (filler_ && offset + piece.size() == reader_->info().size) {
+      // The last chunk is out: the reader's end checks the whole artifact's checksum, and only
+      // then is the copy kept.
+      auto end = reader_->Next();
+      if (end && end->empty()) {
+        if (auto sealed = filler_->Seal()) ctx_.memory_tier->Insert(*sealed);
+      }
+      filler_ = nullptr;
+    }
+    return true;
+  }
+
+ private:
+  ServerContext& ctx_;
+  const std::shared_ptr<cache::ArtifactReader> reader_;
+  std::span<const char> chunk_;
+  uint64_t chunk_start_ = 0;
+  std::unique_ptr<MemoryBodyFiller> filler_;
+};
+
 void HandleGet(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
   auto key = KeyOf(req, res);
   if (!key) return;
@@ -186,48 +234,10 @@ void HandleGet(ServerContext& ctx, const httplib::Request& req, httplib::Respons
     filler = ctx.memory_tier->StartFilling(info.key, info.size, info.checksum);
     if (filler && !filler->Append(*first).ok()) filler = nullptr;
   }
-  // Where the stream stands: the verified chunk in hand and its offset in the artifact.
-  struct Stream {
-    std::shared_ptr<cache::ArtifactReader> reader;
-    std::span<const char> chunk;
-    uint64_t chunk_start = 0;
-    std::unique_ptr<MemoryBodyFiller> filler;
-  };
-  auto stream = std::make_shared<Stream>(Stream{reader, *first, 0, std::move(filler)});
+  auto stream = std::make_shared<StoreStream>(ctx, std::move(reader), *first, std::move(filler));
   res.set_content_provider(info.size, kOctetStream,
-                           [stream, &ctx](size_t offset, size_t length, httplib::DataSink& sink) {
-                             Stream& s = *stream;
-                             // A range asks from `offset`: chunks wholly before it are read (each
-                             // is verified before any of its bytes go out) and skipped. Ranges
-                             // asked out of order end the reply.
-                             if (offset < s.chunk_start) return false;
-                             while (offset - s.chunk_start >= s.chunk.size()) {
-                               auto next = s.reader->Next();
-                               // A chunk that fails its check mid-stream ends the connection short
-                               // of the length the client was promised, so the client can tell, and
-                               // nothing bad is handed on.
-                               if (!next || next->empty()) return false;
-                               s.chunk_start += s.chunk.size();
-                               s.chunk = *next;
-                               if (s.filler && !s.filler->Append(s.chunk).ok()) s.filler = nullptr;
-                             }
-                             const size_t skip = offset - s.chunk_start;
-                             const std::span<const char> piece =
-                                 s.chunk.subspan(skip, std::min(length, s.chunk.size() - skip));
-                             if (!sink.write(piece.data(), piece.size())) return false;
-                             ctx.metrics.bytes_out.fetch_add(piece.size(),
-                                                             std::memory_order_relaxed);
-                             if (s.filler && offset + piece.size() == s.reader->info().size) {
-                               // The last chunk: the reader's end checks the whole artifact's
-                               // checksum.
-                               auto end = s.reader->Next();
-                               if (end && end->empty()) {
-                                 if (auto sealed = s.filler->Seal())
-                                   ctx.memory_tier->Insert(*sealed);
-                               }
-                               s.filler = nullptr;
-                             }
-                             return true;
+                           [stream](size_t offset, size_t length, httplib::DataSink& sink) {
+                             return stream->Provide(offset, length, sink);
                            });
 }
 

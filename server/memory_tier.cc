@@ -16,6 +16,7 @@ MemoryBody::~MemoryBody() {
 
 MemoryBodyFiller::~MemoryBodyFiller() {
   if (fd_ >= 0) ::close(fd_);
+  tier_.FillerDone(key_, size_);
 }
 
 Status MemoryBodyFiller::Append(std::span<const char> bytes) {
@@ -47,16 +48,37 @@ Result<std::shared_ptr<const MemoryBody>> MemoryBodyFiller::Seal() {
   const int fd = fd_;
   fd_ = -1;
   return std::shared_ptr<const MemoryBody>(
-      new MemoryBody(std::move(key_), checksum_, fd, static_cast<const char*>(data), size_));
+      new MemoryBody(key_, checksum_, fd, static_cast<const char*>(data), size_));
 }
 
 std::unique_ptr<MemoryBodyFiller> MemoryTier::StartFilling(std::string_view key, uint64_t size,
-                                                           const cache::Hash128& checksum) const {
+                                                           const cache::Hash128& checksum) {
   if (!Admits(size)) return nullptr;
+  std::string key_text(key);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (filling_bytes_ + size > capacity_ || !filling_.emplace(key_text, size).second) {
+      return nullptr;
+    }
+    filling_bytes_ += size;
+  }
   const int fd = ::memfd_create("hlocache-body", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  if (fd < 0) return nullptr;
+  if (fd < 0) {
+    FillerDone(key_text, size);
+    return nullptr;
+  }
   return std::unique_ptr<MemoryBodyFiller>(
-      new MemoryBodyFiller(std::string(key), checksum, size, fd));
+      new MemoryBodyFiller(*this, std::move(key_text), checksum, size, fd));
+}
+
+void MemoryTier::FillerDone(const std::string& key, uint64_t size) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (filling_.erase(key) != 0) filling_bytes_ -= size;
+}
+
+size_t MemoryTier::filling() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return filling_.size();
 }
 
 std::shared_ptr<const MemoryBody> MemoryTier::Find(std::string_view key) {

@@ -57,10 +57,13 @@ class MemoryBody {
   const uint64_t size_;
 };
 
-// Copies an artifact's verified bytes, in order, into a new memory file. Not thread-safe.
+class MemoryTier;
+
+// Copies an artifact's verified bytes, in order, into a new memory file. Not thread-safe; must
+// not outlive the tier that started it.
 class MemoryBodyFiller {
  public:
-  ~MemoryBodyFiller();  // Closes the file if it was never sealed.
+  ~MemoryBodyFiller();  // Closes the file if it was never sealed; the key may be filled again.
   MemoryBodyFiller(const MemoryBodyFiller&) = delete;
   MemoryBodyFiller& operator=(const MemoryBodyFiller&) = delete;
 
@@ -72,9 +75,11 @@ class MemoryBodyFiller {
 
  private:
   friend class MemoryTier;
-  MemoryBodyFiller(std::string key, cache::Hash128 checksum, uint64_t size, int fd)
-      : key_(std::move(key)), checksum_(checksum), size_(size), fd_(fd) {}
+  MemoryBodyFiller(MemoryTier& tier, std::string key, cache::Hash128 checksum, uint64_t size,
+                   int fd)
+      : tier_(tier), key_(std::move(key)), checksum_(checksum), size_(size), fd_(fd) {}
 
+  MemoryTier& tier_;
   std::string key_;
   cache::Hash128 checksum_;
   uint64_t size_;
@@ -101,9 +106,12 @@ class MemoryTier {
   bool Admits(uint64_t size) const { return size >= kSmallestBody && size <= capacity_ / 4; }
 
   // A new filler for `key`'s body of `size` bytes with `checksum`; nullptr when the size is not
-  // admitted or no memory file could be made (the caller serves the hit without the tier).
+  // admitted, when `key` is being filled already, when the bodies being filled would pass the
+  // budget, or when no memory file could be made. The caller then serves the hit without the
+  // tier. (A fleet that asks for one large executable all at once makes one copy of it here,
+  // not one per request.)
   std::unique_ptr<MemoryBodyFiller> StartFilling(std::string_view key, uint64_t size,
-                                                 const cache::Hash128& checksum) const;
+                                                 const cache::Hash128& checksum);
 
   // The body kept for `key` (now the most recently used), or nullptr.
   std::shared_ptr<const MemoryBody> Find(std::string_view key);
@@ -116,8 +124,12 @@ class MemoryTier {
 
   uint64_t bytes() const;
   size_t size() const;
+  size_t filling() const;  // Fillers alive.
 
  private:
+  friend class MemoryBodyFiller;
+  void FillerDone(const std::string& key, uint64_t size);
+
   using Lru = std::list<std::shared_ptr<const MemoryBody>>;  // Most recently used first.
 
   const uint64_t capacity_;
@@ -126,6 +138,8 @@ class MemoryTier {
   Lru lru_;
   std::unordered_map<std::string_view, Lru::iterator> by_key_;  // Views of the bodies' keys.
   uint64_t bytes_ = 0;
+  std::unordered_map<std::string, uint64_t> filling_;  // Keys being filled, and their sizes.
+  uint64_t filling_bytes_ = 0;
 };
 
 }  // namespace hlocache::server

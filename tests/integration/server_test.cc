@@ -166,6 +166,36 @@ TEST_F(ServerTest, RepeatedHitsAreSentFromMemoryWhileTheStoreHoldsTheEntry) {
   EXPECT_EQ(server->Stop(), 0) << server->output();
 }
 
+// A fleet starting at once asks for one large executable from many connections: each gets it
+// whole while the first copy into memory is being made, and after it.
+TEST_F(ServerTest, ManyClientsAtOnceOnOneLargeArtifactEachGetItWhole) {
+  auto server = Start();
+  const std::string key = TestKey(400);
+  const std::string artifact = MakeArtifact(key, (size_t{9} << 20) + 7, 400);
+  auto put = server->TierClient(artifact.size())
+                 ->Put(("/v1/artifacts/" + key).c_str(), artifact, "application/octet-stream");
+  ASSERT_TRUE(put && put->status == 201);
+  constexpr int kClients = 12;
+  for (int round = 0; round < 2; ++round) {
+    std::atomic<int> whole{0};
+    std::vector<std::thread> clients;
+    for (int i = 0; i < kClients; ++i) {
+      clients.emplace_back([&] {
+        auto get = server->TierClient(artifact.size())->Get(("/v1/artifacts/" + key).c_str());
+        if (get && get->status == 200 && get->body == artifact) whole.fetch_add(1);
+      });
+    }
+    for (std::thread& t : clients) t.join();
+    EXPECT_EQ(whole.load(), kClients) << "round " << round;
+  }
+  // One copy was kept, from one of the first round's streams.
+  auto after = server->TierClient(artifact.size())->Get(("/v1/artifacts/" + key).c_str());
+  ASSERT_TRUE(after && after->status == 200);
+  EXPECT_TRUE(after->body == artifact);
+  EXPECT_GE(MemoryTierHits(*server->Client()), 1u);
+  EXPECT_EQ(server->Stop(), 0) << server->output();
+}
+
 // Without the tier every hit streams from the store, chunk by chunk, ranges included: a range
 // starts in whichever chunk holds its first byte.
 TEST_F(ServerTest, MemoryTierOffServesEveryHitAndRangeFromTheStore) {

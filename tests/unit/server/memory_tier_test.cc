@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <string>
+#include <vector>
 
 #include "server/connection.h"
 #include "tests/unit/status_matchers.h"
@@ -28,7 +29,7 @@ std::string Bytes(size_t size, char seed) {
 cache::Hash128 ChecksumOf(const std::string& bytes) { return cache::HashBytes(bytes); }
 
 // A sealed body of `bytes` under `key`, appended in pieces of `piece` bytes.
-std::shared_ptr<const MemoryBody> Fill(const MemoryTier& tier, const std::string& key,
+std::shared_ptr<const MemoryBody> Fill(MemoryTier& tier, const std::string& key,
                                        const std::string& bytes, size_t piece = 7000) {
   auto filler = tier.StartFilling(key, bytes.size(), ChecksumOf(bytes));
   EXPECT_NE(filler, nullptr);
@@ -89,9 +90,33 @@ TEST(MemoryTierTest, ABodyIsSealedOnlyWithExactlyItsSize) {
   ASSERT_NE(short_one, nullptr);
   ASSERT_THAT(short_one->Append(bytes), IsOk());
   EXPECT_THAT(short_one->Seal(), StatusIs(StatusCode::kFailedPrecondition));
-  auto long_one = tier.StartFilling("k", bytes.size() - 1, ChecksumOf(bytes));
+  auto long_one = tier.StartFilling("other", bytes.size() - 1, ChecksumOf(bytes));
   ASSERT_NE(long_one, nullptr);
   EXPECT_THAT(long_one->Append(bytes), StatusIs(StatusCode::kFailedPrecondition));
+}
+
+TEST(MemoryTierTest, FillsOneBodyPerKeyAtATimeAndNoMoreBytesThanItsBudget) {
+  MemoryTier tier(1 << 20);
+  auto first = tier.StartFilling("k", 200 * kKiB, {});
+  ASSERT_NE(first, nullptr);
+  // Many requests for one key while its first copy is being made: no second copy.
+  EXPECT_EQ(tier.StartFilling("k", 200 * kKiB, {}), nullptr);
+  std::vector<std::unique_ptr<MemoryBodyFiller>> others;
+  for (const char* key : {"a", "b", "c"}) {
+    others.push_back(tier.StartFilling(key, 240 * kKiB, {}));
+    EXPECT_NE(others.back(), nullptr) << key;
+  }
+  EXPECT_EQ(tier.filling(), 4u);
+  // 200 + 3 x 240 KiB are being filled: 105 KiB more would pass the 1 MiB budget, 104 would not.
+  EXPECT_EQ(tier.StartFilling("d", 105 * kKiB, {}), nullptr);
+  EXPECT_NE(tier.StartFilling("e", 104 * kKiB, {}), nullptr);
+  // A filler that ends, sealed or not, lets its key and its bytes be filled again.
+  first.reset();
+  others.clear();
+  EXPECT_EQ(tier.filling(), 0u);
+  EXPECT_NE(Fill(tier, "k", Bytes(200 * kKiB, 'k')), nullptr);
+  EXPECT_NE(tier.StartFilling("d", 256 * kKiB, {}), nullptr);
+  EXPECT_EQ(tier.filling(), 0u);
 }
 
 TEST(MemoryTierTest, DropsTheLeastRecentlyUsedBodiesPastItsBudget) {
