@@ -67,7 +67,8 @@ class Server {
   // Opens the store, binds the address and starts serving in background threads. Errors: the
   // store's (kUnavailable when another process owns DIR), kInvalidArgument for bad options
   // (a non-loopback address without tokens, unreadable TLS files), kUnavailable when the
-  // address cannot be bound.
+  // address cannot be bound. Sets SIGPIPE to be ignored in this process: replies go out with
+  // sendfile(), which cannot ask for MSG_NOSIGNAL, and a client gone mid-reply must not end it.
   static Result<std::unique_ptr<Server>> Start(ServerOptions options);
   virtual ~Server() = default;
 
