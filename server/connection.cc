@@ -366,6 +366,28 @@ class ConnectionStream final : public httplib::Stream {
     }
   }
 
+  // Traces what a send call (`call`, made with `left` bytes to go) returned, and when it
+  // failed (-1, not EINTR, which the caller retries) fails the request and returns false: a
+  // timeout (EAGAIN) means the client read nothing for the write timeout.
+  bool Sent(const char* call, ssize_t n, size_t left) {
+    if (trace_area_[0] != '\0') {
+      const int saved = errno;
+      if (n < 0) {
+        TraceIo("%s: -1 (%s)", call, std::strerror(saved));
+      } else {
+        TraceIo("%s: %zd of %zu bytes", call, n, left);
+      }
+      errno = saved;
+    }
+    if (n >= 0) return true;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      Fail("the client read nothing for " + std::to_string(write_timeout_.count()) + " ms");
+    } else {
+      Fail(std::string(call) + ": " + std::strerror(errno));
+    }
+    return false;
+  }
+
   bool SendAll(const char* data, size_t size) { return SendAll(data, size, nullptr, 0); }
 
   // Sends what was gathered, then `size` bytes of `fd` from `offset` with sendfile.
@@ -377,23 +399,7 @@ class ConnectionStream final : public httplib::Stream {
     while (left > 0) {
       const ssize_t n = ::sendfile(sock_, fd, &at, left);
       if (n < 0 && errno == EINTR) continue;
-      if (trace_area_[0] != '\0') {
-        const int saved = errno;
-        if (n < 0) {
-          TraceIo("sendfile: -1 (%s)", std::strerror(saved));
-        } else {
-          TraceIo("sendfile: %zd of %zu bytes", n, left);
-        }
-        errno = saved;
-      }
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        Fail("the client read nothing for " + std::to_string(write_timeout_.count()) + " ms");
-        return false;
-      }
-      if (n < 0) {
-        Fail(std::string("sendfile: ") + std::strerror(errno));
-        return false;
-      }
+      if (!Sent("sendfile", n, left)) return false;
       if (n == 0) {  // The file is shorter than it was said to be: never for a sealed one.
         Fail("sendfile: the file ended " + std::to_string(left) + " bytes early");
         return false;
@@ -415,20 +421,8 @@ class ConnectionStream final : public httplib::Stream {
       msg.msg_iovlen = iov[0].iov_len > 0 ? 2 : 1;
       const ssize_t n = ::sendmsg(sock_, &msg, MSG_NOSIGNAL | flags);
       if (n < 0 && errno == EINTR) continue;
-      if (trace_area_[0] != '\0') {
-        const int saved = errno;
-        if (n < 0) {
-          TraceIo("send: -1 (%s)", std::strerror(saved));
-        } else {
-          TraceIo("send: %zd of %zu bytes", n, left);
-        }
-        errno = saved;
-      }
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        Fail("the client read nothing for " + std::to_string(write_timeout_.count()) + " ms");
-        return false;
-      }
-      if (n <= 0) {  // Gone.
+      if (!Sent("send", n, left)) return false;
+      if (n == 0) {  // Gone.
         Fail(std::string("send: ") + std::strerror(errno));
         return false;
       }

@@ -64,6 +64,20 @@ class StoreTest : public ::testing::Test {
     return store ? std::move(*store) : nullptr;
   }
   std::unique_ptr<Store> OpenStore() { return OpenStore(Options()); }
+  // A store capped at 10 000 bytes, evicting down to half, that holds ten 1000-byte entries,
+  // KeyOf(0) to KeyOf(9), put in that order with distinct access times.
+  std::unique_ptr<Store> OpenFullStoreOfTen() {
+    StoreOptions o = Options();
+    o.max_bytes = 10 * 1000;
+    o.high_water = 1.0;
+    o.low_water = 0.5;
+    auto store = OpenStore(o);
+    for (int i = 0; store && i < 10; ++i) {
+      EXPECT_TRUE(store->Put(KeyOf(i), Bytes(1000, i), Info()).has_value()) << i;
+      std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    }
+    return store;
+  }
 
   fs::path root_, dir_;
   std::vector<std::string> log_;
@@ -288,15 +302,8 @@ TEST_F(StoreTest, EntriesAndCountersSurviveReopen) {
 }
 
 TEST_F(StoreTest, EvictsLeastRecentlyUsedDownToTheLowMark) {
-  StoreOptions o = Options();
-  o.max_bytes = 10 * 1000;
-  o.high_water = 1.0;
-  o.low_water = 0.5;
-  auto store = OpenStore(o);
-  for (int i = 0; i < 10; ++i) {
-    ASSERT_TRUE(store->Put(KeyOf(i), Bytes(1000, i), Info()).has_value());
-    std::this_thread::sleep_for(std::chrono::milliseconds(3));  // Distinct access times.
-  }
+  auto store = OpenFullStoreOfTen();
+  ASSERT_NE(store, nullptr);
   // Touch the two oldest: they become the most recently used.
   ASSERT_TRUE(store->Get(KeyOf(0))->has_value());
   ASSERT_TRUE(store->Get(KeyOf(1))->has_value());
@@ -312,15 +319,8 @@ TEST_F(StoreTest, EvictsLeastRecentlyUsedDownToTheLowMark) {
 }
 
 TEST_F(StoreTest, TouchCountsAsAReadForEvictionAndReturnsTheChecksum) {
-  StoreOptions o = Options();
-  o.max_bytes = 10 * 1000;
-  o.high_water = 1.0;
-  o.low_water = 0.5;
-  auto store = OpenStore(o);
-  for (int i = 0; i < 10; ++i) {
-    ASSERT_TRUE(store->Put(KeyOf(i), Bytes(1000, i), Info()).has_value());
-    std::this_thread::sleep_for(std::chrono::milliseconds(3));  // Distinct access times.
-  }
+  auto store = OpenFullStoreOfTen();
+  ASSERT_NE(store, nullptr);
   const uint64_t hits_before = store->Stats()->hits;
   for (int i : {0, 1}) {
     auto touched = store->Touch(KeyOf(i));
