@@ -127,4 +127,9 @@ size_t MemoryTier::size() const {
   return lru_.size();
 }
 
+MemoryTierStats MemoryTier::Stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {.bytes = bytes_, .bodies = lru_.size(), .capacity_bytes = capacity_};
+}
+
 }  // namespace hlocache::server

@@ -87,6 +87,13 @@ class MemoryBodyFiller {
   int fd_;
 };
 
+// What the tier holds at one moment, for /metrics and /v1/stats.
+struct MemoryTierStats {
+  uint64_t bytes = 0;           // In the bodies kept.
+  uint64_t bodies = 0;          // Kept.
+  uint64_t capacity_bytes = 0;  // The budget (`hlocache serve --memory-tier`).
+};
+
 class MemoryTier {
  public:
   // Bodies smaller than this are not kept: a small hit goes out in one send with its headers,
@@ -125,6 +132,7 @@ class MemoryTier {
   uint64_t bytes() const;
   size_t size() const;
   size_t filling() const;  // Fillers alive.
+  MemoryTierStats Stats() const;
 
  private:
   friend class MemoryBodyFiller;

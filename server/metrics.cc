@@ -92,9 +92,10 @@ void Metrics::CountRequest(Route route, int http_status) {
       1, std::memory_order_relaxed);
 }
 
-std::string Metrics::RenderPrometheus(const cache::StoreStats* store,
-                                      const compiler::WorkerPoolStats& pool,
-                                      const UpstreamStats* upstream) const {
+std::string Metrics::RenderPrometheus(const Sources& sources) const {
+  const cache::StoreStats* store = sources.store;
+  const compiler::WorkerPoolStats& pool = sources.pool;
+  const UpstreamStats* upstream = sources.upstream;
   std::string out;
   out.reserve(4096);
   out +=
@@ -176,6 +177,14 @@ std::string Metrics::RenderPrometheus(const cache::StoreStats* store,
     counter("hlocache_store_quarantined_total", "Corrupt entries removed (store lifetime).",
             static_cast<double>(store->quarantined));
   }
+  if (const MemoryTierStats* tier = sources.memory_tier; tier != nullptr) {
+    gauge("hlocache_memory_tier_bytes", "Bytes of the bodies the memory tier holds.",
+          static_cast<double>(tier->bytes));
+    gauge("hlocache_memory_tier_bodies", "Bodies the memory tier holds.",
+          static_cast<double>(tier->bodies));
+    gauge("hlocache_memory_tier_capacity_bytes", "The memory tier's budget (--memory-tier).",
+          static_cast<double>(tier->capacity_bytes));
+  }
   if (upstream != nullptr) {
     auto n = [](uint64_t v) { return static_cast<double>(v); };
     counter("hlocache_upstream_fetches_total", "Artifacts fetched from the upstream and kept.",
@@ -225,9 +234,10 @@ std::string Metrics::RenderPrometheus(const cache::StoreStats* store,
   return out;
 }
 
-std::string Metrics::RenderStatsJson(const cache::StoreStats* store,
-                                     const compiler::WorkerPoolStats& pool,
-                                     const UpstreamStats* upstream) const {
+std::string Metrics::RenderStatsJson(const Sources& sources) const {
+  const cache::StoreStats* store = sources.store;
+  const compiler::WorkerPoolStats& pool = sources.pool;
+  const UpstreamStats* upstream = sources.upstream;
   auto load = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
   nlohmann::json j;
   j["hits"] = load(hits);
@@ -254,6 +264,10 @@ std::string Metrics::RenderStatsJson(const cache::StoreStats* store,
     j["evictions"] = store->evictions;
     j["quarantined"] = store->quarantined;
     j["store_lifetime"] = {{"hits", store->hits}, {"misses", store->misses}, {"puts", store->puts}};
+  }
+  if (const MemoryTierStats* tier = sources.memory_tier; tier != nullptr) {
+    j["memory_tier"] = {
+        {"bytes", tier->bytes}, {"bodies", tier->bodies}, {"capacity_bytes", tier->capacity_bytes}};
   }
   {
     std::lock_guard<std::mutex> lock(files_mu_);

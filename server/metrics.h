@@ -17,6 +17,7 @@
 
 #include "cache/store.h"
 #include "compiler/worker_pool.h"
+#include "server/memory_tier.h"
 #include "server/upstream.h"
 
 namespace hlocache::server {
@@ -64,13 +65,15 @@ class Metrics {
   std::atomic<uint64_t> cut_short{0};  // Requests the connection failed during (timeouts, resets).
   std::atomic<int64_t> in_flight{0};   // Requests routed and not yet answered.
 
-  // `store` may be null when its statistics could not be read; `upstream` is null for a
-  // server without one.
-  std::string RenderPrometheus(const cache::StoreStats* store,
-                               const compiler::WorkerPoolStats& pool,
-                               const UpstreamStats* upstream) const;
-  std::string RenderStatsJson(const cache::StoreStats* store, const compiler::WorkerPoolStats& pool,
-                              const UpstreamStats* upstream) const;
+  // What the renderings report beside the counters, read by the caller at one moment.
+  struct Sources {
+    const cache::StoreStats* store = nullptr;  // Null when its statistics could not be read.
+    compiler::WorkerPoolStats pool;
+    const UpstreamStats* upstream = nullptr;       // Null for a server without one.
+    const MemoryTierStats* memory_tier = nullptr;  // Null with `--memory-tier 0`.
+  };
+  std::string RenderPrometheus(const Sources& sources) const;
+  std::string RenderStatsJson(const Sources& sources) const;
 
  private:
   static constexpr size_t kMostNamespaces = 256;

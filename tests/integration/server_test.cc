@@ -105,6 +105,13 @@ uint64_t MemoryTierHits(httplib::Client& client) {
   return nlohmann::json::parse(stats->body).value("memory_tier_hits", ~uint64_t{0});
 }
 
+// /v1/stats's "memory_tier" object (null without one, or when the stats cannot be read).
+nlohmann::json MemoryTierHeld(httplib::Client& client) {
+  auto stats = client.Get("/v1/stats");
+  if (!stats || stats->status != 200) return nullptr;
+  return nlohmann::json::parse(stats->body).value("memory_tier", nlohmann::json());
+}
+
 TEST_F(ServerTest, RepeatedHitsAreSentFromMemoryWhileTheStoreHoldsTheEntry) {
   auto server = Start({"--max-size", "6M"});
   auto client = server->TierClient(64 << 20);
@@ -131,6 +138,18 @@ TEST_F(ServerTest, RepeatedHitsAreSentFromMemoryWhileTheStoreHoldsTheEntry) {
     }
     EXPECT_EQ(MemoryTierHits(*client), expected_memory_hits) << "round " << round;
   }
+  // The tier holds the two large bodies, and says so in /v1/stats and /metrics.
+  const nlohmann::json held = MemoryTierHeld(*client);
+  EXPECT_EQ(held.value("bodies", 0u), 2u) << held.dump();
+  EXPECT_EQ(held.value("bytes", uint64_t{0}), artifacts[0].size() + artifacts[1].size());
+  EXPECT_EQ(held.value("capacity_bytes", uint64_t{0}), uint64_t{256} << 20);
+  auto metrics = client->Get("/metrics");
+  ASSERT_TRUE(metrics && metrics->status == 200);
+  EXPECT_NE(metrics->body.find("\nhlocache_memory_tier_bytes " +
+                               std::to_string(artifacts[0].size() + artifacts[1].size()) + "\n"),
+            std::string::npos)
+      << metrics->body;
+  EXPECT_NE(metrics->body.find("\nhlocache_memory_tier_bodies 2\n"), std::string::npos);
   // A range of a kept body is the same range of the artifact.
   for (size_t i : {0, 1}) {
     auto range =
@@ -146,6 +165,7 @@ TEST_F(ServerTest, RepeatedHitsAreSentFromMemoryWhileTheStoreHoldsTheEntry) {
   auto after_delete = client->Get(("/v1/artifacts/" + keys[0]).c_str());
   ASSERT_TRUE(after_delete);
   EXPECT_EQ(after_delete->status, 404);
+  EXPECT_EQ(MemoryTierHeld(*client).value("bytes", uint64_t{0}), artifacts[1].size());
 
   // Evicted by the store (past --max-size), which the tier is not told of: the store is asked on
   // every hit, so it is not served from memory either.
@@ -193,6 +213,9 @@ TEST_F(ServerTest, ManyClientsAtOnceOnOneLargeArtifactEachGetItWhole) {
   ASSERT_TRUE(after && after->status == 200);
   EXPECT_TRUE(after->body == artifact);
   EXPECT_GE(MemoryTierHits(*server->Client()), 1u);
+  const nlohmann::json held = MemoryTierHeld(*server->Client());
+  EXPECT_EQ(held.value("bodies", 0u), 1u) << held.dump();
+  EXPECT_EQ(held.value("bytes", uint64_t{0}), artifact.size());
   EXPECT_EQ(server->Stop(), 0) << server->output();
 }
 
@@ -223,6 +246,10 @@ TEST_F(ServerTest, MemoryTierOffServesEveryHitAndRangeFromTheStore) {
     }
   }
   EXPECT_EQ(MemoryTierHits(*client), 0u);
+  EXPECT_TRUE(MemoryTierHeld(*client).is_null()) << "no tier, so no \"memory_tier\" in /v1/stats";
+  auto metrics = client->Get("/metrics");
+  ASSERT_TRUE(metrics && metrics->status == 200);
+  EXPECT_EQ(metrics->body.find("hlocache_memory_tier_bytes"), std::string::npos);
   EXPECT_EQ(server->Stop(), 0) << server->output();
 }
 
