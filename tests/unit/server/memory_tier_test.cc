@@ -132,6 +132,11 @@ TEST(MemoryTierTest, DropsTheLeastRecentlyUsedBodiesPastItsBudget) {
   for (const char* kept : {"a", "c", "d", "e"}) EXPECT_NE(tier.Find(kept), nullptr) << kept;
   EXPECT_EQ(tier.bytes(), 3 * 256 * kKiB + 200 * kKiB);
   EXPECT_LE(tier.bytes(), uint64_t{1} << 20);
+  // Stats (what /v1/stats and /metrics report) says the same at one moment.
+  const MemoryTierStats stats = tier.Stats();
+  EXPECT_EQ(stats.bytes, 3 * 256 * kKiB + 200 * kKiB);
+  EXPECT_EQ(stats.bodies, 4u);
+  EXPECT_EQ(stats.capacity_bytes, uint64_t{1} << 20);
   // Each later one takes what it needs, least recently found first: "a", then "c".
   tier.Insert(Fill(tier, "f", Bytes(256 * kKiB, 'f')));
   tier.Insert(Fill(tier, "g", Bytes(256 * kKiB, 'g')));
