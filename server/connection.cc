@@ -252,12 +252,18 @@ class ConnectionStream final : public httplib::Stream {
     ip = remote_ip_;
     port = remote_port_;
   }
+  // Asked for by the library on every request: read once per connection (a getsockname() a
+  // request was one system call in six of a keep-alive hit).
   void get_local_ip_and_port(std::string& ip, int& port) const override {
-    sockaddr_storage addr{};
-    socklen_t len = sizeof addr;
-    if (::getsockname(sock_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-      ip = AddressText(addr, port);
+    if (!local_known_) {
+      sockaddr_storage addr{};
+      socklen_t len = sizeof addr;
+      if (::getsockname(sock_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return;
+      local_ip_ = AddressText(addr, local_port_);
+      local_known_ = true;
     }
+    ip = local_ip_;
+    port = local_port_;
   }
   socket_t socket() const override { return sock_; }
 
@@ -447,6 +453,9 @@ class ConnectionStream final : public httplib::Stream {
   mutable std::string failure_;
   std::string remote_ip_;
   int remote_port_ = 0;
+  mutable std::string local_ip_;  // Set by the first get_local_ip_and_port.
+  mutable int local_port_ = 0;
+  mutable bool local_known_ = false;
   bool body_chunked_ = false;
   // Time spent waiting for this request's body to arrive: what the body-rate bound counts. Kept
   // exact: waits of less than a millisecond, counted as whole ones rounded down, added nothing,
@@ -479,19 +488,34 @@ void MarkRequestHeadersRead() {
 bool RequestBodyLeftUnread() { return t_stream != nullptr && t_stream->BodyLeftUnread(); }
 
 struct PlainServer::Connection {
+  // Who holds the connection. It passes between threads without mu_: a parked connection is in
+  // the epoll set with EPOLLONESHOT, so its next event goes to one thread, which claims it;
+  // Reap may take a parked one instead to close it as idle, and the thread that gets its event
+  // then closes it.
+  enum State : uint8_t {
+    kClaimed,  // A thread is on it (serving it, or parking it).
+    kParked,   // Waiting in the epoll set for its next request.
+    kReaping,  // Taken by Reap while parked: shut down, to be closed by the thread its event wakes.
+  };
+
   Connection(int socket, milliseconds read_timeout, milliseconds write_timeout,
              milliseconds header_timeout, size_t max_requests)
       : sock(socket),
         stream(socket, read_timeout, write_timeout, header_timeout),
         requests_left(max_requests) {}
 
+  // Parked -> claimed; false when Reap took it first.
+  bool Claim() {
+    uint8_t parked = kParked;
+    return state.compare_exchange_strong(parked, kClaimed, std::memory_order_acquire);
+  }
+
   const int sock;
-  uint64_t id = 0;  // Its key in connections_ and in its epoll events.
   ConnectionStream stream;
   size_t requests_left;  // Keep-alive's bound on requests per connection.
-  // With mu_ held: parked (in the epoll set, no thread on it) or claimed by one thread.
-  bool parked = true;
-  Clock::time_point idle_until;
+  std::atomic<uint8_t> state{kClaimed};
+  // When a parked connection has been idle too long (steady clock, nanoseconds); read by Reap.
+  std::atomic<int64_t> idle_until_ns{0};
 };
 
 // The library's accept loop hands each socket to enqueue() and calls shutdown() once it stops
@@ -537,7 +561,7 @@ void PlainServer::StopThreads() {
   }
   reap_cv_.notify_all();
   spare_cv_.notify_all();
-  reaper_.join();                            // Its last round closes every parked connection.
+  reaper_.join();  // Its last round shuts down every parked connection: clients see it at once.
   for (std::thread& t : workers_) t.join();  // Each finishes its request, then closes it.
   workers_.clear();
   std::lock_guard<std::mutex> lock(mu_);
@@ -548,66 +572,85 @@ void PlainServer::StopThreads() {
 }
 
 bool PlainServer::process_and_close_socket(socket_t sock) {
-  auto c = std::make_unique<Connection>(sock, ToMillis(read_timeout_sec_, read_timeout_usec_),
-                                        ToMillis(write_timeout_sec_, write_timeout_usec_),
-                                        header_timeout_, keep_alive_max_count_);
+  auto owned = std::make_unique<Connection>(sock, ToMillis(read_timeout_sec_, read_timeout_usec_),
+                                            ToMillis(write_timeout_sec_, write_timeout_usec_),
+                                            header_timeout_, keep_alive_max_count_);
+  Connection& c = *owned;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) {
+      owned.reset();
+      ::close(sock);
+      return false;
+    }
+    // In the table before it is in the epoll set: its first event may come at once, and the
+    // thread it wakes may close it (which erases it from the table).
+    connections_.emplace(&c, std::move(owned));
+  }
+  if (Park(c, EPOLL_CTL_ADD)) return true;
   std::lock_guard<std::mutex> lock(mu_);
-  if (stopping_) {
-    c.reset();
-    ::close(sock);
-    return false;
-  }
-  c->id = next_id_++;
-  if (!ParkLocked(*c, EPOLL_CTL_ADD)) {
-    ::close(sock);
-    return false;
-  }
-  const uint64_t id = c->id;
-  connections_.emplace(id, std::move(c));
-  return true;
+  CloseLocked(c, "the kernel refused to watch the connection");
+  return false;
 }
 
-bool PlainServer::ParkLocked(Connection& c, int op) {
+bool PlainServer::Park(Connection& c, int op) {
+  const auto idle_until = Clock::now() + milliseconds(keep_alive_timeout_sec_ * 1000);
+  c.idle_until_ns.store(idle_until.time_since_epoch().count(), std::memory_order_relaxed);
+  // Parked before it is armed: once armed, another thread may claim it at any moment, and this
+  // one must not touch it again.
+  c.state.store(Connection::kParked, std::memory_order_release);
   epoll_event ev{};
   ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
-  ev.data.u64 = c.id;
-  if (::epoll_ctl(epoll_, op, c.sock, &ev) != 0) return false;
-  c.parked = true;
-  c.idle_until = Clock::now() + milliseconds(keep_alive_timeout_sec_ * 1000);
-  return true;
+  ev.data.ptr = &c;
+  if (::epoll_ctl(epoll_, op, c.sock, &ev) == 0) return true;
+  // Not armed: no event will come for it, so it is still this thread's (Reap may have marked it
+  // meanwhile; it closes nothing itself).
+  c.state.store(Connection::kClaimed, std::memory_order_relaxed);
+  return false;
+}
+
+// Whether this thread may listen: one more listener while fewer than max_pollers_ do.
+bool PlainServer::StartPolling() {
+  size_t now = pollers_.load(std::memory_order_relaxed);
+  while (now < max_pollers_) {
+    if (pollers_.compare_exchange_weak(now, now + 1, std::memory_order_relaxed)) return true;
+  }
+  return false;
 }
 
 void PlainServer::Work() {
-  std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    // Spare: wait until fewer threads than max_pollers_ listen.
-    spare_cv_.wait(lock, [this] { return stopping_ || pollers_ < max_pollers_; });
-    if (stopping_) return;
-    ++pollers_;
-    lock.unlock();
+    if (!StartPolling()) {
+      // Spare: wait until fewer threads than max_pollers_ listen (Reap wakes one when every
+      // listener has been on a request for a while).
+      std::unique_lock<std::mutex> lock(mu_);
+      spare_cv_.wait(lock, [this] { return stopping_ || StartPolling(); });
+      if (stopping_) return;
+    }
     Connection* c = nullptr;
     while (c == nullptr) {
       epoll_event ev{};
       // The timeout only bounds how long a stop goes unnoticed by a listening thread.
       const int n = ::epoll_wait(epoll_, &ev, 1, static_cast<int>(kReapEvery.count()));
-      lock.lock();
-      if (stopping_) {
-        --pollers_;
+      if (stopping_.load(std::memory_order_acquire)) {
+        // Connections left parked are closed by StopThreads once every thread has stopped.
+        pollers_.fetch_sub(1, std::memory_order_relaxed);
         return;
       }
-      const uint64_t id = ev.data.u64;  // A copy: epoll_event is packed, its field misaligned.
-      auto it = n == 1 ? connections_.find(id) : connections_.end();
-      // Gone (closed as idle just before), or a stale event: nothing to do.
-      if (it != connections_.end() && it->second->parked) {
-        c = it->second.get();
-        c->parked = false;
-        // The last listener: if it stays on this request, Reap wakes a spare.
-        if (--pollers_ == 0) all_busy_since_ = Clock::now();
+      if (n != 1) continue;
+      // The event is this connection's one event since it was armed: no other thread has it.
+      c = static_cast<Connection*>(ev.data.ptr);
+      if (!c->Claim()) {
+        std::lock_guard<std::mutex> lock(mu_);
+        CloseLocked(*c, "idle past the keep-alive timeout: closing");
+        c = nullptr;
       }
-      lock.unlock();
+    }
+    // The last listener: if it stays on this request, Reap wakes a spare.
+    if (pollers_.fetch_sub(1, std::memory_order_relaxed) == 1) {
+      all_busy_since_ns_.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
     }
     Serve(*c);
-    lock.lock();
   }
 }
 
@@ -621,9 +664,9 @@ void PlainServer::Serve(Connection& c) {
     --c.requests_left;
     keep = ServeOne(c, c.requests_left == 0);
   } while (keep && c.stream.HasBuffered() && !stopping_.load(std::memory_order_relaxed));
-  // Re-armed with mu_ held: a thread the event wakes waits here until it is parked.
+  // Re-armed without mu_: the threads on other connections never wait for this one.
+  if (keep && !stopping_.load(std::memory_order_relaxed) && Park(c, EPOLL_CTL_MOD)) return;
   std::lock_guard<std::mutex> lock(mu_);
-  if (keep && !stopping_ && ParkLocked(c, EPOLL_CTL_MOD)) return;
   CloseLocked(c, "closing after the request");
 }
 
@@ -664,22 +707,37 @@ void PlainServer::Reap() {
     // Every listener has been on a request for a whole round: they may be blocked (an upload,
     // a compile, a read through to an origin), so a spare listens meanwhile. Requests that
     // end within a round (hits) never wake one.
-    if (pollers_ == 0 && now - all_busy_since_ >= kSpareAfter) spare_cv_.notify_one();
+    if (pollers_.load(std::memory_order_relaxed) == 0 &&
+        now.time_since_epoch().count() - all_busy_since_ns_.load(std::memory_order_relaxed) >=
+            std::chrono::duration_cast<Clock::duration>(kSpareAfter).count()) {
+      spare_cv_.notify_one();
+    }
     if (stop || now >= next_reap) {
-      for (auto it = connections_.begin(); it != connections_.end();) {
-        auto next = std::next(it);
-        if (it->second->parked && (stop || now >= it->second->idle_until)) {
-          CloseLocked(*it->second, stop ? "the server is stopping: closing an idle connection"
-                                        : "idle past the keep-alive timeout: closing");
+      // Idle ones are shut down, not closed: the descriptor stays theirs (no new connection can
+      // be given its number while a thread may still re-arm it), the client sees the close at
+      // once, and the event the shutdown raises wakes a thread that closes it. On a stop, the
+      // connections left are closed once the threads have stopped.
+      for (auto& [conn, owned] : connections_) {
+        if (conn->state.load(std::memory_order_relaxed) != Connection::kParked) continue;
+        if (!stop &&
+            now.time_since_epoch().count() < conn->idle_until_ns.load(std::memory_order_relaxed)) {
+          continue;
         }
-        it = next;
+        uint8_t parked = Connection::kParked;
+        if (conn->state.compare_exchange_strong(parked, Connection::kReaping,
+                                                std::memory_order_acq_rel)) {
+          conn->stream.TraceClose(stop ? "the server is stopping: shutting down an idle connection"
+                                       : "idle past the keep-alive timeout: shutting down");
+          ::shutdown(conn->sock, SHUT_RDWR);
+        }
       }
       next_reap = now + kReapEvery;
     }
     if (stop) return;
     // Rounds of kSpareAfter only while a listener is on a request: an idle server wakes this
     // thread ten times a second, not five hundred.
-    reap_cv_.wait_for(lock, pollers_ < max_pollers_ ? kSpareAfter : kReapEvery);
+    reap_cv_.wait_for(
+        lock, pollers_.load(std::memory_order_relaxed) < max_pollers_ ? kSpareAfter : kReapEvery);
   }
 }
 
@@ -688,7 +746,7 @@ void PlainServer::CloseLocked(Connection& c, const char* why) {
   ::epoll_ctl(epoll_, EPOLL_CTL_DEL, c.sock, nullptr);
   ::shutdown(c.sock, SHUT_RDWR);
   ::close(c.sock);
-  connections_.erase(c.id);  // Destroys c.
+  connections_.erase(&c);  // Destroys c.
 }
 
 }  // namespace hlocache::server

@@ -21,8 +21,12 @@
 // waits only when every thread of the pool is busy; hits end sooner and never wake one (a
 // spare woken each time the listeners were all busy cost a context switch per request at 8
 // connections). Measured at 64 busy connections on 2 cores: 1.1 context switches a request
-// with a thread per connection, 0.1 with 4 listeners. A connection idle past the keep-alive
-// timeout, or idle when the server stops, is closed at once.
+// with a thread per connection, 0.1 with 4 listeners. A connection passes from thread to
+// thread through its one-shot epoll event, without a lock: the thread the event wakes claims
+// it, serves it and re-arms it (a table lock around the claim and the re-arm was three futex
+// calls a request at 8 connections). A connection idle past the keep-alive timeout, or idle
+// when the server stops, is shut down at once (the client sees the close), and closed by the
+// thread its last event wakes.
 // The TLS server keeps the library's own streams and its thread per connection.
 //
 // Thread safety: a request is served by one thread from start to end; the thread-local state
@@ -125,10 +129,14 @@ class PlainServer final : public WideBacklog<httplib::Server> {
   void Serve(Connection& c);
   // Serves one request; false when the connection must close after it.
   bool ServeOne(Connection& c, bool last);
-  // Puts `c` (new: EPOLL_CTL_ADD; served: EPOLL_CTL_MOD) in the epoll set until its next
-  // request or its keep-alive timeout, mu_ held; false when the kernel refused.
-  bool ParkLocked(Connection& c, int op);
-  // Closes a connection this thread holds (claimed, or parked with mu_ held); `why` is traced.
+  // Parks `c`, which this thread holds, in the epoll set (new: EPOLL_CTL_ADD; served:
+  // EPOLL_CTL_MOD) until its next request or its keep-alive timeout, and lets go of it; false
+  // when the kernel refused, and then the thread still holds it.
+  bool Park(Connection& c, int op);
+  // Whether the calling thread may listen (fewer than max_pollers_ do); counts it in if so.
+  bool StartPolling();
+  // Closes a connection this thread holds (or any, once the threads have stopped), mu_ held;
+  // `why` is traced.
   void CloseLocked(Connection& c, const char* why);
 
   const std::chrono::milliseconds header_timeout_;
@@ -138,14 +146,15 @@ class PlainServer final : public WideBacklog<httplib::Server> {
 
   int epoll_ = -1;  // Lives as long as the server.
   std::atomic<bool> stopping_{false};
-  // Guards connections_, next_id_, each connection's parked state, and pollers_.
+  // Guards connections_ (which a request never needs: it runs on a connection its thread
+  // claimed from an epoll event, see Connection::state), closing, and the spares' waiting.
   std::mutex mu_;
   std::condition_variable reap_cv_;
-  std::condition_variable spare_cv_;  // Spares wait here for pollers_ < max_pollers_.
-  size_t pollers_ = 0;
-  std::chrono::steady_clock::time_point all_busy_since_;  // When pollers_ last fell to 0.
-  std::unordered_map<uint64_t, std::unique_ptr<Connection>> connections_;
-  uint64_t next_id_ = 1;  // Epoll events name connections by id: a stale event finds none.
+  std::condition_variable spare_cv_;           // Spares wait here for pollers_ < max_pollers_.
+  std::atomic<size_t> pollers_{0};             // Threads listening for ready connections.
+  std::atomic<int64_t> all_busy_since_ns_{0};  // When pollers_ last fell to 0 (steady clock).
+  // Every open connection, owned here; its address is its name in its epoll events.
+  std::unordered_map<Connection*, std::unique_ptr<Connection>> connections_;
   std::vector<std::thread> workers_;
   std::thread reaper_;
 };

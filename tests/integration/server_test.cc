@@ -13,6 +13,7 @@
 #include <cerrno>
 
 #include <atomic>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -949,6 +950,57 @@ TEST_F(ServerTest, IdleKeepAliveConnectionsHoldNoThread) {
         << "connection " << i << " was closed while idle, or not answered again";
   }
   for (int fd : fds) ::close(fd);
+  EXPECT_EQ(server->Stop(), 0) << server->output();
+}
+
+// Descriptors the process `pid` holds open.
+size_t OpenDescriptors(pid_t pid) {
+  const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
+  return static_cast<size_t>(std::distance(std::filesystem::directory_iterator(dir),
+                                           std::filesystem::directory_iterator()));
+}
+
+TEST_F(ServerTest, AConnectionIdlePastTheKeepAliveTimeoutIsClosedWhileBusyOnesStay) {
+  // The server closes a keep-alive connection after 5 s without a request. An idle one must be
+  // closed (the client reads the end of the stream, and the server's descriptor goes with it),
+  // while one that asks every half second stays open and answered throughout.
+  auto server = Start({"--threads", "2"});
+  const std::string request = "GET /healthz HTTP/1.1\r\nHost: idle\r\n\r\n";
+  const size_t before = OpenDescriptors(server->pid());
+  const int idle = ConnectLoopback(server->port());
+  const int busy = ConnectLoopback(server->port());
+  ASSERT_GE(idle, 0);
+  ASSERT_GE(busy, 0);
+  for (int fd : {idle, busy}) {
+    ASSERT_EQ(::send(fd, request.data(), request.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(request.size()));
+    ASSERT_THAT(ReadReply(fd), StartsWith("HTTP/1.1 200"));
+  }
+  bool idle_closed = false;
+  for (int round = 0; round < 30 && !idle_closed; ++round) {  // 15 s at most.
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    ASSERT_EQ(::send(busy, request.data(), request.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(request.size()))
+        << "round " << round;
+    ASSERT_THAT(ReadReply(busy), StartsWith("HTTP/1.1 200"))
+        << "a connection in use was closed in round " << round;
+    char byte;
+    errno = 0;
+    const ssize_t n = ::recv(idle, &byte, 1, MSG_DONTWAIT);
+    ASSERT_FALSE(n > 0) << "the idle connection was sent bytes nobody asked for";
+    idle_closed = n == 0 || errno == ECONNRESET;
+  }
+  EXPECT_TRUE(idle_closed) << "a connection idle for 15 s was not closed";
+  // Its descriptor is released too, not only shut down (the busy one still holds its own).
+  bool released = false;
+  for (int i = 0; i < 50 && !released; ++i) {
+    released = OpenDescriptors(server->pid()) == before + 1;
+    if (!released) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(released) << OpenDescriptors(server->pid()) << " descriptors, " << before
+                        << " before the two connections";
+  ::close(idle);
+  ::close(busy);
   EXPECT_EQ(server->Stop(), 0) << server->output();
 }
 
