@@ -257,6 +257,7 @@ bool Parser::ParseInstruction(Computation& comp, bool& saw_root) {
     return FailHere("expected an instruction 'name = opcode(...)'");
   }
   inst.name = StripPercent(Text());
+  const uint64_t name_hash = names_.Prefetch(inst.name);
   const uint32_t name_offset = Peek().offset;
   Advance();
   Advance();
@@ -268,7 +269,7 @@ bool Parser::ParseInstruction(Computation& comp, bool& saw_root) {
   }
   const auto index = static_cast<int32_t>(comp.instructions.size());
   // Named only now, so that its own operands cannot name it.
-  if (!names_.Insert(inst.name, index)) {
+  if (!names_.Insert(inst.name, index, name_hash)) {
     return Fail(name_offset, "duplicate instruction name '" + std::string(inst.name) + "'");
   }
   if (is_root) comp.root = index;
