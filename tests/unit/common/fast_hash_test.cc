@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 
 #if defined(__x86_64__)
@@ -54,6 +55,23 @@ uint64_t XInUse() {
   return (static_cast<uint64_t>(hi) << 32) | lo;
 }
 constexpr uint64_t kUpperVectorState = (1u << 2) | (1u << 6);
+
+TEST(FastHashTest, Hex128WritesTheHighHalfThenTheLowInThirtyTwoLowercaseDigits) {
+  XXH128_hash_t h;
+  h.high64 = 0x0123456789abcdefull;
+  h.low64 = 0xfedcba9876543210ull;
+  EXPECT_EQ(hlocache::Hex128(h), "0123456789abcdeffedcba9876543210");
+  h.high64 = 0;
+  h.low64 = 0xa;
+  EXPECT_EQ(hlocache::Hex128(h), "0000000000000000000000000000000a");
+  const std::string bytes = Bytes(100);
+  const XXH128_hash_t whole = XXH3_128bits(bytes.data(), bytes.size());
+  char expected[33];
+  std::snprintf(expected, sizeof expected, "%016llx%016llx",
+                static_cast<unsigned long long>(whole.high64),
+                static_cast<unsigned long long>(whole.low64));
+  EXPECT_EQ(hlocache::Hex128(bytes.data(), bytes.size()), expected);
+}
 
 TEST(FastHashTest, LeavesNoUpperVectorStateInUse) {
   if (!XInUseReadable()) GTEST_SKIP() << "this CPU has no AVX or cannot report XINUSE";
