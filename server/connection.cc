@@ -597,7 +597,9 @@ bool PlainServer::Park(Connection& c, int op) {
   const auto idle_until = Clock::now() + milliseconds(keep_alive_timeout_sec_ * 1000);
   c.idle_until_ns.store(idle_until.time_since_epoch().count(), std::memory_order_relaxed);
   // Parked before it is armed: once armed, another thread may claim it at any moment, and this
-  // one must not touch it again.
+  // one must not touch it again. The arming call is what hands it over (ThreadSanitizer, whose
+  // model of epoll orders only EPOLL_CTL_ADD before the waits, reports the claiming thread's
+  // close as racing with this call's read of the descriptor; the kernel orders them).
   c.state.store(Connection::kParked, std::memory_order_release);
   epoll_event ev{};
   ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;

@@ -122,8 +122,9 @@ class PlainServer final : public WideBacklog<httplib::Server> {
   // Closes idle connections, lets the requests in flight finish, joins the threads.
   void StopThreads();
   void Work();  // A pool thread: ready connections, one at a time.
-  // Closes connections idle past the keep-alive timeout (all idle ones on stop), and wakes a
-  // spare when every listener has been on a request for 2 ms.
+  // Shuts down connections idle past the keep-alive timeout (all idle ones on stop), for the
+  // threads their events wake to close, and wakes a spare when every listener has been on a
+  // request for 2 ms.
   void Reap();
   // Serves requests on `c` (claimed by this thread) while it has them; then parks or closes it.
   void Serve(Connection& c);
