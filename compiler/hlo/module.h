@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,7 +64,10 @@ struct Instruction {
   bool shape_inferred = false;  // Filled in by InferMissingShapes (shape_inference.h).
   // Instruction indices in the same computation; up to four kept in place (no allocation).
   SmallVector<int32_t, 4> operands;
-  std::vector<Attribute> attributes;          // In written order; names unique.
+  // In written order; names unique. The Attributes live in the Module (Module::KeepAttributes),
+  // as the source its string_views point into does: one block for thousands of instructions
+  // instead of a heap block each.
+  std::span<const Attribute> attributes;
   std::vector<int32_t> callees;               // Computation indices, in written attribute order.
   std::vector<int32_t> control_predecessors;  // Instruction indices, as written.
   TokenRange literal;                         // constant(...): the literal's tokens.
@@ -124,10 +128,22 @@ class Module {
   // attribute. (inst.callees holds the callees of all such attributes, in written order.)
   std::vector<int32_t> CalleesOf(const Instruction& inst, std::string_view attr_name) const;
 
+  // Copies `written` into storage the Module owns and returns the copy, which stays where it
+  // is (and valid) for the Module's lifetime, moves included: what Instruction::attributes
+  // views. Used by the parser; not thread-safe (the Module is being built).
+  std::span<const Attribute> KeepAttributes(std::span<const Attribute> written);
+
  private:
+  struct AttributeBlock {
+    std::unique_ptr<Attribute[]> data;
+    size_t capacity = 0;
+    size_t used = 0;
+  };
+
   std::unique_ptr<std::string> source_;
   std::string filename_;
-  mutable std::vector<uint32_t> line_starts_;  // Built on first LineOf().
+  mutable std::vector<uint32_t> line_starts_;     // Built on first LineOf().
+  std::vector<AttributeBlock> attribute_blocks_;  // Filled front to back; blocks never move.
 };
 
 }  // namespace hlocache::hlo

@@ -262,11 +262,12 @@ bool Parser::ParseInstruction(Computation& comp, bool& saw_root) {
   Advance();
   Advance();
   if (!ParseInstructionRhs(comp, inst, 0)) return false;
-  if (Kind() == TokenKind::kComma) inst.attributes.reserve(CountAttributesAhead());
+  attributes_.clear();
   while (Kind() == TokenKind::kComma) {
     Advance();
     if (!ParseInstructionAttribute(inst)) return false;
   }
+  inst.attributes = m_.KeepAttributes(attributes_);
   const auto index = static_cast<int32_t>(comp.instructions.size());
   // Named only now, so that its own operands cannot name it.
   if (!names_.Insert(inst.name, index, name_hash)) {
@@ -363,7 +364,7 @@ bool Parser::ParseInstructionAttribute(Instruction& inst) {
   if (!IsKnownInstructionAttribute(attr.name)) {
     return Fail(attr.offset, "unknown attribute '" + std::string(attr.name) + "'");
   }
-  for (const Attribute& a : inst.attributes) {
+  for (const Attribute& a : attributes_) {
     if (a.name == attr.name) {
       return Fail(attr.offset, "duplicate attribute '" + std::string(attr.name) + "'");
     }
@@ -381,7 +382,7 @@ bool Parser::ParseInstructionAttribute(Instruction& inst) {
       return false;
     }
   }
-  inst.attributes.push_back(attr);
+  attributes_.push_back(attr);
   return true;
 }
 

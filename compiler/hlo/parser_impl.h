@@ -34,6 +34,7 @@ class Parser {
       : m_(m),
         groups_(groups),
         toks_(m.tokens.data()),
+        source_(m.source().data()),
         token_count_(static_cast<uint32_t>(m.tokens.size())),
         names_(m.source()),
         comp_index_(m.source()) {}
@@ -52,7 +53,11 @@ class Parser {
     return toks_[i < token_count_ ? i : token_count_ - 1];
   }
   TokenKind Kind(uint32_t ahead = 0) const { return Peek(ahead).kind; }
-  std::string_view Text(uint32_t ahead = 0) const { return m_.TokenText(Peek(ahead)); }
+  // Every token lies inside the source (the lexer made it from there): no bounds check.
+  std::string_view Text(uint32_t ahead = 0) const {
+    const Token& t = Peek(ahead);
+    return {source_ + t.offset, t.length};
+  }
   bool AtIdent(std::string_view word) const {
     return Kind() == TokenKind::kIdent && Text() == word;
   }
@@ -168,9 +173,6 @@ class Parser {
   // Value `name` or `{name, name, ...}`: resolves each name to a computation or an instruction.
   bool ResolveNames(const Attribute& attr, bool computations, std::vector<int32_t>& out);
   bool ParseShape(Shape& shape, int depth);
-  // Attributes `, name=value` from pos_ to the end of the instruction (the next `name =` that
-  // does not follow a comma, or the '}' closing the computation). A reservation hint only.
-  size_t CountAttributesAhead() const;
   // Elements of the list that starts at pos_ and ends at the ')' closing it: commas at its own
   // depth, plus one. A reservation hint only.
   size_t CountListAhead() const;
@@ -182,9 +184,13 @@ class Parser {
   const std::vector<TopLevelGroup>& groups_;
   size_t next_group_ = 0;  // groups_ before this one open before pos_.
   const Token* toks_;      // m_.tokens, which the parser does not change.
+  const char* source_;     // m_.source()'s bytes.
   uint32_t token_count_;
   uint32_t pos_ = 0;
   std::vector<TokenKind> closers_;  // SkipGroup's stack.
+  // The attributes of the instruction being parsed, gathered here (kept between instructions:
+  // no allocation each) and then copied into the Module at once, exactly sized.
+  std::vector<Attribute> attributes_;
   Status error_;
   NameTable names_;       // Current computation's scope.
   NameTable comp_index_;  // Computations defined so far.

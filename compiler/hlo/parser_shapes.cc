@@ -115,6 +115,8 @@ bool Parser::ParseShape(Shape& shape, int depth) {
   if (Kind() == TokenKind::kLParen) {
     Advance();
     shape.type = PrimitiveType::kTuple;
+    shape.tuple_elements.reserve(
+        CountListAhead());  // Shapes are large: moved once, not per doubling.
     while (Kind() != TokenKind::kRParen) {
       shape.tuple_elements.emplace_back();
       if (!ParseShape(shape.tuple_elements.back(), depth + 1)) return false;
@@ -178,30 +180,6 @@ bool Parser::ParseShape(Shape& shape, int depth) {
     return ParseLayout(shape);
   }
   return true;
-}
-
-// Attributes `, name=value` from pos_ to the end of the instruction (the next `name =` that
-// does not follow a comma, or the '}' closing the computation). A reservation hint only.
-size_t Parser::CountAttributesAhead() const {
-  size_t count = 0;
-  int depth = 0;
-  for (size_t i = pos_; i + 2 < token_count_; ++i) {
-    const TokenKind k = toks_[i].kind;
-    if (k == TokenKind::kLParen || k == TokenKind::kLBrace || k == TokenKind::kLBracket) {
-      ++depth;
-    } else if (k == TokenKind::kRParen || k == TokenKind::kRBrace || k == TokenKind::kRBracket) {
-      if (--depth < 0) break;
-    } else if (depth == 0 && k == TokenKind::kComma) {
-      if (toks_[i + 1].kind != TokenKind::kIdent || toks_[i + 2].kind != TokenKind::kEqual) break;
-      ++count;
-    } else if (depth == 0 && k == TokenKind::kIdent && toks_[i + 1].kind == TokenKind::kEqual &&
-               toks_[i - 1].kind != TokenKind::kComma) {
-      break;
-    } else if (k == TokenKind::kEnd) {
-      break;
-    }
-  }
-  return count;
 }
 
 // Elements of the list that starts at pos_ and ends at the ')' closing it: commas at its own

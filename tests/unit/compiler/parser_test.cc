@@ -86,6 +86,40 @@ ENTRY %e {
   EXPECT_EQ(roles["dimensions"], AttributeRole::kOther);
 }
 
+// Instructions' attributes live in the Module, in blocks: every instruction must keep its own,
+// across block boundaries and after the Module moves.
+TEST(ParserTest, EachInstructionKeepsItsOwnAttributesAcrossBlocksAndMoves) {
+  constexpr int kInstructions = 3000;  // Two attributes each: 6000, more than one block holds.
+  std::string text = "HloModule m\nENTRY %e {\n  %p = s32[64] parameter(0)\n";
+  for (int i = 0; i < kInstructions; ++i) {
+    text += "  %s" + std::to_string(i) + " = s32[1] slice(%p), slice={[" + std::to_string(i % 64) +
+            ":" + std::to_string(i % 64 + 1) + "]}, metadata={op_name=\"n" + std::to_string(i) +
+            "\"}\n";
+  }
+  text += "  ROOT %t = s32[1] copy(%s0)\n}\n";
+  auto parsed = ParseModule(text, "m.hlo");
+  ASSERT_THAT(parsed, IsOk());
+  const Attribute* first = parsed->computations[0].instructions[1].attributes.data();
+  Module m = std::move(*parsed);
+  const Computation& entry = m.computations[0];
+  ASSERT_EQ(entry.instructions.size(), static_cast<size_t>(kInstructions) + 2);
+  EXPECT_EQ(entry.instructions[1].attributes.data(), first);  // Not copied by the move.
+  EXPECT_TRUE(entry.instructions[0].attributes.empty());
+  for (int i = 0; i < kInstructions; ++i) {
+    const Instruction& inst = entry.instructions[static_cast<size_t>(i) + 1];
+    ASSERT_EQ(inst.attributes.size(), 2u) << i;
+    EXPECT_EQ(inst.attributes[0].name, "slice");
+    EXPECT_EQ(inst.attributes[0].role, AttributeRole::kOther);
+    const std::string lower = std::to_string(i % 64);
+    EXPECT_EQ(m.TokenText(inst.attributes[0].value.begin + 2), lower) << i;
+    EXPECT_EQ(inst.attributes[1].name, "metadata");
+    ASSERT_NE(inst.FindAttribute("metadata"), nullptr);
+    EXPECT_EQ(m.TokenText(inst.FindAttribute("metadata")->value.begin + 3),
+              "\"n" + std::to_string(i) + "\"")
+        << i;
+  }
+}
+
 TEST(ParserTest, InfersTheShapesTheOperandsImply) {
   auto m = ParseModule(R"(
 double {
