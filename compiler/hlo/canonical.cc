@@ -405,7 +405,9 @@ class Canonicalizer {
       out += ')';
       EndText(begin);
     } else if (plain && inst.opcode.opcode == Opcode::kParameter) {
-      out += std::to_string(inst.parameter_number);
+      char digits[24];
+      const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, inst.parameter_number);
+      out.append(digits, static_cast<size_t>(end - digits));
       out += ')';
       EndText(begin);
     } else {

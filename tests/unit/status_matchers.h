@@ -1,6 +1,7 @@
 // GoogleTest matchers for Status and Result, in the style of abseil's status matchers:
 //   EXPECT_THAT(ParseModule(text, "f"), IsOk());
 //   EXPECT_THAT(result, StatusIs(StatusCode::kInvalidArgument, HasSubstr("f:3:7: error")));
+//   EXPECT_THAT(Int(attr), IsOkAndHolds(3));
 #pragma once
 
 #include <gmock/gmock.h>
@@ -43,6 +44,15 @@ MATCHER_P(StatusIs, code, "has code " + std::string(StatusCodeName(code))) {
   Status s = testing_internal::GetStatus(arg);
   *result_listener << "status is " << s.ToString();
   return s.code() == code;
+}
+
+// A Result holding a value that `value_matcher` matches (a plain value compares with ==).
+MATCHER_P(IsOkAndHolds, value_matcher, "is OK and holds a matching value") {
+  if (!arg.has_value()) {
+    *result_listener << "status is " << arg.error().ToString();
+    return false;
+  }
+  return ::testing::ExplainMatchResult(value_matcher, *arg, result_listener);
 }
 
 }  // namespace hlocache

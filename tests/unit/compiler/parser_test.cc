@@ -194,6 +194,34 @@ TEST(ParserTest, ShapesLayoutsTuplesAndDynamicDims) {
   EXPECT_EQ(CanonicalShapeText(insts[2].shape), "(f32[8,128]{0,1}, (pred[], token[]))");
 }
 
+// Integers (dimensions, layouts, parameter numbers) read the same whatever their length: short
+// ones on the parser's in-line path, long ones through the library, one past int64 an error.
+TEST(ParserTest, IntegersReadAsDecimalWhateverTheirLength) {
+  auto dimension = [](std::string_view number) -> Result<int64_t> {
+    auto m = ParseModule(
+        "ENTRY e {\n  ROOT p = f32[007," + std::string(number) + "]{0,01} parameter(00)\n}\n",
+        "i.hlo");
+    if (!m) return Error(m.error());
+    const Instruction& p = m->computations[0].instructions[0];
+    EXPECT_EQ(p.parameter_number, 0);
+    EXPECT_EQ(p.shape.layout->minor_to_major, (std::vector<int64_t>{0, 1}));
+    EXPECT_EQ(p.shape.dims[0], 7);
+    return p.shape.dims[1];
+  };
+  EXPECT_THAT(dimension("0"), IsOkAndHolds(0));
+  EXPECT_THAT(dimension("000000000000000042"), IsOkAndHolds(42));
+  EXPECT_THAT(dimension("999999999999999999"), IsOkAndHolds(999999999999999999));    // 18 digits.
+  EXPECT_THAT(dimension("1000000000000000000"), IsOkAndHolds(1000000000000000000));  // 19.
+  EXPECT_THAT(dimension("9223372036854775807"),
+              IsOkAndHolds(9223372036854775807));  // int64's most.
+  EXPECT_THAT(dimension("9223372036854775808"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("integer out of range")));
+  EXPECT_THAT(dimension("0x10"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("integer out of range")));
+  EXPECT_THAT(dimension("-3"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("negative dimension size")));
+}
+
 TEST(ParserTest, AsyncSugarAndScheduledModules) {
   auto m = ParseModule(R"(HloModule m, is_scheduled=true
 ENTRY e {
