@@ -221,7 +221,8 @@ bool Parser::ParseLayout(Shape& shape) {
   while (Kind() == TokenKind::kInt) {
     int64_t d = 0;
     if (!ParseInt(d)) return false;
-    layout.minor_to_major.push_back(d);
+    // A number past any dimension is kept as -1, which the permutation check below refuses.
+    layout.minor_to_major.push_back(d >= 0 && d < 64 ? static_cast<int8_t>(d) : int8_t{-1});
     if (Kind() == TokenKind::kComma) Advance();
   }
   if (Kind() == TokenKind::kColon) {

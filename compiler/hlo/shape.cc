@@ -1,5 +1,6 @@
 #include "compiler/hlo/shape.h"
 
+#include <charconv>
 #include <vector>
 
 #include "compiler/hlo/word_table.h"
@@ -117,6 +118,15 @@ bool Shape::HasDefaultLayout() const {
   return true;
 }
 
+namespace {
+// Without a temporary string per number (every shape of a module's canonical text has some).
+void AppendDecimal(int64_t value, std::string& out) {
+  char digits[24];
+  const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, value);
+  out.append(digits, static_cast<size_t>(end - digits));
+}
+}  // namespace
+
 void AppendCanonicalShape(const Shape& shape, std::string& out) {
   if (shape.is_buffer) {
     out += "b(";
@@ -144,7 +154,7 @@ void AppendCanonicalShape(const Shape& shape, std::string& out) {
       }
       out += "<=";
     }
-    out += std::to_string(shape.dims[i]);
+    AppendDecimal(shape.dims[i], out);
   }
   out += ']';
   if (!shape.HasDefaultLayout()) {
@@ -152,7 +162,7 @@ void AppendCanonicalShape(const Shape& shape, std::string& out) {
     const auto& m2m = shape.layout->minor_to_major;
     for (size_t i = 0; i < m2m.size(); ++i) {
       if (i) out += ',';
-      out += std::to_string(m2m[i]);
+      AppendDecimal(m2m[i], out);
     }
     if (!shape.layout->details.empty()) {
       out += ':';

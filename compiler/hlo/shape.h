@@ -15,6 +15,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/small_vector.h"
+
 namespace hlocache::hlo {
 
 #define HLOCACHE_PRIMITIVE_TYPE_LIST(X) \
@@ -76,7 +78,9 @@ bool IsFloat(PrimitiveType t);  // Real floating point, f4 .. f64.
 bool IsComplex(PrimitiveType t);
 
 struct Layout {
-  std::vector<int64_t> minor_to_major;
+  // Dimension numbers, each below a shape's most dimensions (64): eight kept in place, so that
+  // a module's tens of thousands of written layouts need no heap block each.
+  SmallVector<int8_t, 8> minor_to_major;
   // Normalized text of everything after ':' (tiles, memory space, element size, ...), without
   // spaces; empty when the layout has no ':' part.
   std::string details;

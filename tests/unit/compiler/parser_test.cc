@@ -204,7 +204,7 @@ TEST(ParserTest, IntegersReadAsDecimalWhateverTheirLength) {
     if (!m) return Error(m.error());
     const Instruction& p = m->computations[0].instructions[0];
     EXPECT_EQ(p.parameter_number, 0);
-    EXPECT_EQ(p.shape.layout->minor_to_major, (std::vector<int64_t>{0, 1}));
+    EXPECT_EQ(p.shape.layout->minor_to_major, (SmallVector<int8_t, 8>{0, 1}));
     EXPECT_EQ(p.shape.dims[0], 7);
     return p.shape.dims[1];
   };
