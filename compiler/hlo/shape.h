@@ -91,7 +91,8 @@ struct Shape {
   // Array dimensions. For a bounded dynamic dimension (`<=N`) the bound, for an unbounded one
   // (`?`) kUnboundedDim.
   std::vector<int64_t> dims;
-  std::vector<bool> dynamic;  // Empty when every dimension is static; else one flag per dim.
+  // Empty when every dimension is static; else one flag per dimension (eight kept in place).
+  SmallVector<bool, 8> dynamic;
   std::optional<Layout> layout;
   std::vector<Shape> tuple_elements;  // For tuples only.
   bool is_buffer = false;             // `b(...)`: a buffer of the one element shape.
