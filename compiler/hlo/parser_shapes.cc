@@ -115,8 +115,8 @@ bool Parser::ParseShape(Shape& shape, int depth) {
   if (Kind() == TokenKind::kLParen) {
     Advance();
     shape.type = PrimitiveType::kTuple;
-    shape.tuple_elements.reserve(
-        CountListAhead());  // Shapes are large: moved once, not per doubling.
+    // Shapes are large: their elements are placed once, not moved at every doubling.
+    shape.tuple_elements.reserve(CountListAhead());
     while (Kind() != TokenKind::kRParen) {
       shape.tuple_elements.emplace_back();
       if (!ParseShape(shape.tuple_elements.back(), depth + 1)) return false;
