@@ -504,10 +504,11 @@ struct PlainServer::Connection {
         stream(socket, read_timeout, write_timeout, header_timeout),
         requests_left(max_requests) {}
 
-  // Parked -> claimed; false when Reap took it first.
-  bool Claim() {
+  // Parked -> `next` (kClaimed by the thread its event woke, kReaping by Reap); false when the
+  // other one took it first. Acquire: the parking thread's writes are seen by the taker.
+  bool TakeParked(State next) {
     uint8_t parked = kParked;
-    return state.compare_exchange_strong(parked, kClaimed, std::memory_order_acquire);
+    return state.compare_exchange_strong(parked, next, std::memory_order_acq_rel);
   }
 
   const int sock;
@@ -642,7 +643,7 @@ void PlainServer::Work() {
       if (n != 1) continue;
       // The event is this connection's one event since it was armed: no other thread has it.
       c = static_cast<Connection*>(ev.data.ptr);
-      if (!c->Claim()) {
+      if (!c->TakeParked(Connection::kClaimed)) {
         std::lock_guard<std::mutex> lock(mu_);
         CloseLocked(*c, "idle past the keep-alive timeout: closing");
         c = nullptr;
@@ -725,9 +726,7 @@ void PlainServer::Reap() {
             now.time_since_epoch().count() < conn->idle_until_ns.load(std::memory_order_relaxed)) {
           continue;
         }
-        uint8_t parked = Connection::kParked;
-        if (conn->state.compare_exchange_strong(parked, Connection::kReaping,
-                                                std::memory_order_acq_rel)) {
+        if (conn->TakeParked(Connection::kReaping)) {
           conn->stream.TraceClose(stop ? "the server is stopping: shutting down an idle connection"
                                        : "idle past the keep-alive timeout: shutting down");
           ::shutdown(conn->sock, SHUT_RDWR);
