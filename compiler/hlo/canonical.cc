@@ -714,8 +714,10 @@ class Canonicalizer {
     EndLine(0);
   }
 
+  // Reads comp.instructions[i] only for control predecessors and source lines: printing runs in
+  // canonical order, and an Instruction is a few hundred bytes, so a read of one is a cache miss
+  // on a large module (as much as the rest of printing its line).
   void PrintInstruction(const Computation& comp, const CompInfo& ci, int32_t i) {
-    const Instruction& inst = comp.instructions[i];
     const InstInfo& info = ci.insts[i];
     out_.text += "  ";
     if (i == comp.root) out_.text += "ROOT ";
@@ -747,7 +749,9 @@ class Canonicalizer {
         }
         case PieceKind::kControl: {
           std::vector<int32_t> positions;
-          for (int32_t pred : inst.control_predecessors) positions.push_back(ci.position[pred]);
+          for (int32_t pred : comp.instructions[i].control_predecessors) {
+            positions.push_back(ci.position[pred]);
+          }
           std::sort(positions.begin(), positions.end());
           out_.text += '{';
           for (size_t k = 0; k < positions.size(); ++k) {
@@ -766,7 +770,7 @@ class Canonicalizer {
         }
       }
     }
-    EndLine(inst.offset + 1);
+    EndLine(options_.record_source_lines ? comp.instructions[i].offset + 1 : 0);
   }
 
   void Print() {
