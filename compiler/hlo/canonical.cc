@@ -11,6 +11,7 @@
 #include "compiler/hlo/attributes.h"
 #include "compiler/hlo/lexer.h"
 #include "compiler/hlo/literal_text.h"
+#include "compiler/hlo/text_writer.h"
 
 namespace hlocache::hlo {
 namespace {
@@ -661,27 +662,7 @@ class Canonicalizer {
   }
 
   // ---- printing ----
-  void EndLine(uint32_t source_offset_plus_one) {
-    out_.text += '\n';
-    if (options_.record_source_lines) {
-      out_.source_lines.push_back(source_offset_plus_one ? m_.LineOf(source_offset_plus_one - 1)
-                                                         : 0);
-    }
-  }
-
-  void AppendCompName(int32_t c) { AppendNumbered('c', comp_id_[c]); }
-
-  void AppendInstName(const CompInfo& ci, int32_t i) { AppendNumbered('i', ci.position[i]); }
-
-  // `prefix` and a non-negative number, without a temporary string per name. Appended as
-  // pointer and length: the two-pointer overload copies the whole string at every call in
-  // libstdc++ 12 under clang's C++23 mode (the sanitizer build took minutes for one module).
-  void AppendNumbered(char prefix, int32_t number) {
-    char buffer[16] = {prefix};
-    const auto [end, ec] = std::to_chars(buffer + 1, buffer + sizeof buffer, number);
-    out_.text.append(buffer, static_cast<size_t>(end - buffer));
-  }
-
+  // The header's line, without its newline (Print ends it).
   void PrintHeader() {
     out_.text += "HloModule m";
     std::vector<const Attribute*> attrs;
@@ -711,40 +692,76 @@ class Canonicalizer {
         AppendValue(a->value.begin, a->value.end, false, out_.text);
       }
     }
-    EndLine(0);
+  }
+
+  // Records the source line of the line `w` ends, when asked for.
+  void EndLine(TextWriter& w, uint32_t source_offset_plus_one) {
+    w.Put('\n');
+    if (options_.record_source_lines) {
+      out_.source_lines.push_back(source_offset_plus_one ? m_.LineOf(source_offset_plus_one - 1)
+                                                         : 0);
+    }
+  }
+
+  // The most bytes an instruction's line takes: its text pieces, at most 13 bytes a reference
+  // (`, i` or `,i` and 10 digits), and the name and newline around them.
+  size_t LineBound(const InstInfo& info) const {
+    size_t bytes = 32;  // `  ROOT `, the name, ` = `, the newline.
+    for (uint32_t p = info.piece_begin; p < info.piece_end; ++p) {
+      const Piece& piece = pieces_[p];
+      switch (piece.kind) {
+        case PieceKind::kText:
+          bytes += piece.b - piece.a;
+          break;
+        case PieceKind::kOperands:
+          bytes += 13 * size_t{info.operands_end - info.children_begin};
+          break;
+        case PieceKind::kCallees:
+          bytes += 2 + 13 * size_t{piece.b >> 1};
+          break;
+        case PieceKind::kControl:
+          bytes += 2 + 13 * size_t{info.children_end - info.operands_end};
+          break;
+        case PieceKind::kChannel:
+          bytes += 20;
+          break;
+      }
+    }
+    return bytes;
   }
 
   // Reads comp.instructions[i] only for control predecessors and source lines: printing runs in
   // canonical order, and an Instruction is a few hundred bytes, so a read of one is a cache miss
   // on a large module (as much as the rest of printing its line).
-  void PrintInstruction(const Computation& comp, const CompInfo& ci, int32_t i) {
+  void PrintInstruction(TextWriter& w, const Computation& comp, const CompInfo& ci, int32_t i) {
     const InstInfo& info = ci.insts[i];
-    out_.text += "  ";
-    if (i == comp.root) out_.text += "ROOT ";
-    AppendInstName(ci, i);
-    out_.text += " = ";
+    w.Reserve(LineBound(info));
+    w.Put("  ");
+    if (i == comp.root) w.Put("ROOT ");
+    w.PutNumbered('i', ci.position[i]);
+    w.Put(" = ");
     uint32_t callee_next = 0;
     for (uint32_t p = info.piece_begin; p < info.piece_end; ++p) {
       const Piece& piece = pieces_[p];
       switch (piece.kind) {
         case PieceKind::kText:
-          out_.text.append(arena_, piece.a, piece.b - piece.a);
+          w.Put(std::string_view(arena_).substr(piece.a, piece.b - piece.a));
           break;
         case PieceKind::kOperands:
           for (uint32_t k = info.children_begin; k < info.operands_end; ++k) {
-            if (k != info.children_begin) out_.text += ", ";
-            AppendInstName(ci, ci.children[k]);
+            if (k != info.children_begin) w.Put(", ");
+            w.PutNumbered('i', ci.position[ci.children[k]]);
           }
           break;
         case PieceKind::kCallees: {
           const uint32_t count = piece.b >> 1;
           const bool braced = (piece.b & 1) != 0;
-          if (braced) out_.text += '{';
+          if (braced) w.Put('{');
           for (uint32_t k = 0; k < count; ++k) {
-            if (k) out_.text += ',';
-            AppendCompName(info.callees[callee_next++]);
+            if (k) w.Put(',');
+            w.PutNumbered('c', comp_id_[info.callees[callee_next++]]);
           }
-          if (braced) out_.text += '}';
+          if (braced) w.Put('}');
           break;
         }
         case PieceKind::kControl: {
@@ -753,24 +770,23 @@ class Canonicalizer {
             positions.push_back(ci.position[pred]);
           }
           std::sort(positions.begin(), positions.end());
-          out_.text += '{';
+          w.Put('{');
           for (size_t k = 0; k < positions.size(); ++k) {
-            if (k) out_.text += ',';
-            out_.text += 'i';
-            out_.text += std::to_string(positions[k]);
+            if (k) w.Put(',');
+            w.PutNumbered('i', positions[k]);
           }
-          out_.text += '}';
+          w.Put('}');
           break;
         }
         case PieceKind::kChannel: {
           auto [it, inserted] =
               channel_numbers_.emplace(piece.a, static_cast<int64_t>(channel_numbers_.size() + 1));
-          out_.text += std::to_string(it->second);
+          w.PutDecimal(it->second);
           break;
         }
       }
     }
-    EndLine(options_.record_source_lines ? comp.instructions[i].offset + 1 : 0);
+    EndLine(w, options_.record_source_lines ? comp.instructions[i].offset + 1 : 0);
   }
 
   void Print() {
@@ -787,25 +803,33 @@ class Canonicalizer {
                       m_.source().size() / 64 + 256);
     AdviseHugePages(out_.text.data(), out_.text.capacity());
     PrintHeader();
+    TextWriter w(out_.text);
+    w.Reserve(1);
+    EndLine(w, 0);
     for (int32_t c : print_order_) {
       const Computation& comp = m_.computations[c];
       const CompInfo& ci = comps_[c];
-      EndLine(0);
-      if (c == m_.entry) out_.text += "ENTRY ";
-      AppendCompName(c);
-      out_.text += " {";
-      EndLine(comp.offset + 1);
-      for (int32_t i : ci.order) PrintInstruction(comp, ci, i);
-      out_.text += '}';
+      std::string_view thread;
       if (!comp.execution_thread.empty()) {
-        std::string_view thread = m_.TokenText(comp.execution_thread.begin);
-        if (thread != "\"main\"") {
-          out_.text += ", execution_thread=";
-          out_.text += thread;
-        }
+        thread = m_.TokenText(comp.execution_thread.begin);
+        if (thread == "\"main\"") thread = {};
       }
-      EndLine(0);
+      w.Reserve(64 + thread.size());  // The lines around the body: at most 45 bytes and the thread.
+      EndLine(w, 0);
+      if (c == m_.entry) w.Put("ENTRY ");
+      w.PutNumbered('c', comp_id_[c]);
+      w.Put(" {");
+      EndLine(w, comp.offset + 1);
+      for (int32_t i : ci.order) PrintInstruction(w, comp, ci, i);
+      w.Reserve(64 + thread.size());
+      w.Put('}');
+      if (!thread.empty()) {
+        w.Put(", execution_thread=");
+        w.Put(thread);
+      }
+      EndLine(w, 0);
     }
+    w.Finish();
   }
 
   const Module& m_;
