@@ -3,6 +3,7 @@
 #include <charconv>
 #include <vector>
 
+#include "compiler/hlo/text_writer.h"
 #include "compiler/hlo/word_table.h"
 
 namespace hlocache::hlo {
@@ -118,15 +119,6 @@ bool Shape::HasDefaultLayout() const {
   return true;
 }
 
-namespace {
-// Without a temporary string per number (every shape of a module's canonical text has some).
-void AppendDecimal(int64_t value, std::string& out) {
-  char digits[24];
-  const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, value);
-  out.append(digits, static_cast<size_t>(end - digits));
-}
-}  // namespace
-
 void AppendCanonicalShape(const Shape& shape, std::string& out) {
   if (shape.is_buffer) {
     out += "b(";
@@ -143,32 +135,42 @@ void AppendCanonicalShape(const Shape& shape, std::string& out) {
     out += ')';
     return;
   }
-  out += PrimitiveTypeName(shape.type);
-  out += '[';
+  // An array, most lines' shape: its bytes bounded first (the type's name and brackets, at most
+  // 24 a dimension for `,<=` and 19 digits, 5 a layout entry), then written with plain stores
+  // instead of an append each.
+  const bool layout_written = !shape.HasDefaultLayout();
+  size_t bound = 24 + 24 * shape.dims.size();
+  if (layout_written) {
+    bound += 4 + 5 * shape.layout->minor_to_major.size() + shape.layout->details.size();
+  }
+  TextWriter w(out);
+  w.Reserve(bound);
+  w.Put(PrimitiveTypeName(shape.type));
+  w.Put('[');
   for (size_t i = 0; i < shape.dims.size(); ++i) {
-    if (i) out += ',';
+    if (i) w.Put(',');
     if (shape.IsDynamicDim(i)) {
       if (shape.dims[i] == Shape::kUnboundedDim) {
-        out += '?';
+        w.Put('?');
         continue;
       }
-      out += "<=";
+      w.Put("<=");
     }
-    AppendDecimal(shape.dims[i], out);
+    w.PutDecimal(shape.dims[i]);
   }
-  out += ']';
-  if (!shape.HasDefaultLayout()) {
-    out += '{';
+  w.Put(']');
+  if (layout_written) {
+    w.Put('{');
     const auto& m2m = shape.layout->minor_to_major;
     for (size_t i = 0; i < m2m.size(); ++i) {
-      if (i) out += ',';
-      AppendDecimal(m2m[i], out);
+      if (i) w.Put(',');
+      w.PutDecimal(m2m[i]);
     }
     if (!shape.layout->details.empty()) {
-      out += ':';
-      out += shape.layout->details;
+      w.Put(':');
+      w.Put(std::string_view(shape.layout->details));
     }
-    out += '}';
+    w.Put('}');
   }
 }
 
