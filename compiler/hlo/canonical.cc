@@ -6,7 +6,12 @@
 #include <optional>
 #include <unordered_map>
 
-#include "common/fast_hash.h"
+// XXH3 compiled in line: the structural hashes are of a few dozen bytes an instruction, where a
+// call through the library's run-time dispatch (common/fast_hash.h) cost more than the hash.
+// The same algorithm: the values are the library's.
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include "common/huge_pages.h"
 #include "compiler/hlo/attributes.h"
 #include "compiler/hlo/lexer.h"
