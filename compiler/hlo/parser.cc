@@ -151,6 +151,7 @@ bool Parser::ParseComputation() {
   const uint32_t open_offset = Peek().offset;
   if (!Expect(TokenKind::kLBrace, "'{' to open the computation body")) return false;
   names_.Clear();
+  parameters_.clear();
   const size_t expected = InstructionsInGroup(pos_ - 1);
   names_.Reserve(expected);
   comp.instructions.reserve(expected);
@@ -216,12 +217,17 @@ size_t Parser::InstructionsInGroup(uint32_t open) {
   return CountInstructionsAhead();
 }
 
+void Parser::AddInstruction(Computation& comp, Instruction&& inst) {
+  if (inst.opcode.opcode == Opcode::kParameter && inst.opcode.phase == AsyncPhase::kNone) {
+    parameters_.push_back(static_cast<int32_t>(comp.instructions.size()));
+  }
+  any_shape_missing_ |= !inst.shape_written;
+  comp.instructions.push_back(std::move(inst));
+}
+
 bool Parser::CollectParameters(Computation& comp) {
-  for (size_t i = 0; i < comp.instructions.size(); ++i) {
+  for (const int32_t i : parameters_) {
     const Instruction& inst = comp.instructions[i];
-    if (inst.opcode.opcode != Opcode::kParameter || inst.opcode.phase != AsyncPhase::kNone) {
-      continue;
-    }
     const int64_t n = inst.parameter_number;
     if (n >= static_cast<int64_t>(comp.instructions.size())) {
       return Fail(inst.offset, "parameter number " + std::to_string(n) +
@@ -232,7 +238,7 @@ bool Parser::CollectParameters(Computation& comp) {
     if (comp.parameters[n] >= 0) {
       return Fail(inst.offset, "duplicate parameter number " + std::to_string(n));
     }
-    comp.parameters[n] = static_cast<int32_t>(i);
+    comp.parameters[n] = i;
   }
   for (size_t n = 0; n < comp.parameters.size(); ++n) {
     if (comp.parameters[n] < 0) {
@@ -274,7 +280,7 @@ bool Parser::ParseInstruction(Computation& comp, bool& saw_root) {
     return Fail(name_offset, "duplicate instruction name '" + std::string(inst.name) + "'");
   }
   if (is_root) comp.root = index;
-  comp.instructions.push_back(std::move(inst));
+  AddInstruction(comp, std::move(inst));
   return true;
 }
 
@@ -343,7 +349,7 @@ bool Parser::ParseOperand(Computation& comp, int32_t& operand, int depth) {
     nested.offset = Peek().offset;
     if (!ParseInstructionRhs(comp, nested, depth + 1)) return false;
     operand = static_cast<int32_t>(comp.instructions.size());
-    comp.instructions.push_back(std::move(nested));
+    AddInstruction(comp, std::move(nested));
     return true;
   }
   std::string_view name = StripPercent(Text());
@@ -500,9 +506,10 @@ Result<Module> ParseModule(std::string text, std::string filename) {
   auto tokens = Lex(FirstModuleText(module.source()), module.filename(), &groups);
   if (!tokens) return Error(tokens.error());
   module.tokens = std::move(*tokens);
-  Status status = Parser(module, groups).Run();
+  Parser parser(module, groups);
+  Status status = parser.Run();
   if (!status.ok()) return Error(std::move(status));
-  InferMissingShapes(module);
+  if (parser.AnyShapeMissing()) InferMissingShapes(module);
   return module;
 }
 

@@ -43,6 +43,8 @@ class Parser {
     if (!ParseModuleBody()) return std::move(error_);
     return Status::Ok();
   }
+  // Whether an instruction was written without its shape (InferMissingShapes has work).
+  bool AnyShapeMissing() const { return any_shape_missing_; }
 
  private:
   // ---- token helpers ----
@@ -165,8 +167,13 @@ class Parser {
   size_t CountInstructionsAhead() const;
   // The same, from the lexer's count for the group whose `{` is token `open`, when it has one.
   size_t InstructionsInGroup(uint32_t open);
+  // Fills comp.parameters from the parameters AddInstruction noted, in textual order.
   bool CollectParameters(Computation& comp);
   bool ParseInstruction(Computation& comp, bool& saw_root);
+  // Appends `inst` to `comp`, noting on the way what is checked after the body: its index when
+  // it is a parameter, and a shape left to inference. Passes over every instruction for these
+  // read a large module's instructions from memory once more each.
+  void AddInstruction(Computation& comp, Instruction&& inst);
   bool AtShapeStart() const;
   // shape? opcode '(' operands ')'. Attributes are parsed by the caller.
   bool ParseInstructionRhs(Computation& comp, Instruction& inst, int depth);
@@ -203,6 +210,8 @@ class Parser {
   // The attributes of the instruction being parsed, gathered here (kept between instructions:
   // no allocation each) and then copied into the Module at once, exactly sized.
   std::vector<Attribute> attributes_;
+  std::vector<int32_t> parameters_;  // The current computation's parameter instructions.
+  bool any_shape_missing_ = false;
   Status error_;
   NameTable names_;       // Current computation's scope.
   NameTable comp_index_;  // Computations defined so far.

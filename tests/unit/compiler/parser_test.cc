@@ -323,6 +323,14 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"duplicate_parameter",
                 "ENTRY e {\n  a = f32[] parameter(0)\n  ROOT b = f32[] parameter(0)\n}",
                 "error: duplicate parameter number 0"},
+        BadCase{"missing_parameter",
+                "c {\n  ROOT p = f32[] parameter(0)\n}\nENTRY e {\n  a = f32[] parameter(1)\n"
+                "  ROOT b = f32[] negate(a)\n}",
+                "bad.hlo:4:1: error: computation 'e' lacks parameter 0"},
+        BadCase{"parameter_out_of_range",
+                "ENTRY e {\n  a = f32[] parameter(0)\n  ROOT b = f32[] parameter(2)\n}",
+                "bad.hlo:3:3: error: parameter number 2 is out of range for a computation of 2 "
+                "instructions"},
         BadCase{"unknown_module_attribute",
                 "HloModule m, speed=fast\nENTRY e {\n  ROOT a = "
                 "f32[] parameter(0)\n}",
