@@ -87,7 +87,6 @@ struct Layout {
 };
 
 struct Shape {
-  PrimitiveType type = PrimitiveType::kTuple;
   // Array dimensions. For a bounded dynamic dimension (`<=N`) the bound, for an unbounded one
   // (`?`) kUnboundedDim.
   std::vector<int64_t> dims;
@@ -95,7 +94,9 @@ struct Shape {
   SmallVector<bool, 8> dynamic;
   std::optional<Layout> layout;
   std::vector<Shape> tuple_elements;  // For tuples only.
-  bool is_buffer = false;             // `b(...)`: a buffer of the one element shape.
+  // Last, together: one word for both, where each took one of its own.
+  PrimitiveType type = PrimitiveType::kTuple;
+  bool is_buffer = false;  // `b(...)`: a buffer of the one element shape.
 
   static constexpr int64_t kUnboundedDim = -1;
 
