@@ -228,6 +228,7 @@ bool Parser::ParseLayout(Shape& shape) {
   if (Kind() == TokenKind::kColon) {
     Advance();
     // Tiles, memory space and the like: kept as normalized text.
+    std::string details;
     int depth = 0;
     while (!(Kind() == TokenKind::kRBrace && depth == 0)) {
       TokenKind k = Kind();
@@ -239,12 +240,11 @@ bool Parser::ParseLayout(Shape& shape) {
       } else if (k == TokenKind::kRBrace) {
         --depth;
       }
-      if (!layout.details.empty() && NeedsSpaceBetween(toks_[pos_ - 1].kind, k)) {
-        layout.details += ' ';
-      }
-      layout.details += Text();
+      if (!details.empty() && NeedsSpaceBetween(toks_[pos_ - 1].kind, k)) details += ' ';
+      details += Text();
       Advance();
     }
+    if (!details.empty()) layout.details = std::make_shared<const std::string>(std::move(details));
   }
   if (!Expect(TokenKind::kRBrace, "'}' closing the layout")) return false;
   if (layout.minor_to_major.size() != shape.dims.size()) {

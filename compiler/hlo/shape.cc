@@ -110,7 +110,7 @@ bool AreDistinctDimensions(const std::vector<int64_t>& dims, size_t rank) {
 
 bool Shape::HasDefaultLayout() const {
   if (!layout) return true;
-  if (!layout->details.empty()) return false;
+  if (!layout->Details().empty()) return false;
   const auto& m2m = layout->minor_to_major;
   if (m2m.size() != dims.size()) return false;
   for (size_t i = 0; i < m2m.size(); ++i) {
@@ -141,7 +141,7 @@ void AppendCanonicalShape(const Shape& shape, std::string& out) {
   const bool layout_written = !shape.HasDefaultLayout();
   size_t bound = 24 + 24 * shape.dims.size();
   if (layout_written) {
-    bound += 4 + 5 * shape.layout->minor_to_major.size() + shape.layout->details.size();
+    bound += 4 + 5 * shape.layout->minor_to_major.size() + shape.layout->Details().size();
   }
   TextWriter w(out);
   w.Reserve(bound);
@@ -166,9 +166,9 @@ void AppendCanonicalShape(const Shape& shape, std::string& out) {
       if (i) w.Put(',');
       w.PutDecimal(m2m[i]);
     }
-    if (!shape.layout->details.empty()) {
+    if (const std::string_view details = shape.layout->Details(); !details.empty()) {
       w.Put(':');
-      w.Put(std::string_view(shape.layout->details));
+      w.Put(details);
     }
     w.Put('}');
   }

@@ -186,7 +186,7 @@ TEST(ParserTest, ShapesLayoutsTuplesAndDynamicDims) {
   ASSERT_THAT(m, IsOk());
   const auto& insts = m->computations[0].instructions;
   ASSERT_TRUE(insts[0].shape.layout.has_value());
-  EXPECT_EQ(insts[0].shape.layout->details, "T(8,128)");
+  EXPECT_EQ(insts[0].shape.layout->Details(), "T(8,128)");
   EXPECT_FALSE(insts[0].shape.HasDefaultLayout());
   EXPECT_TRUE(insts[1].shape.IsDynamicDim(0));
   EXPECT_EQ(insts[1].shape.dims[1], Shape::kUnboundedDim);
