@@ -47,7 +47,10 @@ struct InstInfo {
   uint32_t children_begin = 0;
   uint32_t operands_end = 0;
   uint32_t children_end = 0;
-  std::vector<int32_t> callees;  // In canonical (sorted attribute) order.
+  // The computations it calls, in canonical (sorted attribute) order: [callees_begin,
+  // callees_end) of CompInfo::callees.
+  uint32_t callees_begin = 0;
+  uint32_t callees_end = 0;
 };
 
 struct CompInfo {
@@ -56,6 +59,7 @@ struct CompInfo {
   // ordering and printing jump between these few bytes instead of between instructions
   // hundreds of bytes apart.
   std::vector<int32_t> children;
+  std::vector<int32_t> callees;   // Every instruction's callees, one array (see InstInfo).
   std::vector<int32_t> order;     // Instruction indices in canonical order.
   std::vector<int32_t> position;  // Instruction index -> canonical position.
   uint64_t hash = 0;
@@ -381,8 +385,9 @@ class Canonicalizer {
 
   // The instruction's line without its name, as pieces: text is written straight into arena_
   // (no copy through a scratch string), references are pieces of their own.
-  void BuildInstruction(const Instruction& inst, InstInfo& info) {
+  void BuildInstruction(const Instruction& inst, InstInfo& info, CompInfo& ci) {
     info.piece_begin = static_cast<uint32_t>(pieces_.size());
+    info.callees_begin = static_cast<uint32_t>(ci.callees.size());
     current_piece_begin_ = info.piece_begin;
     std::string& out = arena_;
     size_t begin = out.size();
@@ -453,7 +458,7 @@ class Canonicalizer {
         const uint32_t count = callee_start_[k + 1] - callee_start_[k];
         pieces_.push_back({PieceKind::kCallees, k, (count << 1) | (braced ? 1u : 0u)});
         for (uint32_t n = callee_start_[k]; n < callee_start_[k + 1]; ++n) {
-          info.callees.push_back(inst.callees[n]);
+          ci.callees.push_back(inst.callees[n]);
         }
       } else if (a.role == AttributeRole::kControlPredecessors) {
         EndText(begin);
@@ -483,6 +488,7 @@ class Canonicalizer {
       }
     }
     info.piece_end = static_cast<uint32_t>(pieces_.size());
+    info.callees_end = static_cast<uint32_t>(ci.callees.size());
   }
 
   uint32_t CountNames(const Attribute& a) const {
@@ -530,7 +536,9 @@ class Canonicalizer {
           break;
       }
     }
-    for (int32_t c : info.callees) AppendHash(comps_[c].hash);
+    for (uint32_t k = info.callees_begin; k < info.callees_end; ++k) {
+      AppendHash(comps_[ci.callees[k]].hash);
+    }
     return XXH3_64bits(sig_.data(), sig_.size());
   }
 
@@ -553,7 +561,7 @@ class Canonicalizer {
                          inst.control_predecessors.end());
       info.children_end = static_cast<uint32_t>(ci.children.size());
       any_control |= !inst.control_predecessors.empty();
-      BuildInstruction(inst, info);
+      BuildInstruction(inst, info, ci);
       info.hash = HashInstruction(inst, info, ci);
     }
     if (any_control) {
@@ -643,9 +651,9 @@ class Canonicalizer {
       int32_t push = -1;
       while (stack.back().k < ci.order.size()) {
         Frame& f = stack.back();
-        const auto& callees = ci.insts[ci.order[f.k]].callees;
-        if (f.j < callees.size()) {
-          int32_t callee = callees[f.j++];
+        const InstInfo& info = ci.insts[ci.order[f.k]];
+        if (f.j < info.callees_end - info.callees_begin) {
+          const int32_t callee = ci.callees[info.callees_begin + f.j++];
           if (!seen[callee]) {
             seen[callee] = 1;
             push = callee;
@@ -764,7 +772,7 @@ class Canonicalizer {
           if (braced) w.Put('{');
           for (uint32_t k = 0; k < count; ++k) {
             if (k) w.Put(',');
-            w.PutNumbered('c', comp_id_[info.callees[callee_next++]]);
+            w.PutNumbered('c', comp_id_[ci.callees[info.callees_begin + callee_next++]]);
           }
           if (braced) w.Put('}');
           break;
