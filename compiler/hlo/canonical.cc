@@ -827,7 +827,8 @@ class Canonicalizer {
         thread = m_.TokenText(comp.execution_thread.begin);
         if (thread == "\"main\"") thread = {};
       }
-      w.Reserve(64 + thread.size());  // The lines around the body: at most 45 bytes and the thread.
+      // The lines around the body: 21 bytes at most each, and the thread's name.
+      w.Reserve(64 + thread.size());
       EndLine(w, 0);
       if (c == m_.entry) w.Put("ENTRY ");
       w.PutNumbered('c', comp_id_[c]);

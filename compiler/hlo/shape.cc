@@ -1,6 +1,5 @@
 #include "compiler/hlo/shape.h"
 
-#include <charconv>
 #include <vector>
 
 #include "compiler/hlo/text_writer.h"
