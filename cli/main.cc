@@ -1,5 +1,7 @@
-// The `hlocache` command. Flags are parsed with CLI11; each subcommand is a function in
-// client/commands.h. Exit status: 0 success, 1 explained failure, 2 bad usage.
+// `hlocache-full`: every `hlocache` command. `hlocache` (cli/front.cc) runs `key`, `canon` and
+// `why` itself and hands every other command line here unchanged, by exec. Flags are parsed with
+// CLI11; each subcommand is a function in client/commands.h or client/local_commands.h. Exit
+// status: 0 success, 1 explained failure, 2 bad usage.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -7,6 +9,7 @@
 #include <exception>
 #include <iostream>
 
+#include "cli/key_commands.h"
 #include "client/commands.h"
 #include "client/mount/mount_command.h"
 #include "common/file.h"
@@ -14,35 +17,9 @@
 
 namespace {
 
-void AddKeyFlags(CLI::App* cmd, hlocache::keying::KeySettings& settings,
-                 std::vector<std::string>& options) {
-  cmd->add_option("--target", settings.target,
-                  "where the executable runs: cpu-x86-64-v2|v3|v4, cuda-sm_80|sm_90, or any "
-                  "other target name (default: this host's best cpu level)");
-  cmd->add_option("--compiler-id", settings.compiler_id,
-                  "toolchain and code generator that build it (default: this build's)");
-  cmd->add_option("--option", options, "compile option k=v that changes the executable")
-      ->type_name("K=V");
-  cmd->add_flag("--allow-elided-constants", settings.allow_elided_constants,
-                "key modules whose constants are elided as {...} (unsafe: their values are "
-                "not part of the key)");
-}
-
-bool SplitOptions(const std::vector<std::string>& raw, hlocache::keying::KeySettings& settings) {
-  for (const std::string& kv : raw) {
-    size_t eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      std::cerr << "hlocache: --option expects K=V, got '" << kv << "'\n";
-      return false;
-    }
-    settings.options.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
-  }
-  return true;
-}
-
 int Main(int argc, char** argv) {
   using namespace hlocache::client;
-  CLI::App app{"hlocache: a persistent compilation cache for HLO modules"};
+  CLI::App app{hlocache::cli::kAppDescription};
   app.require_subcommand(1);
   app.set_version_flag("--version", "hlocache 0.1.0");
   app.fallthrough();  // Its options may come after the subcommand too.
@@ -51,24 +28,9 @@ int Main(int argc, char** argv) {
                  "S3 endpoint for s3:// tiers and upstreams (default: $AWS_ENDPOINT_URL_S3, "
                  "$AWS_ENDPOINT_URL, else AWS)");
 
-  hlocache::keying::KeySettings settings;
-  std::vector<std::string> raw_options;
-  std::vector<std::string> files;
-  std::string file_a, file_b;
-
-  CLI::App* key = app.add_subcommand("key", "print 'KEY  FILE' for each HLO file ('-' = stdin)");
-  AddKeyFlags(key, settings, raw_options);
-  key->add_option("files", files, "HLO text files")->required();
-
-  CLI::App* canon = app.add_subcommand("canon", "print the canonical text a key is computed from");
-  AddKeyFlags(canon, settings, raw_options);
-  canon->add_option("file", file_a, "HLO text file ('-' = stdin)")->required();
-
-  CLI::App* why =
-      app.add_subcommand("why", "explain why two HLO files get different keys (exit 0: same)");
-  AddKeyFlags(why, settings, raw_options);
-  why->add_option("a", file_a, "first HLO file")->required();
-  why->add_option("b", file_b, "second HLO file")->required();
+  hlocache::cli::KeyCommands key_commands;
+  hlocache::cli::AddKeyCommands(app, key_commands);
+  std::string file_a;
 
   std::string store_dir, max_size;
   std::string health_url = "http://127.0.0.1:7070", health_ca_cert;
@@ -252,13 +214,10 @@ int Main(int argc, char** argv) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
-  if (!SplitOptions(raw_options, settings)) return 2;
   // Where every s3:// backend of this process looks first (storage/s3_backend.h).
   if (!s3_endpoint.empty()) ::setenv("AWS_ENDPOINT_URL_S3", s3_endpoint.c_str(), 1);
 
-  if (*key) return RunKey(files, settings, std::cout, std::cerr);
-  if (*canon) return RunCanon(file_a, settings, std::cout, std::cerr);
-  if (*why) return RunWhy(file_a, file_b, settings, std::cout, std::cerr);
+  if (auto status = hlocache::cli::RunKeyCommand(key_commands)) return *status;
   if (*health) return RunHealth(health_url, health_ca_cert, std::cout, std::cerr);
   if (*stats) {
     if (!stats_mount.empty())

@@ -1,6 +1,6 @@
 #include <ostream>
 
-#include "client/commands.h"
+#include "client/local_commands.h"
 
 namespace hlocache::client {
 

@@ -2,7 +2,7 @@
 #include <filesystem>
 #include <ostream>
 
-#include "client/commands.h"
+#include "client/local_commands.h"
 #include "common/huge_pages.h"
 #include "compiler/hlo/parser.h"
 

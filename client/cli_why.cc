@@ -3,7 +3,7 @@
 #include <sstream>
 #include <string_view>
 
-#include "client/commands.h"
+#include "client/local_commands.h"
 
 namespace hlocache::client {
 namespace {

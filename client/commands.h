@@ -12,32 +12,16 @@
 #include <string_view>
 #include <vector>
 
-#include "keying/keying.h"
 #include "storage/s3_backend.h"
 
 namespace hlocache::client {
 
-// `hlocache key FILE...`: prints "KEY  FILE" per file, like sha256sum. Meant for a process of
-// its own: it first prepares the C library's heap for the largest file's parse
-// (PrepareHeapForHugePages), which holds for the rest of the process.
-int RunKey(const std::vector<std::string>& files, const keying::KeySettings& settings,
-           std::ostream& out, std::ostream& err);
-
-// `hlocache canon FILE`: prints the canonical text.
-int RunCanon(const std::string& file, const keying::KeySettings& settings, std::ostream& out,
-             std::ostream& err);
-
-// `hlocache why A B`: 0 when the keys are equal; 1 when not, naming the differing parts and the
-// first differing canonical lines with their source lines.
-int RunWhy(const std::string& a, const std::string& b, const keying::KeySettings& settings,
-           std::ostream& out, std::ostream& err);
-
-// `hlocache stats --dir DIR`: entries, bytes and lifetime counters of a local store (opened
-// read-only).
 // GET URL/healthz: 0 when it answers 200, else 1 with the reason on `err`.
 int RunHealth(const std::string& url, const std::string& ca_cert, std::ostream& out,
               std::ostream& err);
 
+// `hlocache stats --dir DIR`: entries, bytes and lifetime counters of a local store (opened
+// read-only).
 int RunStats(const std::string& dir, std::ostream& out, std::ostream& err);
 
 // `hlocache verify --dir DIR`: reads and verifies every entry, quarantining corrupt ones and

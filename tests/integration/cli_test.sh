@@ -101,6 +101,40 @@ expect_rc 2 "unknown flag" -- "$BIN" key --frobnicate "$SMALL"
 expect_rc 2 "bad option syntax" -- "$BIN" key --option novalue "$SMALL"
 expect_rc 1 "bad target name" -- "$BIN" key --target 'cpu x86' "$SMALL"
 expect_rc 0 "help" -- "$BIN" --help
+expect_grep "stats" "$WORK/out" "help lists the commands the full executable answers"
+expect_rc 0 "key's help" -- "$BIN" key --help
+expect_grep "--allow-elided-constants" "$WORK/out" "key's help lists its flags"
+expect_rc 0 "version" -- "$BIN" --version
+expect_grep "^hlocache [0-9]" "$WORK/out" "version line"
+
+# Two executables: `hlocache` keys in its own process, linked without the network, storage and
+# FUSE libraries (what its start-up time is for), and execs hlocache-full for the rest.
+if command -v readelf >/dev/null; then
+  readelf -d "$BIN" >"$WORK/dynamic" 2>&1
+  expect_grep "NEEDED.*libxxhash" "$WORK/dynamic" "hlocache's dynamic section read"
+  if grep -Eq "NEEDED.*(httplib|libssl|libcrypto|leveldb|sqlite|fuse|curl|zstd|dnnl)" "$WORK/dynamic"; then
+    fail "hlocache loads libraries keying does not need: $(grep NEEDED "$WORK/dynamic" | tr -s ' ' | tr '\n' ' ')"
+  else pass; fi
+fi
+mkdir -p "$WORK/alone"
+cp "$BIN" "$WORK/alone/hlocache"
+expect_rc 0 "key without hlocache-full beside it" -- "$WORK/alone/hlocache" key --target cpu-x86-64-v3 "$SMALL"
+expect_grep "^$KEY_SMALL  $SMALL\$" "$WORK/out" "the lone hlocache keys alike"
+expect_rc 0 "canon without hlocache-full" -- "$WORK/alone/hlocache" canon "$SMALL"
+expect_rc 1 "other commands need hlocache-full" -- "$WORK/alone/hlocache" stats --dir "$WORK/nostore"
+expect_grep "^hlocache: cannot run .*hlocache-full" "$WORK/err" "names the missing executable"
+# A flag only the full command knows, after a key command: handed over, and still keyed.
+expect_rc 0 "key with --s3-endpoint" -- "$BIN" key --target cpu-x86-64-v3 --s3-endpoint http://127.0.0.1:9 "$SMALL"
+expect_grep "^$KEY_SMALL  $SMALL\$" "$WORK/out" "key through hlocache-full"
+# Installed, hlocache-full lies in libexec: `cmake --install` of this build, then a command of each kind.
+if command -v cmake >/dev/null && [[ -f "$(dirname "$BIN")/cmake_install.cmake" ]]; then
+  cmake --install "$(dirname "$BIN")" --prefix "$WORK/prefix" >"$WORK/install.log" 2>&1 || fail "cmake --install: $(tail -3 "$WORK/install.log")"
+  [[ ! -e "$WORK/prefix/bin/hlocache-full" ]] && pass || fail "hlocache-full installed into bin"
+  expect_rc 0 "installed key" -- "$WORK/prefix/bin/hlocache" key --target cpu-x86-64-v3 "$SMALL"
+  expect_grep "^$KEY_SMALL  $SMALL\$" "$WORK/out" "the installed hlocache keys alike"
+  expect_rc 0 "installed serve --dry-run" -- "$WORK/prefix/bin/hlocache" serve --dry-run --dir "$WORK/srv"
+  expect_grep "would serve" "$WORK/out" "the installed hlocache hands serve to hlocache-full"
+fi
 
 # Store maintenance: a directory that is not a store is refused, never created.
 expect_rc 1 "stats of no store" -- "$BIN" stats --dir "$WORK/nostore"
