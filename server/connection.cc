@@ -31,6 +31,12 @@ constexpr size_t kGatheredPieceBytes = 2 << 10;
 constexpr milliseconds kReapEvery{100};
 // How long every listener may be on a request before a spare thread starts listening.
 constexpr milliseconds kSpareAfter{2};
+// How often the reaper looks whether every listener is on a request, while some are. Each look
+// wakes it on a core the requests want: looking every kSpareAfter (500 times a second under
+// any load) put the p99 of 4 KiB hits at 8 connections at 1.46 ms, every 20 ms at 1.20 (eight
+// rounds of 3 s alternating, same machine; throughput unchanged, 33.8k and 33.3k requests/s).
+// A spare then starts at most this much later when every listener is held up.
+constexpr milliseconds kWatchEvery{20};
 // The slowest a request body may arrive, on average (Apache's mod_reqtimeout uses 500 too).
 constexpr uint64_t kMinBodyBytesPerSecond = 500;
 // How long a refused body is read and dropped before the connection is closed.
@@ -735,10 +741,12 @@ void PlainServer::Reap() {
       next_reap = now + kReapEvery;
     }
     if (stop) return;
-    // Rounds of kSpareAfter only while a listener is on a request: an idle server wakes this
-    // thread ten times a second, not five hundred.
-    reap_cv_.wait_for(
-        lock, pollers_.load(std::memory_order_relaxed) < max_pollers_ ? kSpareAfter : kReapEvery);
+    // Rounds of kSpareAfter only while every listener is on a request, of kWatchEvery while
+    // some is: an idle server wakes this thread ten times a second, a busy one fifty.
+    const size_t pollers = pollers_.load(std::memory_order_relaxed);
+    reap_cv_.wait_for(lock, pollers == 0             ? kSpareAfter
+                            : pollers < max_pollers_ ? kWatchEvery
+                                                     : kReapEvery);
   }
 }
 
