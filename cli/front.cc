@@ -32,7 +32,8 @@ bool IsKeyCommand(std::string_view arg) { return arg == "key" || arg == "canon" 
 // Beside this executable (the build tree), else where `cmake --install` puts it.
 std::filesystem::path FullCommand() {
   std::error_code ec;
-  const std::filesystem::path dir = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path();
+  const std::filesystem::path dir =
+      std::filesystem::read_symlink("/proc/self/exe", ec).parent_path();
   if (ec) return "hlocache-full";  // No /proc: left to PATH.
   std::filesystem::path beside = dir / "hlocache-full";
   if (::access(beside.c_str(), X_OK) == 0) return beside;
