@@ -34,7 +34,7 @@ std::filesystem::path FullCommand() {
   std::error_code ec;
   const std::filesystem::path dir =
       std::filesystem::read_symlink("/proc/self/exe", ec).parent_path();
-  if (ec) return "hlocache-full";  // No /proc: left to PATH.
+  if (ec) return "hlocache-full";  // No /proc: looked up on PATH (execvp).
   std::filesystem::path beside = dir / "hlocache-full";
   if (::access(beside.c_str(), X_OK) == 0) return beside;
   return (dir / HLOCACHE_FULL_FROM_BINDIR).lexically_normal();
@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
     }
   }
   const std::filesystem::path full = FullCommand();
-  ::execv(full.c_str(), argv);
+  ::execvp(full.c_str(), argv);  // A path with a slash is run as it is, without PATH.
   std::cerr << "hlocache: cannot run " << full.string()
             << " (which answers every command but key, canon and why): " << std::strerror(errno)
             << "\n";
