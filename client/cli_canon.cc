@@ -6,6 +6,7 @@ namespace hlocache::client {
 
 int RunCanon(const std::string& file, const keying::KeySettings& settings, std::ostream& out,
              std::ostream& err) {
+  PrepareHeapToParse({file}, 1);
   auto keyed = keying::KeyFile(file, settings);
   if (!keyed) {
     err << keyed.error().message() << "\n";

@@ -16,9 +16,14 @@
 
 namespace hlocache::client {
 
-// `hlocache key FILE...`: prints "KEY  FILE" per file, like sha256sum. Meant for a process of
-// its own: it first prepares the C library's heap for the largest file's parse
-// (PrepareHeapForHugePages), which holds for the rest of the process.
+// Each of the three is meant for a process of its own: it first prepares the C library's heap
+// for what it parses (PrepareHeapToParse), which holds for the rest of the process.
+
+// Grows the heap at once, in huge pages, by what parsing and canonicalizing the `at_once`
+// largest of `files` takes (common/huge_pages.h). Files that cannot be sized count as empty.
+void PrepareHeapToParse(const std::vector<std::string>& files, size_t at_once);
+
+// `hlocache key FILE...`: prints "KEY  FILE" per file, like sha256sum.
 int RunKey(const std::vector<std::string>& files, const keying::KeySettings& settings,
            std::ostream& out, std::ostream& err);
 
