@@ -53,7 +53,9 @@ TEST_F(ReadAllTest, ARegularFileIsReadWholeWithoutGrowingTheString) {
     // Sized once for the file and its one spare byte: a regrowth to look for the end would add
     // a whole read piece (a megabyte) to the capacity and copy what was read. (An empty file
     // says nothing of its length: files under /proc read as empty ones do.)
-    if (size > 0) EXPECT_LT(out.capacity(), size + 4096) << size;
+    if (size > 0) {
+      EXPECT_LT(out.capacity(), size + 4096) << size;
+    }
   }
 }
 
