@@ -51,15 +51,15 @@ void PrepareHeapForHugePages(size_t bytes) {
   ::mallopt(M_MMAP_THRESHOLD, std::min(pad, 32 << 20));
   ::mallopt(M_TOP_PAD, pad);
   ::mallopt(M_TRIM_THRESHOLD, pad);
-  // An allocation larger than what the heap has free at its top grows it now, by the rest plus
-  // the pad; the new end of the heap is then sbrk(0). The C library writes the header of the
-  // new free top right after that allocation, before the advice: the 2 MiB around that write
-  // would stay in small pages for good, so the advice starts past it. (A probe of 2 MiB, advised
-  // from its start, put that write inside the first range advised, where a module's text is
-  // read next: 500 page faults of 4 KiB for `hlocache key` on a 4 MB module, 300 to 700 more a
-  // key than without.)
+  // An allocation larger than every free block of the heap (all of them together) can only come
+  // from its top, which it grows now, by the rest plus the pad; the new end of the heap is then
+  // sbrk(0). The C library writes the header of the new free top right after that allocation,
+  // before the advice: the 2 MiB around that write would stay in small pages for good, so the
+  // advice starts past it. (A probe of 2 MiB, advised from its start, put that write inside the
+  // first range advised, where a module's text is read next: 500 page faults of 4 KiB for
+  // `hlocache key` on a 4 MB module, 300 to 700 more a key than without.)
   constexpr size_t kPastTop = 64;
-  const size_t request = ::mallinfo2().keepcost + kPastTop;
+  const size_t request = ::mallinfo2().fordblks + kPastTop;
   void* probe = std::malloc(request);
   if (probe == nullptr) return;
   char* const untouched = static_cast<char*>(probe) + request + kPastTop;  // Past that header.
