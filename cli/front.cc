@@ -16,10 +16,11 @@
 #include <exception>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string_view>
-#include <system_error>
 
 #include "cli/key_commands.h"
+#include "common/file.h"
 
 #ifndef HLOCACHE_FULL_FROM_BINDIR
 #error "HLOCACHE_FULL_FROM_BINDIR names hlocache-full's installed path relative to hlocache's"
@@ -31,10 +32,8 @@ bool IsKeyCommand(std::string_view arg) { return arg == "key" || arg == "canon" 
 
 // Beside this executable (the build tree), else where `cmake --install` puts it.
 std::filesystem::path FullCommand() {
-  std::error_code ec;
-  const std::filesystem::path dir =
-      std::filesystem::read_symlink("/proc/self/exe", ec).parent_path();
-  if (ec) return "hlocache-full";  // No /proc: looked up on PATH (execvp).
+  const std::filesystem::path dir = hlocache::CurrentExecutable().parent_path();
+  if (dir.empty()) return "hlocache-full";  // No /proc: looked up on PATH (execvp).
   std::filesystem::path beside = dir / "hlocache-full";
   if (::access(beside.c_str(), X_OK) == 0) return beside;
   return (dir / HLOCACHE_FULL_FROM_BINDIR).lexically_normal();
