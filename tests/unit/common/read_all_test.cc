@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "common/file.h"
+#include "tests/integration/test_directory.h"
 
 namespace hlocache {
 namespace {
@@ -23,22 +24,13 @@ std::string FileBytes(size_t bytes) {
   return s;
 }
 
-class ReadAllTest : public ::testing::Test {
+class ReadAllTest : public testing::TestDirectory {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/hlocache-read-all-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
   int OpenFileWith(const std::string& bytes) {
-    const std::filesystem::path path = dir_ / "f";
+    const std::filesystem::path path = root_ / "f";
     std::ofstream(path, std::ios::binary) << bytes;
     return ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   }
-
-  std::filesystem::path dir_;
 };
 
 TEST_F(ReadAllTest, ARegularFileIsReadWholeWithoutGrowingTheString) {
