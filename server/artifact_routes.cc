@@ -98,18 +98,26 @@ void SendMemoryBody(ServerContext& ctx, std::shared_ptr<const MemoryBody> body,
       });
 }
 
-// A hit on a body the memory tier holds, if the store still has that entry (the check records
-// the access, as a read from the store would). False when the caller must read the store.
-bool ServeFromMemory(ServerContext& ctx, const std::string& key, httplib::Response& res) {
+// The memory body of `key` when it is still the store's entry (the check records the access, as
+// a read from the store would); null when the caller must read the store.
+std::shared_ptr<const MemoryBody> FindInMemory(ServerContext& ctx, std::string_view key) {
   std::shared_ptr<const MemoryBody> body = ctx.memory_tier->Find(key);
-  if (!body) return false;
+  if (!body) return nullptr;
   auto checksum = ctx.store->Touch(key);
-  if (!checksum) return false;  // The store failed: let the read say how.
+  if (!checksum) return nullptr;  // The store failed: let the read say how.
   if (!*checksum || **checksum != body->checksum()) {
     // Erased, evicted, quarantined or replaced since it was kept: never served from here again.
     ctx.memory_tier->Erase(key, body.get());
-    return false;
+    return nullptr;
   }
+  return body;
+}
+
+// A hit on a body the memory tier holds, if the store still has that entry (the check records
+// the access, as a read from the store would). False when the caller must read the store.
+bool ServeFromMemory(ServerContext& ctx, const std::string& key, httplib::Response& res) {
+  std::shared_ptr<const MemoryBody> body = FindInMemory(ctx, key);
+  if (!body) return false;
   CountHit(ctx, key, body->bytes(), /*from_upstream=*/false);
   ctx.metrics.memory_hits.fetch_add(1, std::memory_order_relaxed);
   SendMemoryBody(ctx, std::move(body), res);
@@ -309,6 +317,50 @@ void HandleDelete(ServerContext& ctx, const httplib::Request& req, httplib::Resp
 }
 
 }  // namespace
+
+bool AnswerQuickHit(ServerContext& ctx, std::string_view key, std::string_view keep_alive,
+                    QuickReply& reply) {
+  if (!cache::IsWellFormedKey(key)) return false;
+  std::string checksum;
+  if (std::shared_ptr<const MemoryBody> body = ctx.memory_tier ? FindInMemory(ctx, key) : nullptr) {
+    CountHit(ctx, key, body->bytes(), /*from_upstream=*/false);
+    ctx.metrics.memory_hits.fetch_add(1, std::memory_order_relaxed);
+    checksum = body->checksum().Hex();
+    reply.body = body->bytes();
+    reply.body_fd = body->fd();
+    reply.body_offset = 0;
+    reply.owner = std::move(body);
+  } else {
+    // A small artifact, read and verified whole as HandleGet does; anything else (a miss, an
+    // error, a larger artifact) is the route's, which reads it again.
+    auto opened = ctx.store->OpenReader(key);
+    if (!opened || !*opened) return false;
+    std::shared_ptr<cache::ArtifactReader> reader(std::move(*opened));
+    const Result<std::span<const char>> first = reader->Next();
+    if (!first || first->size() != reader->info().size || first->size() > kCopiedReplyBytes) {
+      return false;
+    }
+    CountHit(ctx, key, *first, /*from_upstream=*/false);
+    checksum = reader->info().checksum.Hex();
+    reply.body = *first;
+    reply.owner = std::move(reader);
+  }
+  // What the library writes for the route's reply: its headers sorted by name, with the
+  // Keep-Alive it adds on a connection that stays open or the Connection: close on one that
+  // does not (QuickPathTest compares the two).
+  const std::string size = std::to_string(reply.body.size());
+  reply.head.reserve(160 + keep_alive.size());
+  reply.head.append("HTTP/1.1 200 OK\r\n");
+  if (keep_alive.empty()) reply.head.append("Connection: close\r\n");
+  reply.head.append("Content-Length: ")
+      .append(size)
+      .append("\r\nContent-Type: ")
+      .append(kOctetStream)
+      .append("\r\n");
+  if (!keep_alive.empty()) reply.head.append("Keep-Alive: ").append(keep_alive).append("\r\n");
+  reply.head.append("X-Hlocache-Checksum: ").append(checksum).append("\r\n\r\n");
+  return true;
+}
 
 void RegisterArtifactRoutes(httplib::Server& http, ServerContext& ctx) {
   http.Get(kArtifactPath, [&ctx](const httplib::Request& req, httplib::Response& res) {

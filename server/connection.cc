@@ -16,6 +16,7 @@
 
 #include "common/trace.h"
 #include "server/header_check.h"
+#include "server/quick_request.h"
 
 namespace hlocache::server {
 namespace {
@@ -171,6 +172,53 @@ class ConnectionStream final : public httplib::Stream {
       if (left.count() <= 0 || Poll(POLLIN, left) <= 0) return;
       if (Recv(in_, kReadBufferBytes, 0) <= 0) return;
     }
+  }
+
+  enum class Quick { kNo, kAnswered, kAnsweredAndClose, kFailed };
+
+  // Offers the request at the head of the connection to `answerer`, when it is a QuickRequest
+  // whose head has all arrived (taking what the socket holds, without waiting, when nothing is
+  // buffered), and sends the reply it makes. kNo leaves the request, and every byte of it, to
+  // the library; kAnsweredAndClose: the request asked to close the connection after it, or is
+  // the `last` it may carry;
+  // kFailed: the reply did not all go out (the connection must close).
+  Quick TryQuick(QuickAnswerer& answerer, std::string_view keep_alive, bool last) {
+    if (in_pos_ == in_len_) {
+      const ssize_t got = Recv(in_, kReadBufferBytes, MSG_DONTWAIT);
+      if (got <= 0) {
+        // Nothing yet, the client's close or an error: the library's read meets them next,
+        // and an error is recorded as its read would have.
+        if (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+          Fail(std::string("recv: ") + std::strerror(errno));
+        }
+        return Quick::kNo;
+      }
+      in_pos_ = 0;
+      in_len_ = static_cast<size_t>(got);
+      request_bytes_ += static_cast<uint64_t>(got);
+    }
+    const auto head = ParseQuickHead(std::string_view(in_ + in_pos_, in_len_ - in_pos_));
+    if (!head) return Quick::kNo;
+    const bool close = head->close || last;
+    const QuickRequest request{head->path, head->authorization, remote_ip_,
+                               close ? std::string_view() : keep_alive};
+    QuickReply reply;
+    if (!answerer.Answer(request, reply)) return Quick::kNo;
+    // The head stays in the buffer, unchanged until the next read, for `request`'s views.
+    in_pos_ += head->length;
+    TraceIo("answered on the quick path");
+    bool sent = false;
+    if (reply.body_fd >= 0 && reply.body.size() > kWriteBufferBytes) {
+      out_ = reply.head;
+      sent = SendFromFile(reply.body_fd, reply.body_offset, reply.body.size());
+      out_.clear();
+    } else {
+      // Small: head and body in one sendmsg, where sendfile would take a call of its own.
+      sent = SendAll(reply.head.data(), reply.head.size(), reply.body.data(), reply.body.size());
+    }
+    answerer.Done(request, reply, sent);
+    if (!sent) return Quick::kFailed;
+    return close ? Quick::kAnsweredAndClose : Quick::kAnswered;
   }
 
   // Sends what is buffered. False when the client is gone or stopped reading.
@@ -556,6 +604,10 @@ void PlainServer::StartThreads() {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = false;
   }
+  // As the library writes it in each reply on a connection that stays open (its settings are
+  // final once it listens).
+  keep_alive_value_ = "timeout=" + std::to_string(keep_alive_timeout_sec_) +
+                      ", max=" + std::to_string(keep_alive_max_count_);
   for (size_t i = 0; i < threads_; ++i) workers_.emplace_back([this] { Work(); });
   reaper_ = std::thread([this] { Reap(); });
 }
@@ -683,6 +735,17 @@ bool PlainServer::ServeOne(Connection& c, bool last) {
   ConnectionStream& stream = c.stream;
   t_stream = &stream;
   stream.StartRequest();
+  if (quick_ != nullptr) {
+    const ConnectionStream::Quick quick = stream.TryQuick(*quick_, keep_alive_value_, last);
+    if (quick != ConnectionStream::Quick::kNo) {
+      const bool sent = quick != ConnectionStream::Quick::kFailed;
+      const bool closed = quick == ConnectionStream::Quick::kAnsweredAndClose;
+      stream.TraceRequestEnd(sent, closed);
+      ReportCutShort(stream);
+      t_stream = nullptr;
+      return sent && !closed;
+    }
+  }
   bool closed = false;
   bool ok =
       process_request(stream, /*close_connection=*/last, closed, [&stream](httplib::Request& req) {
@@ -693,18 +756,21 @@ bool PlainServer::ServeOne(Connection& c, bool last) {
       });
   if (!stream.Flush()) ok = false;
   stream.TraceRequestEnd(ok, closed);
-  if (!stream.failure().empty() && cut_short_) {
-    std::string ip;
-    int port = 0;
-    stream.get_remote_ip_and_port(ip, port);
-    cut_short_(ip + ":" + std::to_string(port), stream.failure());
-  }
+  ReportCutShort(stream);
   t_stream = nullptr;
   if (ok && stream.BodyLeftUnread()) {
     stream.Linger(kLinger);
     return false;
   }
   return ok && !closed;
+}
+
+void PlainServer::ReportCutShort(const ConnectionStream& stream) const {
+  if (stream.failure().empty() || !cut_short_) return;
+  std::string ip;
+  int port = 0;
+  stream.get_remote_ip_and_port(ip, port);
+  cut_short_(ip + ":" + std::to_string(port), stream.failure());
 }
 
 void PlainServer::Reap() {

@@ -16,6 +16,7 @@
 #include "common/status.h"
 #include "compiler/worker_pool.h"
 #include "server/auth.h"
+#include "server/connection.h"
 #include "server/memory_tier.h"
 #include "server/metrics.h"
 #include "server/server.h"
@@ -47,6 +48,12 @@ void SendError(httplib::Response& res, int http_status, std::string_view reason)
 int HttpStatusOf(const Status& status);
 
 void RegisterArtifactRoutes(httplib::Server& http, ServerContext& ctx);
+// The GET of artifact `key` on the quick path (server/connection.h), when the memory tier holds
+// it: counts the hit and fills `reply` with what the route would send (`keep_alive`: the
+// library's Keep-Alive value), or returns false, having counted nothing, to leave it to the
+// route.
+bool AnswerQuickHit(ServerContext& ctx, std::string_view key, std::string_view keep_alive,
+                    QuickReply& reply);
 void RegisterCompileRoutes(httplib::Server& http, ServerContext& ctx);
 void RegisterInfoRoutes(httplib::Server& http, ServerContext& ctx);
 void RegisterFileRoutes(httplib::Server& http, ServerContext& ctx);

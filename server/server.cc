@@ -40,6 +40,47 @@ bool HasBody(const httplib::Request& req) {
          (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0");
 }
 
+// Hits answered on the plain server's quick path (connection.h): admitted as Admit admits them,
+// then counted and logged as the library's route and logger would.
+class QuickHits final : public QuickAnswerer {
+ public:
+  QuickHits(ServerContext& ctx, AccessLog* log) : ctx_(ctx), log_(log) {}
+
+  bool Answer(const QuickRequest& request, QuickReply& reply) override {
+    const Role need = RequiredRole("GET", request.path);
+    if (need != Role::kNone && ctx_.tokens &&
+        (request.authorization.empty() || ctx_.tokens->Authorize(request.authorization) < need)) {
+      return false;  // The library says why (401 or 403).
+    }
+    if (RouteOf("GET", request.path) != Route::kArtifactGet) return false;
+    const auto start = Clock::now();
+    constexpr std::string_view kPrefix = "/v1/artifacts/";
+    if (!AnswerQuickHit(ctx_, request.path.substr(kPrefix.size()), request.keep_alive, reply)) {
+      return false;
+    }
+    t_quick_start = start;
+    ctx_.metrics.in_flight.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+
+  void Done(const QuickRequest& request, const QuickReply& reply, bool sent) override {
+    ctx_.metrics.in_flight.fetch_sub(1, std::memory_order_relaxed);
+    if (sent) ctx_.metrics.bytes_out.fetch_add(reply.body.size(), std::memory_order_relaxed);
+    ctx_.metrics.CountRequest(Route::kArtifactGet, 200);
+    if (log_ == nullptr) return;
+    const int64_t micros =
+        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t_quick_start).count();
+    log_->Write({request.remote_ip, "GET", request.path, 200, reply.body.size(), micros});
+  }
+
+ private:
+  static thread_local Clock::time_point t_quick_start;
+  ServerContext& ctx_;
+  AccessLog* const log_;
+};
+
+thread_local Clock::time_point QuickHits::t_quick_start;
+
 class ServerImpl final : public Server {
  public:
   ~ServerImpl() override { Shutdown(); }
@@ -72,6 +113,7 @@ class ServerImpl final : public Server {
 
   ServerContext ctx_;
   std::unique_ptr<AccessLog> log_;
+  std::unique_ptr<QuickHits> quick_;  // Outlives http_'s threads (declared before it).
   std::unique_ptr<httplib::Server> http_;
   std::thread listener_;
   std::string url_;
@@ -279,6 +321,8 @@ Status ServerImpl::Init(ServerOptions options) {
       std::fprintf(stderr, "hlocache: serve: a request from %s was cut short: %s\n", remote.c_str(),
                    why.c_str());
     });
+    quick_ = std::make_unique<QuickHits>(ctx_, log_.get());
+    plain->set_quick_answerer(quick_.get());
     http_ = std::move(plain);
   }
   Configure();

@@ -1,0 +1,255 @@
+// The plain server's quick path for hits (server/connection.h, QuickAnswerer), driven over real
+// sockets against the real binary: its replies are the library's byte for byte, requests of
+// every other shape still go to the library, in order on one connection, and its hits are
+// admitted, counted and logged as the library's are. Which path answered is read from the
+// server's trace (HLOCACHE_TRACE_FILE).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/integration/server_harness.h"
+#include "tests/integration/test_directory.h"
+
+#ifndef HLOCACHE_BINARY
+#error "HLOCACHE_BINARY names the hlocache executable under test"
+#endif
+
+namespace hlocache::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+// What came back on one connection for bytes written at once: whole replies, in order.
+struct Exchange {
+  std::vector<std::string> replies;
+  bool closed = false;  // The server closed the connection.
+};
+
+// Writes `bytes` to the server, then reads until `count` replies have come whole (by their
+// Content-Length), the server closes the connection, or 10 s pass.
+Exchange Send(int port, const std::string& bytes, size_t count) {
+  Exchange out;
+  const int fd = ConnectLoopback(port);
+  if (fd < 0) return out;
+  size_t sent = 0;
+  while (sent < bytes.size()) {
+    const ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) break;
+    sent += static_cast<size_t>(n);
+  }
+  std::string got;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  timeval tv{0, 100000};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  while (std::chrono::steady_clock::now() < deadline) {
+    // Whole replies at the front of what arrived.
+    while (out.replies.size() < count) {
+      const size_t end = got.find("\r\n\r\n");
+      if (end == std::string::npos) break;
+      const size_t cl = got.find("Content-Length: ");
+      if (cl == std::string::npos || cl > end) break;
+      const size_t length = std::stoul(got.substr(cl + 16));
+      if (got.size() < end + 4 + length) break;
+      out.replies.push_back(got.substr(0, end + 4 + length));
+      got.erase(0, end + 4 + length);
+    }
+    if (out.replies.size() == count && count > 0 &&
+        out.replies.back().find("Connection: close") == std::string::npos) {
+      break;  // All here, and the connection stays open.
+    }
+    char buf[65536];
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
+      out.closed = true;
+      break;
+    }
+    if (n > 0) got.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+std::string Get(const std::string& path, const std::string& fields) {
+  return "GET " + path + " HTTP/1.1\r\n" + fields + "\r\n";
+}
+
+std::string BodyOf(const std::string& reply) { return reply.substr(reply.find("\r\n\r\n") + 4); }
+
+class QuickPathTest : public TestDirectory {
+ protected:
+  void SetUp() override {
+    TestDirectory::SetUp();
+    trace_ = root_ / "trace.log";
+    ::setenv("HLOCACHE_TRACE_FILE", trace_.c_str(), 1);
+  }
+  void TearDown() override {
+    ::unsetenv("HLOCACHE_TRACE_FILE");
+    TestDirectory::TearDown();
+  }
+
+  std::unique_ptr<ServerProcess> Start(std::vector<std::string> args = {}) {
+    args.insert(args.end(), {"--access-log", (root_ / "access.log").string()});
+    auto server = std::make_unique<ServerProcess>(HLOCACHE_BINARY, root_ / "store", args);
+    EXPECT_TRUE(server->started()) << server->output();
+    return server;
+  }
+
+  // Requests the server has answered on the quick path so far.
+  size_t QuickAnswers() const {
+    std::ifstream in(trace_);
+    std::string line;
+    size_t n = 0;
+    while (std::getline(in, line))
+      n += line.find("answered on the quick path") != std::string::npos;
+    return n;
+  }
+
+  std::string Put(ServerProcess& server, const std::string& key, size_t payload, uint64_t seed) {
+    const std::string artifact = MakeArtifact(key, payload, seed);
+    auto put = server.TierClient(artifact.size())
+                   ->Put(("/v1/artifacts/" + key).c_str(), artifact, "application/octet-stream");
+    EXPECT_TRUE(put && put->status == 201) << key;
+    return artifact;
+  }
+
+  std::filesystem::path trace_;
+};
+
+TEST_F(QuickPathTest, RepliesAreTheLibrarysByteForByte) {
+  auto server = Start();
+  // Small: read from the store and copied into the reply. Large: from the memory tier, once the
+  // first read has put it there, with sendfile.
+  const std::string small_key = TestKey(1), large_key = TestKey(2);
+  const std::string small = Put(*server, small_key, 4000, 1);
+  const std::string large = Put(*server, large_key, 1 << 20, 2);
+  ASSERT_EQ(
+      Send(server->port(), Get("/v1/artifacts/" + large_key, "Host: x\r\n"), 1).replies.size(), 1u);
+  // X-Library is a field the quick path does not take: the same request, answered by the library.
+  const std::vector<std::string> field_sets = {
+      "Host: x\r\n",
+      "Host: 127.0.0.1\r\nUser-Agent: t/1\r\nAccept: */*\r\nAccept-Encoding: gzip, deflate, br\r\n",
+      "Accept: */*\r\nConnection: close\r\nHost: x\r\n",
+  };
+  for (const auto& [key, artifact] : {std::pair{small_key, small}, std::pair{large_key, large}}) {
+    for (const std::string& fields : field_sets) {
+      const std::string path = "/v1/artifacts/" + key;
+      const size_t before = QuickAnswers();
+      const Exchange quick = Send(server->port(), Get(path, fields), 1);
+      EXPECT_EQ(QuickAnswers(), before + 1) << key << " " << fields;
+      const Exchange library = Send(server->port(), Get(path, fields + "X-Library: 1\r\n"), 1);
+      EXPECT_EQ(QuickAnswers(), before + 1) << key << " " << fields;
+      ASSERT_EQ(quick.replies.size(), 1u) << fields;
+      ASSERT_EQ(library.replies.size(), 1u) << fields;
+      EXPECT_EQ(quick.replies[0].substr(0, quick.replies[0].find("\r\n\r\n")),
+                library.replies[0].substr(0, library.replies[0].find("\r\n\r\n")));
+      EXPECT_TRUE(quick.replies[0] == library.replies[0]) << key << " " << fields;
+      EXPECT_TRUE(BodyOf(quick.replies[0]) == artifact) << key << " " << fields;
+      const bool closes = fields.find("Connection: close") != std::string::npos;
+      EXPECT_EQ(quick.closed, closes) << fields;
+      EXPECT_EQ(library.closed, closes) << fields;
+    }
+  }
+  EXPECT_EQ(server->Stop(), 0) << server->output();
+}
+
+TEST_F(QuickPathTest, PipelinedRequestsOfBothPathsAreAnsweredInOrder) {
+  auto server = Start();
+  const std::string key = TestKey(3);
+  const std::string artifact = Put(*server, key, 3000, 3);
+  const std::string path = "/v1/artifacts/" + key;
+  const size_t before = QuickAnswers();
+  const Exchange e = Send(server->port(),
+                          Get(path, "Host: x\r\n") +                               // quick
+                              Get(path, "Host: x\r\nRange: bytes=0-9\r\n") +       // library
+                              Get("/v1/artifacts/" + TestKey(4), "Host: x\r\n") +  // miss
+                              Get("/v1/artifacts/not-a-key", "Host: x\r\n") +      // 400
+                              Get(path, "Host: x\r\nConnection: close\r\n") +      // quick, last
+                              Get(path, "Host: x\r\n"),                            // never read
+                          6);
+  ASSERT_EQ(e.replies.size(), 5u);
+  EXPECT_THAT(e.replies[0], StartsWith("HTTP/1.1 200 OK\r\n"));
+  EXPECT_TRUE(BodyOf(e.replies[0]) == artifact);
+  EXPECT_THAT(e.replies[1], StartsWith("HTTP/1.1 206 "));
+  EXPECT_EQ(BodyOf(e.replies[1]), artifact.substr(0, 10));
+  EXPECT_THAT(e.replies[2], StartsWith("HTTP/1.1 404 "));
+  EXPECT_THAT(e.replies[3], StartsWith("HTTP/1.1 400 "));
+  EXPECT_THAT(e.replies[4], StartsWith("HTTP/1.1 200 OK\r\nConnection: close\r\n"));
+  EXPECT_TRUE(BodyOf(e.replies[4]) == artifact);
+  EXPECT_TRUE(e.closed);
+  EXPECT_EQ(QuickAnswers(), before + 2);
+  EXPECT_EQ(server->Stop(), 0) << server->output();
+}
+
+TEST_F(QuickPathTest, HitsAreCountedAndLoggedAsTheLibrarysAre) {
+  auto server = Start();
+  const std::string quick_key = TestKey(5), library_key = TestKey(6);
+  Put(*server, quick_key, 2000, 5);
+  Put(*server, library_key, 2000, 6);
+  const size_t before = QuickAnswers();
+  for (int i = 0; i < 7; ++i) {
+    ASSERT_EQ(
+        Send(server->port(), Get("/v1/artifacts/" + quick_key, "Host: x\r\n"), 1).replies.size(),
+        1u);
+    ASSERT_EQ(
+        Send(server->port(), Get("/v1/artifacts/" + library_key, "Host: x\r\nX-Library: 1\r\n"), 1)
+            .replies.size(),
+        1u);
+  }
+  EXPECT_EQ(QuickAnswers(), before + 7);
+  auto metrics = server->Client()->Get("/metrics");
+  ASSERT_TRUE(metrics && metrics->status == 200);
+  EXPECT_THAT(
+      metrics->body,
+      HasSubstr("\nhlocache_http_requests_total{route=\"artifact_get\",status=\"200\"} 14\n"));
+  EXPECT_THAT(metrics->body, HasSubstr("\nhlocache_hits_total 14\n"));
+  // Every hit has its line, the same for both paths but for the time taken.
+  std::ifstream log(root_ / "access.log");
+  std::stringstream text;
+  text << log.rdbuf();
+  for (const std::string& key : {quick_key, library_key}) {
+    size_t lines = 0;
+    for (size_t at = text.str().find("\"GET /v1/artifacts/" + key + "\" 200 ");
+         at != std::string::npos;
+         at = text.str().find("\"GET /v1/artifacts/" + key + "\" 200 ", at + 1)) {
+      ++lines;
+    }
+    EXPECT_EQ(lines, 7u) << key << "\n" << text.str();
+  }
+  EXPECT_EQ(server->Stop(), 0) << server->output();
+}
+
+TEST_F(QuickPathTest, TokensAreCheckedAsTheLibraryChecksThem) {
+  const auto tokens = root_ / "tokens";
+  std::ofstream(tokens) << "read reader-token\nwrite writer-token\n";
+  auto server = Start({"--tokens", tokens.string()});
+  const std::string key = TestKey(7);
+  const std::string artifact = MakeArtifact(key, 1500, 7);
+  auto put = server->Client("writer-token")
+                 ->Put(("/v1/artifacts/" + key).c_str(), artifact, "application/octet-stream");
+  ASSERT_TRUE(put && put->status == 201);
+  const std::string path = "/v1/artifacts/" + key;
+  const size_t before = QuickAnswers();
+  auto status = [&](const std::string& fields) {
+    const Exchange e = Send(server->port(), Get(path, fields), 1);
+    return e.replies.empty() ? -1 : std::stoi(e.replies[0].substr(9, 3));
+  };
+  EXPECT_EQ(status("Host: x\r\n"), 401);
+  EXPECT_EQ(status("Host: x\r\nAuthorization: Bearer wrong\r\n"), 401);
+  EXPECT_EQ(QuickAnswers(), before);
+  EXPECT_EQ(status("Host: x\r\nAuthorization: Bearer reader-token\r\n"), 200);
+  EXPECT_EQ(status("Host: x\r\nAuthorization: Bearer writer-token\r\n"), 200);
+  EXPECT_EQ(QuickAnswers(), before + 2);
+  EXPECT_EQ(server->Stop(), 0) << server->output();
+}
+
+}  // namespace
+}  // namespace hlocache::testing
