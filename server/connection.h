@@ -28,6 +28,12 @@
 // calls a request at 8 connections). A connection idle past the keep-alive timeout, or idle
 // when the server stops, is shut down at once (the client sees the close), and closed by the
 // thread its last event wakes.
+// A hit, the request the server answers most, need not go through the library at all: when the
+// head of the next request is all buffered and is a QuickRequest (below), the connection offers
+// it to a QuickAnswerer first, which answers it with the reply the library would have made
+// (the library's request parsing, regex routing and header maps were a third of the server's
+// time on a 4 KiB hit). Anything the answerer declines goes to the library with every byte
+// still buffered.
 // The TLS server keeps the library's own streams and its thread per connection.
 //
 // Thread safety: a request is served by one thread from start to end; the thread-local state
