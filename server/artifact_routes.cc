@@ -318,10 +318,12 @@ void HandleDelete(ServerContext& ctx, const httplib::Request& req, httplib::Resp
 
 }  // namespace
 
-bool AnswerQuickHit(ServerContext& ctx, std::string_view key, std::string_view keep_alive,
+bool AnswerQuickHit(ServerContext& ctx, std::string_view key, const QuickRequest& request,
                     QuickReply& reply) {
   if (!cache::IsWellFormedKey(key)) return false;
+  const std::string_view keep_alive = request.keep_alive;
   std::string checksum;
+  std::string_view content_type = kOctetStream;
   if (std::shared_ptr<const MemoryBody> body = ctx.memory_tier ? FindInMemory(ctx, key) : nullptr) {
     CountHit(ctx, key, body->bytes(), /*from_upstream=*/false);
     ctx.metrics.memory_hits.fetch_add(1, std::memory_order_relaxed);
@@ -331,34 +333,48 @@ bool AnswerQuickHit(ServerContext& ctx, std::string_view key, std::string_view k
     reply.body_offset = 0;
     reply.owner = std::move(body);
   } else {
-    // A small artifact, read and verified whole as HandleGet does; anything else (a miss, an
-    // error, a larger artifact) is the route's, which reads it again.
+    // The store is asked once, here or by the route: its counters see one read a request. A
+    // miss behind --upstream reads through to the origin, and is the route's; so is one to a
+    // request that accepts encodings, whose text reply the library compresses.
+    if (ctx.upstream || request.accept_encoding) return false;
     auto opened = ctx.store->OpenReader(key);
-    if (!opened || !*opened) return false;
-    std::shared_ptr<cache::ArtifactReader> reader(std::move(*opened));
-    const Result<std::span<const char>> first = reader->Next();
-    if (!first || first->size() != reader->info().size || first->size() > kCopiedReplyBytes) {
-      return false;
+    if (!opened) return false;  // The route says what failed.
+    if (!*opened) {
+      // A miss, answered as the route answers it (SendError's body).
+      ctx.metrics.misses.fetch_add(1, std::memory_order_relaxed);
+      auto text = std::make_shared<std::string>("error: no artifact " + std::string(key) + "\n");
+      reply.status = 404;
+      reply.body = std::span<const char>(text->data(), text->size());
+      reply.owner = std::move(text);
+      content_type = "text/plain; charset=utf-8";
+    } else {
+      // A small artifact, read and verified whole as HandleGet does. A larger one is the
+      // route's (before its first chunk is read: it reads it), as is a chunk that fails its
+      // check (the reader quarantined the entry: the route then finds no entry).
+      std::shared_ptr<cache::ArtifactReader> reader(std::move(*opened));
+      if (reader->info().size > kCopiedReplyBytes) return false;
+      const Result<std::span<const char>> first = reader->Next();
+      if (!first || first->size() != reader->info().size) return false;
+      CountHit(ctx, key, *first, /*from_upstream=*/false);
+      checksum = reader->info().checksum.Hex();
+      reply.body = *first;
+      reply.owner = std::move(reader);
     }
-    CountHit(ctx, key, *first, /*from_upstream=*/false);
-    checksum = reader->info().checksum.Hex();
-    reply.body = *first;
-    reply.owner = std::move(reader);
   }
   // What the library writes for the route's reply: its headers sorted by name, with the
   // Keep-Alive it adds on a connection that stays open or the Connection: close on one that
   // does not (QuickPathTest compares the two).
-  const std::string size = std::to_string(reply.body.size());
-  reply.head.reserve(160 + keep_alive.size());
-  reply.head.append("HTTP/1.1 200 OK\r\n");
+  reply.head.reserve(192 + keep_alive.size());
+  reply.head.append(reply.status == 200 ? "HTTP/1.1 200 OK\r\n" : "HTTP/1.1 404 Not Found\r\n");
   if (keep_alive.empty()) reply.head.append("Connection: close\r\n");
   reply.head.append("Content-Length: ")
-      .append(size)
+      .append(std::to_string(reply.body.size()))
       .append("\r\nContent-Type: ")
-      .append(kOctetStream)
+      .append(content_type)
       .append("\r\n");
   if (!keep_alive.empty()) reply.head.append("Keep-Alive: ").append(keep_alive).append("\r\n");
-  reply.head.append("X-Hlocache-Checksum: ").append(checksum).append("\r\n\r\n");
+  if (!checksum.empty()) reply.head.append("X-Hlocache-Checksum: ").append(checksum).append("\r\n");
+  reply.head.append("\r\n");
   return true;
 }
 

@@ -200,7 +200,7 @@ class ConnectionStream final : public httplib::Stream {
     const auto head = ParseQuickHead(std::string_view(in_ + in_pos_, in_len_ - in_pos_));
     if (!head) return Quick::kNo;
     const bool close = head->close || last;
-    const QuickRequest request{head->path, head->authorization, remote_ip_,
+    const QuickRequest request{head->path, head->authorization, head->accept_encoding, remote_ip_,
                                close ? std::string_view() : keep_alive};
     QuickReply reply;
     if (!answerer.Answer(request, reply)) return Quick::kNo;

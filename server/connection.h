@@ -99,6 +99,9 @@ class FileBackedBytes {
 struct QuickRequest {
   std::string_view path;
   std::string_view authorization;  // Empty when the request has none.
+  // The request has an Accept-Encoding field: the library compresses a text reply to it (an
+  // octet-stream one never).
+  bool accept_encoding = false;
   std::string_view remote_ip;
   // The value of the Keep-Alive header the library puts in a reply on a connection that stays
   // open; empty when the connection closes after this request (`Connection: close`, or the
@@ -111,6 +114,7 @@ struct QuickRequest {
 // from `body_offset`, and a large one is sent from it (sendfile). `owner` keeps the body's
 // memory alive until it is sent.
 struct QuickReply {
+  int status = 200;  // As in `head`.
   std::string head;
   std::span<const char> body;
   int body_fd = -1;

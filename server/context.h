@@ -48,11 +48,11 @@ void SendError(httplib::Response& res, int http_status, std::string_view reason)
 int HttpStatusOf(const Status& status);
 
 void RegisterArtifactRoutes(httplib::Server& http, ServerContext& ctx);
-// The GET of artifact `key` on the quick path (server/connection.h), when the memory tier holds
-// it: counts the hit and fills `reply` with what the route would send (`keep_alive`: the
-// library's Keep-Alive value), or returns false, having counted nothing, to leave it to the
-// route.
-bool AnswerQuickHit(ServerContext& ctx, std::string_view key, std::string_view keep_alive,
+// The GET of artifact `key` on the quick path (server/connection.h): a hit from the memory tier,
+// a small artifact read from the store, or (without an upstream) a miss. Counts it and fills
+// `reply` with what the route would send, or returns false, having counted nothing, to leave it
+// to the route.
+bool AnswerQuickHit(ServerContext& ctx, std::string_view key, const QuickRequest& request,
                     QuickReply& reply);
 void RegisterCompileRoutes(httplib::Server& http, ServerContext& ctx);
 void RegisterInfoRoutes(httplib::Server& http, ServerContext& ctx);

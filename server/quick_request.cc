@@ -16,6 +16,7 @@ bool IsPathChar(unsigned char c) {
 // The field names taken, lowercase; the index is the field's bit in a set of those seen.
 constexpr std::array<std::string_view, 6> kFields = {
     "host", "user-agent", "accept", "accept-encoding", "authorization", "connection"};
+constexpr size_t kAcceptEncoding = 3;
 constexpr size_t kAuthorization = 4;
 constexpr size_t kConnection = 5;
 
@@ -76,6 +77,7 @@ std::optional<QuickHead> ParseQuickHead(std::string_view bytes) {
       if (value.empty()) return std::nullopt;
       head.authorization = value;
     }
+    if (field == kAcceptEncoding) head.accept_encoding = true;
     if (field == kConnection) {
       // Spelled as the library compares it; any other value may mean something else to it.
       if (value != "close") return std::nullopt;

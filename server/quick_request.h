@@ -22,6 +22,7 @@ struct QuickHead {
   std::string_view path;           // Views into the bytes given.
   std::string_view authorization;  // Empty when there is no such field.
   bool close = false;              // `Connection: close`: the last request on the connection.
+  bool accept_encoding = false;    // An Accept-Encoding field: the library may compress text.
 };
 
 // The longest head recognized; a longer one is the library's.

@@ -55,7 +55,7 @@ class QuickHits final : public QuickAnswerer {
     if (RouteOf("GET", request.path) != Route::kArtifactGet) return false;
     const auto start = Clock::now();
     constexpr std::string_view kPrefix = "/v1/artifacts/";
-    if (!AnswerQuickHit(ctx_, request.path.substr(kPrefix.size()), request.keep_alive, reply)) {
+    if (!AnswerQuickHit(ctx_, request.path.substr(kPrefix.size()), request, reply)) {
       return false;
     }
     t_quick_start = start;
@@ -65,7 +65,9 @@ class QuickHits final : public QuickAnswerer {
 
   void Done(const QuickRequest& request, const QuickReply& reply, bool sent) override {
     ctx_.metrics.in_flight.fetch_sub(1, std::memory_order_relaxed);
-    if (sent) ctx_.metrics.bytes_out.fetch_add(reply.body.size(), std::memory_order_relaxed);
+    if (sent && reply.status == 200) {
+      ctx_.metrics.bytes_out.fetch_add(reply.body.size(), std::memory_order_relaxed);
+    }
     ctx_.metrics.CountRequest(Route::kArtifactGet, 200);
     if (log_ == nullptr) return;
     const int64_t micros =

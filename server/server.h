@@ -40,8 +40,8 @@ struct ServerOptions {
   // The memory tier's budget (server/memory_tier.h): bodies of recent hits from 64 KiB to a
   // quarter of it, sent with sendfile. 0 turns it off.
   uint64_t memory_tier_bytes = uint64_t{256} << 20;
-  size_t threads = 64;                    // Requests served at once (idle connections need none).
-  std::chrono::seconds io_timeout{10};    // Longest wait for a client to send or receive.
+  size_t threads = 64;                  // Requests served at once (idle connections need none).
+  std::chrono::seconds io_timeout{10};  // Longest wait for a client to send or receive.
   std::chrono::seconds keep_alive_timeout{5};
   // Also decode the header of every upload and check its payload kind against its target.
   bool verify_uploads = false;

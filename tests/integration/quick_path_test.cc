@@ -139,25 +139,43 @@ TEST_F(QuickPathTest, RepliesAreTheLibrarysByteForByte) {
       "Host: 127.0.0.1\r\nUser-Agent: t/1\r\nAccept: */*\r\nAccept-Encoding: gzip, deflate, br\r\n",
       "Accept: */*\r\nConnection: close\r\nHost: x\r\n",
   };
-  for (const auto& [key, artifact] : {std::pair{small_key, small}, std::pair{large_key, large}}) {
+  // A miss too: the route's 404, which the quick path also answers (the store asked once).
+  const std::string missing_key = TestKey(9);
+  const std::string not_found = "error: no artifact " + missing_key + "\n";
+  for (const auto& [key, artifact] : {std::pair{small_key, small}, std::pair{large_key, large},
+                                      std::pair{missing_key, not_found}}) {
     for (const std::string& fields : field_sets) {
       const std::string path = "/v1/artifacts/" + key;
+      // The library compresses a text reply (the 404's) to a request that accepts encodings,
+      // so such a request is left to it unless the memory tier holds the body (an artifact is
+      // never compressed; whether the store holds it is not asked twice).
+      const bool encodings = fields.find("Accept-Encoding") != std::string::npos;
+      const bool compressed = key == missing_key && encodings;
+      const size_t quick_answers = encodings && key != large_key ? 0 : 1;
       const size_t before = QuickAnswers();
       const Exchange quick = Send(server->port(), Get(path, fields), 1);
-      EXPECT_EQ(QuickAnswers(), before + 1) << key << " " << fields;
+      EXPECT_EQ(QuickAnswers(), before + quick_answers) << key << " " << fields;
       const Exchange library = Send(server->port(), Get(path, fields + "X-Library: 1\r\n"), 1);
-      EXPECT_EQ(QuickAnswers(), before + 1) << key << " " << fields;
+      EXPECT_EQ(QuickAnswers(), before + quick_answers) << key << " " << fields;
       ASSERT_EQ(quick.replies.size(), 1u) << fields;
       ASSERT_EQ(library.replies.size(), 1u) << fields;
       EXPECT_EQ(quick.replies[0].substr(0, quick.replies[0].find("\r\n\r\n")),
                 library.replies[0].substr(0, library.replies[0].find("\r\n\r\n")));
       EXPECT_TRUE(quick.replies[0] == library.replies[0]) << key << " " << fields;
-      EXPECT_TRUE(BodyOf(quick.replies[0]) == artifact) << key << " " << fields;
+      if (!compressed) {
+        EXPECT_TRUE(BodyOf(quick.replies[0]) == artifact) << key << " " << fields;
+      }
       const bool closes = fields.find("Connection: close") != std::string::npos;
       EXPECT_EQ(quick.closed, closes) << fields;
       EXPECT_EQ(library.closed, closes) << fields;
     }
   }
+  // Each request read the store once, whichever path answered it: the store's own count of
+  // misses is the requests for the missing key.
+  auto stats = server->Client()->Get("/v1/stats");
+  ASSERT_TRUE(stats && stats->status == 200);
+  EXPECT_THAT(stats->body, HasSubstr("\n  \"misses\": 6,\n"));
+  EXPECT_THAT(stats->body, HasSubstr("\n    \"misses\": 6,\n    \"puts\""));
   EXPECT_EQ(server->Stop(), 0) << server->output();
 }
 
@@ -185,7 +203,7 @@ TEST_F(QuickPathTest, PipelinedRequestsOfBothPathsAreAnsweredInOrder) {
   EXPECT_THAT(e.replies[4], StartsWith("HTTP/1.1 200 OK\r\nConnection: close\r\n"));
   EXPECT_TRUE(BodyOf(e.replies[4]) == artifact);
   EXPECT_TRUE(e.closed);
-  EXPECT_EQ(QuickAnswers(), before + 2);
+  EXPECT_EQ(QuickAnswers(), before + 3);
   EXPECT_EQ(server->Stop(), 0) << server->output();
 }
 
