@@ -68,11 +68,11 @@ class QuickHits final : public QuickAnswerer {
     if (sent && reply.status == 200) {
       ctx_.metrics.bytes_out.fetch_add(reply.body.size(), std::memory_order_relaxed);
     }
-    ctx_.metrics.CountRequest(Route::kArtifactGet, 200);
+    ctx_.metrics.CountRequest(Route::kArtifactGet, reply.status);
     if (log_ == nullptr) return;
     const int64_t micros =
         std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t_quick_start).count();
-    log_->Write({request.remote_ip, "GET", request.path, 200, reply.body.size(), micros});
+    log_->Write({request.remote_ip, "GET", request.path, reply.status, reply.body.size(), micros});
   }
 
  private:

@@ -207,41 +207,54 @@ TEST_F(QuickPathTest, PipelinedRequestsOfBothPathsAreAnsweredInOrder) {
   EXPECT_EQ(server->Stop(), 0) << server->output();
 }
 
-TEST_F(QuickPathTest, HitsAreCountedAndLoggedAsTheLibrarysAre) {
+TEST_F(QuickPathTest, HitsAndMissesAreCountedAndLoggedAsTheLibrarysAre) {
   auto server = Start();
   const std::string quick_key = TestKey(5), library_key = TestKey(6);
+  const std::string quick_missing = TestKey(10), library_missing = TestKey(11);
   Put(*server, quick_key, 2000, 5);
   Put(*server, library_key, 2000, 6);
   const size_t before = QuickAnswers();
+  auto get = [&](const std::string& key, const std::string& fields) {
+    const Exchange e = Send(server->port(), Get("/v1/artifacts/" + key, fields), 1);
+    ASSERT_EQ(e.replies.size(), 1u) << key;
+  };
   for (int i = 0; i < 7; ++i) {
-    ASSERT_EQ(
-        Send(server->port(), Get("/v1/artifacts/" + quick_key, "Host: x\r\n"), 1).replies.size(),
-        1u);
-    ASSERT_EQ(
-        Send(server->port(), Get("/v1/artifacts/" + library_key, "Host: x\r\nX-Library: 1\r\n"), 1)
-            .replies.size(),
-        1u);
+    get(quick_key, "Host: x\r\n");
+    get(library_key, "Host: x\r\nX-Library: 1\r\n");
   }
-  EXPECT_EQ(QuickAnswers(), before + 7);
+  for (int i = 0; i < 3; ++i) {
+    get(quick_missing, "Host: x\r\n");
+    get(library_missing, "Host: x\r\nX-Library: 1\r\n");
+  }
+  EXPECT_EQ(QuickAnswers(), before + 10);
   auto metrics = server->Client()->Get("/metrics");
   ASSERT_TRUE(metrics && metrics->status == 200);
   EXPECT_THAT(
       metrics->body,
       HasSubstr("\nhlocache_http_requests_total{route=\"artifact_get\",status=\"200\"} 14\n"));
+  EXPECT_THAT(
+      metrics->body,
+      HasSubstr("\nhlocache_http_requests_total{route=\"artifact_get\",status=\"404\"} 6\n"));
   EXPECT_THAT(metrics->body, HasSubstr("\nhlocache_hits_total 14\n"));
-  // Every hit has its line, the same for both paths but for the time taken.
+  EXPECT_THAT(metrics->body, HasSubstr("\nhlocache_misses_total 6\n"));
+  // Every request has its line, the same for both paths but for the time taken.
   std::ifstream log(root_ / "access.log");
-  std::stringstream text;
-  text << log.rdbuf();
-  for (const std::string& key : {quick_key, library_key}) {
-    size_t lines = 0;
-    for (size_t at = text.str().find("\"GET /v1/artifacts/" + key + "\" 200 ");
-         at != std::string::npos;
-         at = text.str().find("\"GET /v1/artifacts/" + key + "\" 200 ", at + 1)) {
-      ++lines;
-    }
-    EXPECT_EQ(lines, 7u) << key << "\n" << text.str();
-  }
+  std::stringstream read;
+  read << log.rdbuf();
+  const std::string text = read.str();
+  auto lines = [&](const std::string& key, const std::string& status_and_bytes) {
+    const std::string line = "\"GET /v1/artifacts/" + key + "\" " + status_and_bytes + " ";
+    size_t n = 0;
+    for (size_t at = text.find(line); at != std::string::npos; at = text.find(line, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(lines(quick_key, "200 " + std::to_string(MakeArtifact(quick_key, 2000, 5).size())), 7u)
+      << text;
+  EXPECT_EQ(lines(library_key, "200 " + std::to_string(MakeArtifact(library_key, 2000, 6).size())),
+            7u);
+  const std::string not_found = "error: no artifact " + quick_missing + "\n";
+  EXPECT_EQ(lines(quick_missing, "404 " + std::to_string(not_found.size())), 3u) << text;
+  EXPECT_EQ(lines(library_missing, "404 " + std::to_string(not_found.size())), 3u);
   EXPECT_EQ(server->Stop(), 0) << server->output();
 }
 
