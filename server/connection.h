@@ -128,9 +128,10 @@ struct QuickReply {
 class QuickAnswerer {
  public:
   virtual ~QuickAnswerer() = default;
-  // Fills `reply` and returns true when it answers `request`; returns false, having changed
-  // nothing anyone can see, to leave it to the library. The reply must be the bytes the library
-  // would have sent for the same request.
+  // Fills `reply` and returns true when it answers `request`; returns false to leave it to the
+  // library, having done nothing the library's answer would not do as well (a lookup it repeats,
+  // but nothing counted or sent). The reply must be the bytes the library would have sent for
+  // the same request.
   virtual bool Answer(const QuickRequest& request, QuickReply& reply) = 0;
   // After a reply from Answer went out (`sent`) or failed to.
   virtual void Done(const QuickRequest& request, const QuickReply& reply, bool sent) = 0;
