@@ -207,6 +207,29 @@ TEST_F(QuickPathTest, PipelinedRequestsOfBothPathsAreAnsweredInOrder) {
   EXPECT_EQ(server->Stop(), 0) << server->output();
 }
 
+// A connection carries at most 1,000 requests (the server's keep-alive bound): the last reply
+// says so and the connection closes, on either path.
+TEST_F(QuickPathTest, TheLastRequestAConnectionMayCarrySaysItCloses) {
+  auto server = Start();
+  const std::string key = TestKey(12);
+  const std::string artifact = Put(*server, key, 500, 12);
+  std::string requests;
+  for (int i = 0; i < 1001; ++i) requests += Get("/v1/artifacts/" + key, "Host: x\r\n");
+  const size_t before = QuickAnswers();
+  const Exchange e = Send(server->port(), requests, 1001);
+  ASSERT_EQ(e.replies.size(), 1000u);
+  EXPECT_TRUE(e.closed);
+  for (size_t i = 0; i < e.replies.size(); ++i) {
+    const bool last = i + 1 == e.replies.size();
+    EXPECT_EQ(e.replies[i].find("Connection: close\r\n") != std::string::npos, last) << i;
+    EXPECT_EQ(e.replies[i].find("Keep-Alive: ") != std::string::npos, !last) << i;
+    EXPECT_TRUE(BodyOf(e.replies[i]) == artifact) << i;
+  }
+  // Most on the quick path (a head split by the read buffer's end is the library's).
+  EXPECT_GT(QuickAnswers(), before + 900);
+  EXPECT_EQ(server->Stop(), 0) << server->output();
+}
+
 TEST_F(QuickPathTest, HitsAndMissesAreCountedAndLoggedAsTheLibrarysAre) {
   auto server = Start();
   const std::string quick_key = TestKey(5), library_key = TestKey(6);
