@@ -318,12 +318,72 @@ void HandleDelete(ServerContext& ctx, const httplib::Request& req, httplib::Resp
 
 }  // namespace
 
+namespace {
+
+// What the library writes for a route's reply: its headers sorted by name, with the Keep-Alive
+// it adds on a connection that stays open or the Connection: close on one that does not
+// (QuickPathTest compares the two). `checksum` empty: no X-Hlocache-Checksum. The library
+// says Accept-Ranges in its reply to every HEAD.
+std::string QuickReplyHead(int status, uint64_t content_length, std::string_view content_type,
+                           std::string_view checksum, std::string_view keep_alive,
+                           bool accept_ranges = false) {
+  std::string head;
+  head.reserve(192 + keep_alive.size());
+  head.append(status == 200 ? "HTTP/1.1 200 OK\r\n" : "HTTP/1.1 404 Not Found\r\n");
+  if (accept_ranges) head.append("Accept-Ranges: bytes\r\n");
+  if (keep_alive.empty()) head.append("Connection: close\r\n");
+  head.append("Content-Length: ")
+      .append(std::to_string(content_length))
+      .append("\r\nContent-Type: ")
+      .append(content_type)
+      .append("\r\n");
+  if (!keep_alive.empty()) head.append("Keep-Alive: ").append(keep_alive).append("\r\n");
+  if (!checksum.empty()) head.append("X-Hlocache-Checksum: ").append(checksum).append("\r\n");
+  head.append("\r\n");
+  return head;
+}
+
+// The route's 404 for a key not stored: SendError's body, and the miss of a file artifact
+// counted for the namespace the request names, as CountFileMiss does.
+void QuickNotFound(ServerContext& ctx, std::string_view key, const QuickRequest& request,
+                   QuickReply& reply) {
+  if (!request.file_namespace.empty() &&
+      cache::ValidateFileNamespace(request.file_namespace).ok()) {
+    ctx.metrics.CountFile(request.file_namespace, FileOutcome::kMiss);
+  }
+  auto text = std::make_shared<std::string>("error: no artifact " + std::string(key) + "\n");
+  reply.status = 404;
+  reply.body = std::span<const char>(text->data(), text->size());
+  reply.owner = std::move(text);
+  reply.head =
+      QuickReplyHead(404, reply.body.size(), "text/plain; charset=utf-8", "", request.keep_alive,
+                     /*accept_ranges=*/request.head_only);
+}
+
+// HEAD, as HandleHead answers it from the catalog. Behind --upstream a key not stored here is
+// asked of the origin: the route's.
+bool AnswerQuickHead(ServerContext& ctx, std::string_view key, const QuickRequest& request,
+                     QuickReply& reply) {
+  auto info = ctx.store->Info(key);
+  if (!info) return false;  // The route says what failed.
+  if (!*info) {
+    if (ctx.upstream || request.accept_encoding) return false;
+    QuickNotFound(ctx, key, request, reply);
+    return true;
+  }
+  reply.head =
+      QuickReplyHead(200, (*info)->size, kOctetStream, (*info)->checksum.Hex(), request.keep_alive,
+                     /*accept_ranges=*/true);
+  return true;
+}
+
+}  // namespace
+
 bool AnswerQuickHit(ServerContext& ctx, std::string_view key, const QuickRequest& request,
                     QuickReply& reply) {
   if (!cache::IsWellFormedKey(key)) return false;
-  const std::string_view keep_alive = request.keep_alive;
+  if (request.head_only) return AnswerQuickHead(ctx, key, request, reply);
   std::string checksum;
-  std::string_view content_type = kOctetStream;
   if (std::shared_ptr<const MemoryBody> body = ctx.memory_tier ? FindInMemory(ctx, key) : nullptr) {
     CountHit(ctx, key, body->bytes(), /*from_upstream=*/false);
     ctx.metrics.memory_hits.fetch_add(1, std::memory_order_relaxed);
@@ -340,41 +400,23 @@ bool AnswerQuickHit(ServerContext& ctx, std::string_view key, const QuickRequest
     auto opened = ctx.store->OpenReader(key);
     if (!opened) return false;  // The route says what failed.
     if (!*opened) {
-      // A miss, answered as the route answers it (SendError's body).
       ctx.metrics.misses.fetch_add(1, std::memory_order_relaxed);
-      auto text = std::make_shared<std::string>("error: no artifact " + std::string(key) + "\n");
-      reply.status = 404;
-      reply.body = std::span<const char>(text->data(), text->size());
-      reply.owner = std::move(text);
-      content_type = "text/plain; charset=utf-8";
-    } else {
-      // A small artifact, read and verified whole as HandleGet does. A larger one is the
-      // route's (before its first chunk is read: it reads it), as is a chunk that fails its
-      // check (the reader quarantined the entry: the route then finds no entry).
-      std::shared_ptr<cache::ArtifactReader> reader(std::move(*opened));
-      if (reader->info().size > kCopiedReplyBytes) return false;
-      const Result<std::span<const char>> first = reader->Next();
-      if (!first || first->size() != reader->info().size) return false;
-      CountHit(ctx, key, *first, /*from_upstream=*/false);
-      checksum = reader->info().checksum.Hex();
-      reply.body = *first;
-      reply.owner = std::move(reader);
+      QuickNotFound(ctx, key, request, reply);
+      return true;
     }
+    // A small artifact, read and verified whole as HandleGet does. A larger one is the route's
+    // (before its first chunk is read: it reads it), as is a chunk that fails its check (the
+    // reader quarantined the entry: the route then finds no entry).
+    std::shared_ptr<cache::ArtifactReader> reader(std::move(*opened));
+    if (reader->info().size > kCopiedReplyBytes) return false;
+    const Result<std::span<const char>> first = reader->Next();
+    if (!first || first->size() != reader->info().size) return false;
+    CountHit(ctx, key, *first, /*from_upstream=*/false);
+    checksum = reader->info().checksum.Hex();
+    reply.body = *first;
+    reply.owner = std::move(reader);
   }
-  // What the library writes for the route's reply: its headers sorted by name, with the
-  // Keep-Alive it adds on a connection that stays open or the Connection: close on one that
-  // does not (QuickPathTest compares the two).
-  reply.head.reserve(192 + keep_alive.size());
-  reply.head.append(reply.status == 200 ? "HTTP/1.1 200 OK\r\n" : "HTTP/1.1 404 Not Found\r\n");
-  if (keep_alive.empty()) reply.head.append("Connection: close\r\n");
-  reply.head.append("Content-Length: ")
-      .append(std::to_string(reply.body.size()))
-      .append("\r\nContent-Type: ")
-      .append(content_type)
-      .append("\r\n");
-  if (!keep_alive.empty()) reply.head.append("Keep-Alive: ").append(keep_alive).append("\r\n");
-  if (!checksum.empty()) reply.head.append("X-Hlocache-Checksum: ").append(checksum).append("\r\n");
-  reply.head.append("\r\n");
+  reply.head = QuickReplyHead(200, reply.body.size(), kOctetStream, checksum, request.keep_alive);
   return true;
 }
 

@@ -200,15 +200,22 @@ class ConnectionStream final : public httplib::Stream {
     const auto head = ParseQuickHead(std::string_view(in_ + in_pos_, in_len_ - in_pos_));
     if (!head) return Quick::kNo;
     const bool close = head->close || last;
-    const QuickRequest request{head->path, head->authorization, head->accept_encoding, remote_ip_,
-                               close ? std::string_view() : keep_alive};
+    const QuickRequest request{.head_only = head->head_only,
+                               .path = head->path,
+                               .authorization = head->authorization,
+                               .accept_encoding = head->accept_encoding,
+                               .file_namespace = head->file_namespace,
+                               .remote_ip = remote_ip_,
+                               .keep_alive = close ? std::string_view() : keep_alive};
     QuickReply reply;
     if (!answerer.Answer(request, reply)) return Quick::kNo;
     // The head stays in the buffer, unchanged until the next read, for `request`'s views.
     in_pos_ += head->length;
     TraceIo("answered on the quick path");
     bool sent = false;
-    if (reply.body_fd >= 0 && reply.body.size() > kWriteBufferBytes) {
+    if (request.head_only) {
+      sent = SendAll(reply.head.data(), reply.head.size());
+    } else if (reply.body_fd >= 0 && reply.body.size() > kWriteBufferBytes) {
       out_ = reply.head;
       sent = SendFromFile(reply.body_fd, reply.body_offset, reply.body.size());
       out_.clear();

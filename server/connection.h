@@ -90,18 +90,21 @@ class FileBackedBytes {
   FileBackedBytes* outer_;
 };
 
-// A request the plain server may answer without the library: a GET whose line and headers have
-// all arrived, over HTTP/1.1, with a path of plain characters ([A-Za-z0-9/._-]) and no header
-// but Host, User-Agent, Accept, Accept-Encoding, Authorization and `Connection: close` (each at
-// most once; server/quick_request.h). Whatever else a request holds may change the reply the
-// library would make (a range, a condition, a body), and such a request goes to the library. The
-// views point into the connection's buffer: valid during the call only.
+// A request the plain server may answer without the library: a GET or HEAD whose line and
+// headers have all arrived, over HTTP/1.1, with a path of plain characters ([A-Za-z0-9/._-]) and
+// no header but Host, User-Agent, Accept, Accept-Encoding, Authorization, X-Hlocache-Namespace
+// and `Connection: close` (each at most once; server/quick_request.h). Whatever else a request
+// holds may change the reply the library would make (a range, a condition, a body), and such a
+// request goes to the library. The views point into the connection's buffer: valid during the call
+// only.
 struct QuickRequest {
+  bool head_only = false;  // HEAD: the reply's head alone is sent.
   std::string_view path;
   std::string_view authorization;  // Empty when the request has none.
   // The request has an Accept-Encoding field: the library compresses a text reply to it (an
   // octet-stream one never).
   bool accept_encoding = false;
+  std::string_view file_namespace;  // X-Hlocache-Namespace; empty when absent.
   std::string_view remote_ip;
   // The value of the Keep-Alive header the library puts in a reply on a connection that stays
   // open; empty when the connection closes after this request (`Connection: close`, or the
@@ -110,9 +113,10 @@ struct QuickRequest {
 };
 
 // A reply to a QuickRequest: `head` (the status line and the headers, through the empty line
-// that ends them), then `body`. When `body_fd` is not -1 the body is also that file's contents
-// from `body_offset`, and a large one is sent from it (sendfile). `owner` keeps the body's
-// memory alive until it is sent.
+// that ends them), then `body` (not sent for a HEAD, whose reply may still hold the body the
+// library would have counted: the error text of a 404). When `body_fd` is not -1 the body is also
+// that file's contents from `body_offset`, and a large one is sent from it (sendfile). `owner`
+// keeps the body's memory alive until it is sent.
 struct QuickReply {
   int status = 200;  // As in `head`.
   std::string head;

@@ -5,7 +5,8 @@
 namespace hlocache::server {
 namespace {
 
-constexpr std::string_view kMethod = "GET ";
+constexpr std::string_view kGet = "GET ";
+constexpr std::string_view kHead = "HEAD ";
 constexpr std::string_view kVersion = " HTTP/1.1\r\n";
 
 bool IsPathChar(unsigned char c) {
@@ -14,11 +15,13 @@ bool IsPathChar(unsigned char c) {
 }
 
 // The field names taken, lowercase; the index is the field's bit in a set of those seen.
-constexpr std::array<std::string_view, 6> kFields = {
-    "host", "user-agent", "accept", "accept-encoding", "authorization", "connection"};
+constexpr std::array<std::string_view, 7> kFields = {
+    "host",       "user-agent",          "accept", "accept-encoding", "authorization",
+    "connection", "x-hlocache-namespace"};
 constexpr size_t kAcceptEncoding = 3;
 constexpr size_t kAuthorization = 4;
 constexpr size_t kConnection = 5;
+constexpr size_t kNamespace = 6;
 
 // The index in kFields of `name`, compared without case; kFields.size() when it is none.
 size_t FieldIndex(std::string_view name) {
@@ -38,12 +41,19 @@ size_t FieldIndex(std::string_view name) {
 
 std::optional<QuickHead> ParseQuickHead(std::string_view bytes) {
   if (bytes.size() > kMostQuickHeadBytes) bytes = bytes.substr(0, kMostQuickHeadBytes);
-  if (!bytes.starts_with(kMethod)) return std::nullopt;
-  size_t at = kMethod.size();
+  QuickHead head;
+  size_t at = 0;
+  if (bytes.starts_with(kGet)) {
+    at = kGet.size();
+  } else if (bytes.starts_with(kHead)) {
+    at = kHead.size();
+    head.head_only = true;
+  } else {
+    return std::nullopt;
+  }
   const size_t path_begin = at;
   if (at >= bytes.size() || bytes[at] != '/') return std::nullopt;
   while (at < bytes.size() && IsPathChar(static_cast<unsigned char>(bytes[at]))) ++at;
-  QuickHead head;
   head.path = bytes.substr(path_begin, at - path_begin);
   if (bytes.substr(at, kVersion.size()) != kVersion) return std::nullopt;
   at += kVersion.size();
@@ -78,6 +88,7 @@ std::optional<QuickHead> ParseQuickHead(std::string_view bytes) {
       head.authorization = value;
     }
     if (field == kAcceptEncoding) head.accept_encoding = true;
+    if (field == kNamespace) head.file_namespace = value;
     if (field == kConnection) {
       // Spelled as the library compares it; any other value may mean something else to it.
       if (value != "close") return std::nullopt;

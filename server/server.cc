@@ -47,12 +47,14 @@ class QuickHits final : public QuickAnswerer {
   QuickHits(ServerContext& ctx, AccessLog* log) : ctx_(ctx), log_(log) {}
 
   bool Answer(const QuickRequest& request, QuickReply& reply) override {
-    const Role need = RequiredRole("GET", request.path);
+    const std::string_view method = MethodOf(request);
+    const Role need = RequiredRole(method, request.path);
     if (need != Role::kNone && ctx_.tokens &&
         (request.authorization.empty() || ctx_.tokens->Authorize(request.authorization) < need)) {
       return false;  // The library says why (401 or 403).
     }
-    if (RouteOf("GET", request.path) != Route::kArtifactGet) return false;
+    const Route route = RouteOf(method, request.path);
+    if (route != Route::kArtifactGet && route != Route::kArtifactHead) return false;
     const auto start = Clock::now();
     constexpr std::string_view kPrefix = "/v1/artifacts/";
     if (!AnswerQuickHit(ctx_, request.path.substr(kPrefix.size()), request, reply)) {
@@ -65,17 +67,23 @@ class QuickHits final : public QuickAnswerer {
 
   void Done(const QuickRequest& request, const QuickReply& reply, bool sent) override {
     ctx_.metrics.in_flight.fetch_sub(1, std::memory_order_relaxed);
-    if (sent && reply.status == 200) {
+    if (sent && reply.status == 200 && !request.head_only) {
       ctx_.metrics.bytes_out.fetch_add(reply.body.size(), std::memory_order_relaxed);
     }
-    ctx_.metrics.CountRequest(Route::kArtifactGet, reply.status);
+    const std::string_view method = MethodOf(request);
+    ctx_.metrics.CountRequest(RouteOf(method, request.path), reply.status);
     if (log_ == nullptr) return;
     const int64_t micros =
         std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t_quick_start).count();
-    log_->Write({request.remote_ip, "GET", request.path, reply.status, reply.body.size(), micros});
+    // The library logs the body it holds: none for a hit's HEAD, the error text for a 404's.
+    log_->Write({request.remote_ip, method, request.path, reply.status, reply.body.size(), micros});
   }
 
  private:
+  static std::string_view MethodOf(const QuickRequest& request) {
+    return request.head_only ? "HEAD" : "GET";
+  }
+
   static thread_local Clock::time_point t_quick_start;
   ServerContext& ctx_;
   AccessLog* const log_;

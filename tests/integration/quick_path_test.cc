@@ -35,8 +35,9 @@ struct Exchange {
 };
 
 // Writes `bytes` to the server, then reads until `count` replies have come whole (by their
-// Content-Length), the server closes the connection, or 10 s pass.
-Exchange Send(int port, const std::string& bytes, size_t count) {
+// Content-Length; replies to HEAD, `head_only`, end with their head), the server closes the
+// connection, or 10 s pass.
+Exchange Send(int port, const std::string& bytes, size_t count, bool head_only = false) {
   Exchange out;
   const int fd = ConnectLoopback(port);
   if (fd < 0) return out;
@@ -57,7 +58,7 @@ Exchange Send(int port, const std::string& bytes, size_t count) {
       if (end == std::string::npos) break;
       const size_t cl = got.find("Content-Length: ");
       if (cl == std::string::npos || cl > end) break;
-      const size_t length = std::stoul(got.substr(cl + 16));
+      const size_t length = head_only ? 0 : std::stoul(got.substr(cl + 16));
       if (got.size() < end + 4 + length) break;
       out.replies.push_back(got.substr(0, end + 4 + length));
       got.erase(0, end + 4 + length);
@@ -80,6 +81,10 @@ Exchange Send(int port, const std::string& bytes, size_t count) {
 
 std::string Get(const std::string& path, const std::string& fields) {
   return "GET " + path + " HTTP/1.1\r\n" + fields + "\r\n";
+}
+
+std::string Head(const std::string& path, const std::string& fields) {
+  return "HEAD " + path + " HTTP/1.1\r\n" + fields + "\r\n";
 }
 
 std::string BodyOf(const std::string& reply) { return reply.substr(reply.find("\r\n\r\n") + 4); }
@@ -136,6 +141,7 @@ TEST_F(QuickPathTest, RepliesAreTheLibrarysByteForByte) {
   // X-Library is a field the quick path does not take: the same request, answered by the library.
   const std::vector<std::string> field_sets = {
       "Host: x\r\n",
+      "Host: x\r\nX-Hlocache-Namespace: torch-xla\r\n",
       "Host: 127.0.0.1\r\nUser-Agent: t/1\r\nAccept: */*\r\nAccept-Encoding: gzip, deflate, br\r\n",
       "Accept: */*\r\nConnection: close\r\nHost: x\r\n",
   };
@@ -168,14 +174,30 @@ TEST_F(QuickPathTest, RepliesAreTheLibrarysByteForByte) {
       const bool closes = fields.find("Connection: close") != std::string::npos;
       EXPECT_EQ(quick.closed, closes) << fields;
       EXPECT_EQ(library.closed, closes) << fields;
+      // HEAD: answered from the catalog on the quick path unless a 404 would be compressed.
+      const size_t before_head = QuickAnswers();
+      const Exchange quick_head = Send(server->port(), Head(path, fields), 1, true);
+      EXPECT_EQ(QuickAnswers(), before_head + (compressed ? 0 : 1)) << key << " " << fields;
+      const Exchange library_head =
+          Send(server->port(), Head(path, fields + "X-Library: 1\r\n"), 1, true);
+      EXPECT_EQ(QuickAnswers(), before_head + (compressed ? 0 : 1)) << key << " " << fields;
+      ASSERT_EQ(quick_head.replies.size(), 1u) << fields;
+      ASSERT_EQ(library_head.replies.size(), 1u) << fields;
+      EXPECT_EQ(quick_head.replies[0], library_head.replies[0]) << key << " " << fields;
+      EXPECT_EQ(quick_head.closed, closes) << fields;
     }
   }
   // Each request read the store once, whichever path answered it: the store's own count of
   // misses is the requests for the missing key.
   auto stats = server->Client()->Get("/v1/stats");
   ASSERT_TRUE(stats && stats->status == 200);
-  EXPECT_THAT(stats->body, HasSubstr("\n  \"misses\": 6,\n"));
-  EXPECT_THAT(stats->body, HasSubstr("\n    \"misses\": 6,\n    \"puts\""));
+  EXPECT_THAT(stats->body, HasSubstr("\n  \"misses\": 8,\n"));
+  EXPECT_THAT(stats->body, HasSubstr("\n    \"misses\": 8,\n    \"puts\""));
+  // A mount's misses are counted for its namespace, on both paths: a GET and a HEAD each way.
+  auto metrics = server->Client()->Get("/metrics");
+  ASSERT_TRUE(metrics && metrics->status == 200);
+  EXPECT_THAT(metrics->body, HasSubstr("hlocache_file_requests_total{namespace=\"torch-xla\","
+                                       "outcome=\"miss\"} 4\n"));
   EXPECT_EQ(server->Stop(), 0) << server->output();
 }
 
@@ -249,7 +271,18 @@ TEST_F(QuickPathTest, HitsAndMissesAreCountedAndLoggedAsTheLibrarysAre) {
     get(quick_missing, "Host: x\r\n");
     get(library_missing, "Host: x\r\nX-Library: 1\r\n");
   }
-  EXPECT_EQ(QuickAnswers(), before + 10);
+  // And HEADs, twice each on each path, of a stored key and a missing one.
+  auto head = [&](const std::string& key, const std::string& fields) {
+    const Exchange e = Send(server->port(), Head("/v1/artifacts/" + key, fields), 1, true);
+    ASSERT_EQ(e.replies.size(), 1u) << key;
+  };
+  for (int i = 0; i < 2; ++i) {
+    head(quick_key, "Host: x\r\n");
+    head(library_key, "Host: x\r\nX-Library: 1\r\n");
+    head(quick_missing, "Host: x\r\n");
+    head(library_missing, "Host: x\r\nX-Library: 1\r\n");
+  }
+  EXPECT_EQ(QuickAnswers(), before + 14);
   auto metrics = server->Client()->Get("/metrics");
   ASSERT_TRUE(metrics && metrics->status == 200);
   EXPECT_THAT(
@@ -265,8 +298,10 @@ TEST_F(QuickPathTest, HitsAndMissesAreCountedAndLoggedAsTheLibrarysAre) {
   std::stringstream read;
   read << log.rdbuf();
   const std::string text = read.str();
+  std::string method = "GET";
   auto lines = [&](const std::string& key, const std::string& status_and_bytes) {
-    const std::string line = "\"GET /v1/artifacts/" + key + "\" " + status_and_bytes + " ";
+    const std::string line =
+        "\"" + method + " /v1/artifacts/" + key + "\" " + status_and_bytes + " ";
     size_t n = 0;
     for (size_t at = text.find(line); at != std::string::npos; at = text.find(line, at + 1)) ++n;
     return n;
@@ -278,6 +313,17 @@ TEST_F(QuickPathTest, HitsAndMissesAreCountedAndLoggedAsTheLibrarysAre) {
   const std::string not_found = "error: no artifact " + quick_missing + "\n";
   EXPECT_EQ(lines(quick_missing, "404 " + std::to_string(not_found.size())), 3u) << text;
   EXPECT_EQ(lines(library_missing, "404 " + std::to_string(not_found.size())), 3u);
+  // A HEAD is logged with the body the library holds: none for a hit, the error text for a 404.
+  method = "HEAD";
+  for (const std::string& key : {quick_key, library_key}) EXPECT_EQ(lines(key, "200 0"), 2u);
+  EXPECT_EQ(lines(quick_missing, "404 " + std::to_string(not_found.size())), 2u) << text;
+  EXPECT_EQ(lines(library_missing, "404 " + std::to_string(not_found.size())), 2u);
+  EXPECT_THAT(
+      metrics->body,
+      HasSubstr("\nhlocache_http_requests_total{route=\"artifact_head\",status=\"200\"} 4\n"));
+  EXPECT_THAT(
+      metrics->body,
+      HasSubstr("\nhlocache_http_requests_total{route=\"artifact_head\",status=\"404\"} 4\n"));
   EXPECT_EQ(server->Stop(), 0) << server->output();
 }
 

@@ -35,13 +35,27 @@ TEST(QuickRequestTest, TakesTheHeadsClientsSendForAHit) {
   ASSERT_TRUE(with_token.has_value());
   EXPECT_EQ(with_token->authorization, "Bearer t0k en");
   EXPECT_EQ(with_token->path, "/");
+  EXPECT_FALSE(with_token->head_only);
+  EXPECT_TRUE(with_token->file_namespace.empty());
+  // A mount's HEAD (its stat of a file) names its namespace.
+  const std::string mount_bytes = "HEAD " + kPath +
+                                  " HTTP/1.1\r\nX-Hlocache-Namespace: torch-xla\r\n"
+                                  "Accept-Encoding: gzip\r\n\r\n";
+  const auto mount_head = ParseQuickHead(mount_bytes);
+  ASSERT_TRUE(mount_head.has_value());
+  EXPECT_TRUE(mount_head->head_only);
+  EXPECT_EQ(mount_head->path, kPath);
+  EXPECT_EQ(mount_head->file_namespace, "torch-xla");
+  EXPECT_TRUE(mount_head->accept_encoding);
 }
 
 TEST(QuickRequestTest, LeavesEverythingElseToTheLibrary) {
   const std::string line = "GET " + kPath + " HTTP/1.1\r\n";
   for (const std::string& head : std::vector<std::string>{
-           "HEAD " + kPath + " HTTP/1.1\r\n\r\n",
            "PUT " + kPath + " HTTP/1.1\r\n\r\n",
+           "DELETE " + kPath + " HTTP/1.1\r\n\r\n",
+           "OPTIONS " + kPath + " HTTP/1.1\r\n\r\n",
+           "get " + kPath + " HTTP/1.1\r\n\r\n",
            "GET " + kPath + " HTTP/1.0\r\n\r\n",
            "GET " + kPath + "?x=1 HTTP/1.1\r\n\r\n",
            std::string("GET /v1/artifacts/v1-%30 HTTP/1.1\r\n\r\n"),
@@ -54,7 +68,6 @@ TEST(QuickRequestTest, LeavesEverythingElseToTheLibrary) {
            line + "Expect: 100-continue\r\n\r\n",
            line + "Connection: keep-alive\r\n\r\n",
            line + "Connection: Close\r\n\r\n",
-           line + "X-Hlocache-Namespace: n\r\n\r\n",
            line + "Host: a\r\nHost: b\r\n\r\n",                    // Twice.
            line + "Host : a\r\n\r\n",                              // Space before the colon.
            line + "Host: a \r\n\r\n",                              // Trailing space.
