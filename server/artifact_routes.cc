@@ -23,11 +23,13 @@ constexpr size_t kCopiedReplyBytes = 64 << 10;
 
 // A miss on a file artifact, counted for the namespace the client names (a mount names its own;
 // nothing else tells which namespace a key that is not there belongs to).
-void CountFileMiss(ServerContext& ctx, const httplib::Request& req) {
-  const std::string file_namespace = req.get_header_value("X-Hlocache-Namespace");
+void CountFileMiss(ServerContext& ctx, std::string_view file_namespace) {
   if (!file_namespace.empty() && cache::ValidateFileNamespace(file_namespace).ok()) {
     ctx.metrics.CountFile(file_namespace, FileOutcome::kMiss);
   }
+}
+void CountFileMiss(ServerContext& ctx, const httplib::Request& req) {
+  CountFileMiss(ctx, req.get_header_value("X-Hlocache-Namespace"));
 }
 
 // The key from the path, or an error answered with 400.
@@ -344,20 +346,16 @@ std::string QuickReplyHead(int status, uint64_t content_length, std::string_view
 }
 
 // The route's 404 for a key not stored: SendError's body, and the miss of a file artifact
-// counted for the namespace the request names, as CountFileMiss does.
+// counted for the namespace the request names.
 void QuickNotFound(ServerContext& ctx, std::string_view key, const QuickRequest& request,
                    QuickReply& reply) {
-  if (!request.file_namespace.empty() &&
-      cache::ValidateFileNamespace(request.file_namespace).ok()) {
-    ctx.metrics.CountFile(request.file_namespace, FileOutcome::kMiss);
-  }
-  auto text = std::make_shared<std::string>("error: no artifact " + std::string(key) + "\n");
+  CountFileMiss(ctx, request.file_namespace);
+  auto text = std::make_shared<std::string>(ErrorText("no artifact " + std::string(key)));
   reply.status = 404;
   reply.body = std::span<const char>(text->data(), text->size());
   reply.owner = std::move(text);
-  reply.head =
-      QuickReplyHead(404, reply.body.size(), "text/plain; charset=utf-8", "", request.keep_alive,
-                     /*accept_ranges=*/request.head_only);
+  reply.head = QuickReplyHead(404, reply.body.size(), kErrorContentType, "", request.keep_alive,
+                              /*accept_ranges=*/request.head_only);
 }
 
 // HEAD, as HandleHead answers it from the catalog. Behind --upstream a key not stored here is

@@ -42,7 +42,9 @@ struct ServerContext {
 // cannot plant one), write for uploads, admin for deletes.
 Role RequiredRole(std::string_view method, std::string_view path);
 
-// A one-line plain-text error body, "error: REASON\n".
+// A one-line plain-text error body, "error: REASON\n", of type kErrorContentType.
+std::string ErrorText(std::string_view reason);
+inline constexpr std::string_view kErrorContentType = "text/plain; charset=utf-8";
 void SendError(httplib::Response& res, int http_status, std::string_view reason);
 // The HTTP status for an error from the store or the compiler.
 int HttpStatusOf(const Status& status);

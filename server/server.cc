@@ -397,13 +397,17 @@ Role RequiredRole(std::string_view method, std::string_view path) {
   return Role::kRead;
 }
 
-void SendError(httplib::Response& res, int http_status, std::string_view reason) {
-  res.status = http_status;
+std::string ErrorText(std::string_view reason) {
   std::string body = "error: ";
   // One line, whatever the reason holds.
   for (const char c : reason) body += (c == '\n' || c == '\r') ? ' ' : c;
   body += '\n';
-  res.set_content(body, "text/plain; charset=utf-8");
+  return body;
+}
+
+void SendError(httplib::Response& res, int http_status, std::string_view reason) {
+  res.status = http_status;
+  res.set_content(ErrorText(reason), std::string(kErrorContentType));
 }
 
 int HttpStatusOf(const Status& status) {
