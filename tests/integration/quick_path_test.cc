@@ -41,12 +41,7 @@ Exchange Send(int port, const std::string& bytes, size_t count, bool head_only =
   Exchange out;
   const int fd = ConnectLoopback(port);
   if (fd < 0) return out;
-  size_t sent = 0;
-  while (sent < bytes.size()) {
-    const ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
-    if (n <= 0) break;
-    sent += static_cast<size_t>(n);
-  }
+  SendFully(fd, bytes);
   std::string got;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   timeval tv{0, 100000};

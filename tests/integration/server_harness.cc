@@ -152,16 +152,21 @@ bool MakeSelfSignedCertificate(const fs::path& cert, const fs::path& key) {
   return std::system(command.c_str()) == 0;
 }
 
+bool SendFully(int fd, const std::string& bytes) {
+  size_t sent = 0;
+  while (sent < bytes.size()) {
+    const ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) return false;
+    sent += static_cast<size_t>(n);
+  }
+  return true;
+}
+
 int RawExchange(int port, const std::string& bytes, std::chrono::milliseconds timeout,
                 std::string* reply) {
   const int fd = ConnectLoopback(port);
   if (fd < 0) return 0;
-  size_t sent = 0;
-  while (sent < bytes.size()) {
-    const ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
-    if (n <= 0) break;
-    sent += static_cast<size_t>(n);
-  }
+  SendFully(fd, bytes);
   std::string got;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   bool closed = false;

@@ -62,6 +62,9 @@ int ConnectLoopback(int port);
 // `openssl req`; false when openssl failed.
 bool MakeSelfSignedCertificate(const std::filesystem::path& cert, const std::filesystem::path& key);
 
+// Writes all of `bytes` to the socket `fd` (no SIGPIPE); false when the socket failed first.
+bool SendFully(int fd, const std::string& bytes);
+
 // Writes raw bytes to 127.0.0.1:port and reads the reply until the server closes the
 // connection or `timeout` passes. The reply's status code, 0 when the connection closed with no
 // reply, -1 when the server neither replied nor closed in time.
