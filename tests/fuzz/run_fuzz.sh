@@ -1,21 +1,26 @@
 #!/usr/bin/env bash
-# Runs the parser fuzzer for a bounded time, seeded with small corpus modules. Crashing inputs
-# are kept in $FUZZ_ARTIFACTS (default ./fuzz-artifacts) to reproduce with `FUZZER FILE`.
-# Usage: run_fuzz.sh FUZZER CORPUS_DIR SECONDS
+# Runs a fuzz target for a bounded time, seeded with the small files of the directories named
+# (for the HLO parser, corpus modules and the inputs that once failed it). Crashing inputs are
+# kept in $FUZZ_ARTIFACTS (default ./fuzz-artifacts) to reproduce with `FUZZER FILE`.
+# Usage: run_fuzz.sh FUZZER SECONDS SEED_DIR...
 set -euo pipefail
 FUZZER=$1
-CORPUS=$2
-SECONDS_TO_RUN=$3
+SECONDS_TO_RUN=$2
+shift 2
 ARTIFACTS=${FUZZ_ARTIFACTS:-$PWD/fuzz-artifacts}
 mkdir -p "$ARTIFACTS"
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$WORK/seeds" "$WORK/new"
-# Small modules make better seeds; large ones slow every iteration.
-find "$CORPUS/hlo" "$CORPUS/torch_xla" "$CORPUS/invalid" -name '*.hlo' -size -8k \
-  -exec cp {} "$WORK/seeds/" \;
-# Inputs that once failed are replayed first, every run.
-cp "$(dirname "$0")"/regressions/* "$WORK/seeds/"
+# Small files make better seeds; large ones slow every iteration. Names are kept apart by the
+# directory they came from.
+n=0
+for dir in "$@"; do
+  n=$((n + 1))
+  while IFS= read -r -d '' f; do
+    cp "$f" "$WORK/seeds/$n-$(basename "$f")"
+  done < <(find "$dir" -type f -size -8k -print0)
+done
 cd "$WORK"
 # A fixed seed and run count make the suite's run reproducible; FUZZ_SEED=0 (random) and a larger
 # FUZZ_RUNS explore further.

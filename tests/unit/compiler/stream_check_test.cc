@@ -13,6 +13,8 @@
 namespace hlocache::compiler {
 namespace {
 
+using ::testing::HasSubstr;
+
 std::string Sample(size_t payload_bytes) {
   ArtifactHeader h;
   h.key = "v1-0123456789abcdef0123456789abcdef";
@@ -80,6 +82,22 @@ TEST(ArtifactStreamCheckerTest, RejectsTruncationsAndTrailingBytes) {
   EXPECT_THAT(Check("definitely not an artifact at all", 1),
               StatusIs(StatusCode::kInvalidArgument));
   EXPECT_THAT(Check("", 1), StatusIs(StatusCode::kInvalidArgument));
+}
+
+// The spec's first check: under 40 bytes nothing is an artifact, even after a whole valid
+// prefix (magic, version, a short header's length). The checker said "truncated" there while
+// DecodeArtifact said "not an artifact"; artifact_fuzz holds the two to the same codes.
+TEST(ArtifactStreamCheckerTest, UnderFortyBytesIsNotAnArtifactAsDecodeSays) {
+  const std::string good = EncodeArtifactWithRawHeader("{}", "");
+  ASSERT_EQ(good.size(), 42u);
+  for (size_t cut = 8; cut < 40; ++cut) {
+    const std::string prefix = good.substr(0, cut);
+    EXPECT_THAT(Check(prefix, cut), StatusIs(StatusCode::kInvalidArgument, HasSubstr("not an")))
+        << "cut at " << cut;
+    EXPECT_THAT(DecodeArtifact(prefix), StatusIs(StatusCode::kInvalidArgument)) << "cut at " << cut;
+  }
+  EXPECT_THAT(Check(good.substr(0, 41), 1),
+              StatusIs(StatusCode::kDataLoss, HasSubstr("truncated")));
 }
 
 }  // namespace
