@@ -17,11 +17,15 @@ void AppendLengthPrefixed(std::string& buf, std::string_view part) {
   buf.append(part);
 }
 
-void UpdateLengthPrefixed(XXH3_state_t* state, std::string_view part) {
+// A part's length, as eight little-endian bytes: what comes before the part's bytes.
+void UpdateLength(XXH3_state_t* state, uint64_t n) {
   unsigned char len[8];
-  const uint64_t n = part.size();
   for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>((n >> (8 * i)) & 0xff);
   XXH3_128bits_update(state, len, sizeof len);
+}
+
+void UpdateLengthPrefixed(XXH3_state_t* state, std::string_view part) {
+  UpdateLength(state, part.size());
   XXH3_128bits_update(state, part.data(), part.size());
 }
 
@@ -54,7 +58,38 @@ Hash128 HashBytes(std::string_view bytes) {
 }
 
 Key ComposeKey(const KeyInput& input) {
-  std::vector<std::pair<std::string, std::string>> options = input.options;
+  StreamedKey streamed(input.canonical_module.size());
+  streamed.Append(input.canonical_module);
+  // Cannot fail: the whole module was appended.
+  return *streamed.Finish(input.target, input.compiler_id, input.options);
+}
+
+StreamedKey::StreamedKey(uint64_t module_bytes)
+    : expected_(module_bytes), whole_(XXH3_createState()), module_(XXH3_createState()) {
+  auto* whole = static_cast<XXH3_state_t*>(whole_);
+  XXH3_128bits_reset(whole);
+  UpdateLengthPrefixed(whole, kDomainTag);
+  UpdateLength(whole, module_bytes);
+  XXH3_128bits_reset(static_cast<XXH3_state_t*>(module_));
+}
+
+StreamedKey::~StreamedKey() {
+  XXH3_freeState(static_cast<XXH3_state_t*>(whole_));
+  XXH3_freeState(static_cast<XXH3_state_t*>(module_));
+}
+
+void StreamedKey::Append(std::string_view piece) {
+  XXH3_128bits_update(static_cast<XXH3_state_t*>(whole_), piece.data(), piece.size());
+  XXH3_128bits_update(static_cast<XXH3_state_t*>(module_), piece.data(), piece.size());
+  appended_ += piece.size();
+}
+
+Result<Key> StreamedKey::Finish(std::string_view target, std::string_view compiler_id,
+                                std::vector<std::pair<std::string, std::string>> options) {
+  if (appended_ != expected_) {
+    return Error(InvalidArgument("the module was said to be " + std::to_string(expected_) +
+                                 " bytes but " + std::to_string(appended_) + " came"));
+  }
   std::sort(options.begin(), options.end());
   std::string options_bytes;
   AppendLengthPrefixed(options_bytes, std::to_string(options.size()));
@@ -62,22 +97,16 @@ Key ComposeKey(const KeyInput& input) {
     AppendLengthPrefixed(options_bytes, k);
     AppendLengthPrefixed(options_bytes, v);
   }
-
-  XXH3_state_t* state = XXH3_createState();
-  XXH3_128bits_reset(state);
-  UpdateLengthPrefixed(state, kDomainTag);
-  UpdateLengthPrefixed(state, input.canonical_module);
-  UpdateLengthPrefixed(state, input.target);
-  UpdateLengthPrefixed(state, input.compiler_id);
-  UpdateLengthPrefixed(state, options_bytes);
-  Hash128 whole = FromXxh(XXH3_128bits_digest(state));
-  XXH3_freeState(state);
+  auto* whole = static_cast<XXH3_state_t*>(whole_);
+  UpdateLengthPrefixed(whole, target);
+  UpdateLengthPrefixed(whole, compiler_id);
+  UpdateLengthPrefixed(whole, options_bytes);
 
   Key key;
-  key.text = std::string(kKeyPrefix) + whole.Hex();
-  key.graph = HashBytes(input.canonical_module);
-  key.target = HashBytes(input.target);
-  key.compiler_id = HashBytes(input.compiler_id);
+  key.text = std::string(kKeyPrefix) + FromXxh(XXH3_128bits_digest(whole)).Hex();
+  key.graph = FromXxh(XXH3_128bits_digest(static_cast<XXH3_state_t*>(module_)));
+  key.target = HashBytes(target);
+  key.compiler_id = HashBytes(compiler_id);
   key.options = HashBytes(options_bytes);
   return key;
 }

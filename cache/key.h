@@ -50,6 +50,31 @@ inline constexpr size_t kKeyLength = 3 + 32;
 
 Key ComposeKey(const KeyInput& input);
 
+// The key ComposeKey gives, for a canonical module that arrives in pieces and is never held
+// whole (one decompressed from an artifact's graph, which a few kilobytes can make a gigabyte
+// of). Its size must be known before its bytes: each part is hashed after its length.
+// Thread safety: none; one module, one thread.
+class StreamedKey {
+ public:
+  explicit StreamedKey(uint64_t module_bytes);
+  ~StreamedKey();
+  StreamedKey(const StreamedKey&) = delete;
+  StreamedKey& operator=(const StreamedKey&) = delete;
+
+  // The module's next bytes, in order.
+  void Append(std::string_view piece);
+  // The key, once exactly `module_bytes` have been appended; kInvalidArgument otherwise. The
+  // options in any order, as KeyInput's.
+  Result<Key> Finish(std::string_view target, std::string_view compiler_id,
+                     std::vector<std::pair<std::string, std::string>> options = {});
+
+ private:
+  uint64_t expected_;
+  uint64_t appended_ = 0;
+  void* whole_;   // XXH3_state_t of the key's parts, kept out of this header.
+  void* module_;  // XXH3_state_t of the module alone (Key::graph).
+};
+
 // The key of a file artifact (schema/file-artifacts.md): bytes another program built, kept
 // under a name. key = "v1-" + hex(XXH3-128("hlocache-file-v1", namespace, path)), each part
 // length-prefixed; the domain tag keeps it apart from every module's key. The caller validates

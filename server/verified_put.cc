@@ -58,6 +58,22 @@ Result<cache::PutOutcome> VerifiedPut::Finish() {
   return store_.Put(key_, buffer_, info_);
 }
 
+// The key of the graph the header carries, with its target and compiler: the graph streamed
+// through the hash a piece at a time, since an uploader may make a small graph that
+// decompresses to a gigabyte (graph_section.h).
+Result<std::string> VerifiedPut::KeyOfGraph(const compiler::ArtifactHeader& header) {
+  HLOCACHE_ASSIGN_OR_RETURN(std::unique_ptr<compiler::GraphReader> graph,
+                            compiler::GraphReader::Open(header.graph_zstd));
+  cache::StreamedKey key(graph->size());
+  while (true) {
+    HLOCACHE_ASSIGN_OR_RETURN(std::string_view piece, graph->Next());
+    if (piece.empty()) break;
+    key.Append(piece);
+  }
+  HLOCACHE_ASSIGN_OR_RETURN(cache::Key rekeyed, key.Finish(header.target, header.compiler_id));
+  return std::move(rekeyed.text);
+}
+
 // The header must name this key; when strict, its target and payload kind must also make
 // sense together.
 bool VerifiedPut::CheckHeader() {
@@ -86,13 +102,11 @@ bool VerifiedPut::CheckHeader() {
       return Fail(InvalidArgument(
           "the artifact carries no graph, so its key cannot be checked (--verify-uploads)"));
     }
-    auto graph = compiler::DecodeGraph(header->graph_zstd);
-    if (!graph) return Fail(InvalidArgument("bad artifact: " + graph.error().message()));
-    const cache::Key rekeyed =
-        cache::ComposeKey(cache::KeyInput{*graph, header->target, header->compiler_id, {}});
-    if (rekeyed.text != key_) {
-      return Fail(InvalidArgument("the artifact's graph, target and compiler key to " +
-                                  rekeyed.text + ", not " + key_));
+    auto rekeyed = KeyOfGraph(*header);
+    if (!rekeyed) return Fail(InvalidArgument("bad artifact: " + rekeyed.error().message()));
+    if (*rekeyed != key_) {
+      return Fail(InvalidArgument("the artifact's graph, target and compiler key to " + *rekeyed +
+                                  ", not " + key_));
     }
   }
   info_.target = header->target;

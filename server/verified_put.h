@@ -48,6 +48,7 @@ class VerifiedPut {
   bool Fail(Status status);
   bool CheckHeader();
   bool CheckFileHeader(const compiler::ArtifactHeader& header);
+  static Result<std::string> KeyOfGraph(const compiler::ArtifactHeader& header);
 
   cache::Store& store_;
   const std::string key_;

@@ -8,6 +8,10 @@ namespace {
 
 // The decompressed size a graph may claim: more than any module the parser would accept.
 constexpr unsigned long long kMaxGraphBytes = 1ull << 30;
+// zstd's window: 8 MiB, what levels up to 19 use; EncodeGraph's level 3 uses 2 MiB at most.
+constexpr int kMaxWindowLog = 23;
+// The text is handed out this much at a time.
+constexpr size_t kPieceBytes = 64 << 10;
 
 }  // namespace
 
@@ -26,7 +30,7 @@ std::string EncodeGraph(std::string_view canonical_text) {
   return encoded;
 }
 
-Result<std::string> DecodeGraph(std::string_view encoded) {
+Result<std::unique_ptr<GraphReader>> GraphReader::Open(std::string_view encoded) {
   if (encoded.empty() || encoded.size() % 4 != 0 || encoded.size() > kMaxEncodedGraphBytes) {
     return Error(DataLoss("the artifact's graph is not base64 of a sensible size"));
   }
@@ -44,12 +48,66 @@ Result<std::string> DecodeGraph(std::string_view encoded) {
       claimed > kMaxGraphBytes) {
     return Error(DataLoss("the artifact's graph is not a zstd frame of a known, sensible size"));
   }
-  std::string text(static_cast<size_t>(claimed), '\0');
-  const size_t got = ZSTD_decompress(text.data(), text.size(), compressed.data(), size);
-  if (ZSTD_isError(got) || got != text.size()) {
-    return Error(DataLoss("the artifact's graph does not decompress"));
+  return std::unique_ptr<GraphReader>(new GraphReader(std::move(compressed), claimed));
+}
+
+GraphReader::GraphReader(std::string compressed, uint64_t size)
+    : compressed_(std::move(compressed)),
+      size_(size),
+      buffer_(kPieceBytes, '\0'),
+      stream_(ZSTD_createDCtx()) {
+  ZSTD_DCtx_setParameter(static_cast<ZSTD_DCtx*>(stream_), ZSTD_d_windowLogMax, kMaxWindowLog);
+}
+
+GraphReader::~GraphReader() { ZSTD_freeDCtx(static_cast<ZSTD_DCtx*>(stream_)); }
+
+Result<std::string_view> GraphReader::Next() {
+  if (frame_ended_) {
+    if (consumed_ != compressed_.size()) {
+      return Error(DataLoss("the artifact's graph has bytes after its zstd frame"));
+    }
+    if (produced_ != size_) {
+      return Error(DataLoss("the artifact's graph decompresses to " + std::to_string(produced_) +
+                            " bytes, not the " + std::to_string(size_) + " it declares"));
+    }
+    return std::string_view();
   }
-  return text;
+  if (stream_ == nullptr) return Error(ResourceExhausted("cannot start a zstd decompression"));
+  ZSTD_inBuffer in{compressed_.data(), compressed_.size(), consumed_};
+  ZSTD_outBuffer out{buffer_.data(), buffer_.size(), 0};
+  while (out.pos == 0) {
+    const size_t before = in.pos;
+    const size_t left = ZSTD_decompressStream(static_cast<ZSTD_DCtx*>(stream_), &out, &in);
+    if (ZSTD_isError(left)) {
+      return Error(DataLoss(std::string("the artifact's graph does not decompress (") +
+                            ZSTD_getErrorName(left) + ")"));
+    }
+    if (left == 0) {
+      frame_ended_ = true;
+      break;
+    }
+    if (out.pos == 0 && in.pos == before) {
+      return Error(DataLoss("the artifact's graph ends inside its zstd frame"));
+    }
+  }
+  consumed_ = in.pos;
+  produced_ += out.pos;
+  if (produced_ > size_) {
+    return Error(DataLoss("the artifact's graph decompresses past the " + std::to_string(size_) +
+                          " bytes it declares"));
+  }
+  if (out.pos == 0) return Next();  // The frame ended with this call: check its end.
+  return std::string_view(buffer_.data(), out.pos);
+}
+
+Result<std::string> DecodeGraph(std::string_view encoded) {
+  HLOCACHE_ASSIGN_OR_RETURN(std::unique_ptr<GraphReader> reader, GraphReader::Open(encoded));
+  std::string text;
+  while (true) {
+    HLOCACHE_ASSIGN_OR_RETURN(std::string_view piece, reader->Next());
+    if (piece.empty()) return text;
+    text.append(piece);
+  }
 }
 
 }  // namespace hlocache::compiler

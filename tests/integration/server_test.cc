@@ -29,6 +29,7 @@
 #include "compiler/artifact/file_payload.h"
 #include "compiler/cuda/nvrtc.h"
 #include "server/file_listing.h"
+#include "tests/hostile_graphs.h"
 #include "tests/integration/server_harness.h"
 #include "tests/integration/test_directory.h"
 
@@ -1170,6 +1171,39 @@ TEST_F(ServerTest, VerifyUploadsComputesTheKeyAgainFromTheCarriedGraph) {
   EXPECT_THAT(bare->body, HasSubstr("carries no graph"));
   client = server->Client();
   EXPECT_EQ(client->Head(("/v1/artifacts/" + other).c_str())->status, 404);
+  EXPECT_EQ(server->Stop(), 0);
+}
+
+// An uploader chooses the graph the server decompresses to key it again: one of 24 bytes that
+// claimed a gigabyte made the server allocate and zero that gigabyte for each such upload, and a
+// few at once would have it killed for memory. Refused now with what zstd's bounded window
+// costs, and the server goes on.
+TEST_F(ServerTest, VerifyUploadsRefusesAGraphClaimingAGigabyteWithoutTheGigabyte) {
+  auto server = Start({"--verify-uploads"});
+  const std::string key = TestKey(79);
+  compiler::ArtifactHeader header;
+  header.key = key;
+  header.target = "cpu-x86-64-v2";
+  header.compiler_id = "gcc-12.2.0/hlocache-codegen-1/O2";
+  header.payload_kind = std::string(compiler::kPayloadSharedObject);
+  header.entry_symbol = "hlocache_entry";
+  header.result_shape = "f32[]";
+  const uint64_t before = testing::PeakResidentBytes(server->pid(), /*reset=*/true);
+  ASSERT_GT(before, 0u) << "no VmHWM for the server";
+  for (int window_exponent : {-1, 0, 20}) {
+    header.graph_zstd =
+        testing::Base64(testing::ZstdFrame(uint64_t{1} << 30, "x", "", window_exponent));
+    auto r = server->Client()->Put(("/v1/artifacts/" + key).c_str(),
+                                   compiler::EncodeArtifact(header, "payload"),
+                                   "application/octet-stream");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << r->body;
+    EXPECT_THAT(r->body, HasSubstr("graph"));
+  }
+  EXPECT_LT(testing::PeakResidentBytes(server->pid(), false), before + (128 << 20))
+      << "before: " << before;
+  EXPECT_EQ(server->Client()->Head(("/v1/artifacts/" + key).c_str())->status, 404);
+  EXPECT_EQ(server->Client()->Get("/healthz")->status, 200);
   EXPECT_EQ(server->Stop(), 0);
 }
 

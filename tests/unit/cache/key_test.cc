@@ -18,6 +18,45 @@ TEST(KeyTest, WellFormedAndDeterministic) {
   EXPECT_EQ(a.graph, HashBytes("graph"));
 }
 
+// An artifact's graph is keyed as it decompresses, never whole: the key must be ComposeKey's to
+// the bit, wherever the pieces are cut.
+TEST(KeyTest, AStreamedModuleGetsComposeKeysKeyWhereverItIsCut) {
+  std::string module;
+  for (int i = 0; module.size() < 300000; ++i) module += "i" + std::to_string(i * 7919) + " ";
+  KeyInput input{module, "cuda-sm_90", "nvcc-12/hlocache-codegen-4/O3", {{"b", "2"}, {"a", "1"}}};
+  const Key whole = ComposeKey(input);
+  uint64_t x = 88172645463325252ull;
+  for (int round = 0; round < 20; ++round) {
+    StreamedKey streamed(module.size());
+    size_t at = 0;
+    while (at < module.size()) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      const size_t take = std::min<size_t>(module.size() - at, x % (round < 10 ? 64 : 70000));
+      streamed.Append(std::string_view(module).substr(at, take));
+      at += take;
+    }
+    auto key = streamed.Finish(input.target, input.compiler_id, input.options);
+    ASSERT_THAT(key, IsOk());
+    EXPECT_EQ(key->text, whole.text);
+    EXPECT_EQ(key->graph, whole.graph);
+    EXPECT_EQ(key->target, whole.target);
+    EXPECT_EQ(key->compiler_id, whole.compiler_id);
+    EXPECT_EQ(key->options, whole.options);
+  }
+  // The empty module too.
+  StreamedKey empty(0);
+  EXPECT_EQ(empty.Finish("t", "c")->text, ComposeKey(KeyInput{"", "t", "c", {}}).text);
+}
+
+TEST(KeyTest, AStreamedModuleOfAnotherSizeThanSaidHasNoKey) {
+  StreamedKey shorter(10);
+  shorter.Append("123456789");
+  EXPECT_THAT(shorter.Finish("t", "c"), StatusIs(StatusCode::kInvalidArgument));
+  StreamedKey longer(3);
+  longer.Append("1234");
+  EXPECT_THAT(longer.Finish("t", "c"), StatusIs(StatusCode::kInvalidArgument));
+}
+
 TEST(KeyTest, EveryPartChangesTheKeyAndOnlyItsOwnHash) {
   Key base = ComposeKey(Input());
   KeyInput t = Input();

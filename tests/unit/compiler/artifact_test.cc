@@ -13,6 +13,7 @@
 #include "compiler/artifact/graph_section.h"
 #include "compiler/artifact/loader.h"
 #include "compiler/target.h"
+#include "tests/hostile_graphs.h"
 #include "tests/unit/status_matchers.h"
 
 namespace hlocache::compiler {
@@ -125,6 +126,75 @@ TEST(ArtifactGraphTest, TheCarriedGraphRoundTripsAndGarbageIsRefused) {
     c = static_cast<char>(x);
   }
   EXPECT_EQ(EncodeGraph(random), "");
+}
+
+using hlocache::testing::Base64;
+using hlocache::testing::PeakResidentBytes;
+
+std::string Frame(uint64_t declared, std::string_view content, std::string_view after = "",
+                  int window_exponent = -1) {
+  return hlocache::testing::ZstdFrame(declared, content, after, window_exponent);
+}
+
+TEST(ArtifactGraphTest, ReadInPiecesTheGraphIsTheWholeText) {
+  std::string text;
+  for (int i = 0; text.size() < (1 << 20); ++i)
+    text += "x" + std::to_string(i * 2654435761u) + "\n";
+  auto reader = GraphReader::Open(EncodeGraph(text));
+  ASSERT_THAT(reader, IsOk());
+  EXPECT_EQ((*reader)->size(), text.size());
+  std::string joined;
+  int pieces = 0;
+  while (true) {
+    auto piece = (*reader)->Next();
+    ASSERT_THAT(piece, IsOk());
+    if (piece->empty()) break;
+    joined.append(*piece);
+    ++pieces;
+  }
+  EXPECT_EQ(joined, text);
+  EXPECT_GT(pieces, 8) << "handed out a piece at a time, not whole";
+  EXPECT_THAT((*reader)->Next(), IsOk()) << "and stays at its end";
+  EXPECT_EQ(*DecodeGraph(Base64(Frame(5, "hello"))), "hello");
+}
+
+// A graph comes from whoever uploaded the artifact: 24 bytes of base64 claimed a gigabyte, and
+// reading them once allocated and zeroed that gigabyte before finding the one byte they hold.
+// Now none of these costs more than zstd's bounded window: one segment of a gigabyte, a small
+// window and a gigabyte of content, and a gigabyte's window.
+TEST(ArtifactGraphTest, AGraphClaimingAGigabyteCostsNoGigabyte) {
+  constexpr uint64_t kGigabyte = uint64_t{1} << 30;
+  const std::string one_segment = Base64(Frame(kGigabyte, "x"));
+  ASSERT_LE(one_segment.size(), 24u);
+  const uint64_t before = PeakResidentBytes(0, /*reset=*/true);
+  ASSERT_GT(before, 0u) << "no VmHWM in /proc/self/status";
+  for (const std::string& claim :
+       {one_segment, Base64(Frame(kGigabyte, "x", "", /*window_exponent=*/0)),
+        Base64(Frame(kGigabyte, "x", "", /*window_exponent=*/20))}) {
+    EXPECT_THAT(DecodeGraph(claim), StatusIs(StatusCode::kDataLoss)) << claim;
+    auto reader = GraphReader::Open(claim);
+    ASSERT_THAT(reader, IsOk());
+    EXPECT_EQ((*reader)->size(), kGigabyte);
+    Result<std::string_view> piece = (*reader)->Next();
+    for (int i = 0; i < 3 && piece && !piece->empty(); ++i) piece = (*reader)->Next();
+    EXPECT_THAT(piece, StatusIs(StatusCode::kDataLoss)) << claim;
+  }
+  EXPECT_LT(PeakResidentBytes(0, false), before + (64 << 20)) << "before: " << before;
+}
+
+TEST(ArtifactGraphTest, AFrameMustHoldWhatItDeclaresAndNothingAfterIt) {
+  EXPECT_THAT(DecodeGraph(Base64(Frame(6, "hello"))), StatusIs(StatusCode::kDataLoss));
+  EXPECT_THAT(DecodeGraph(Base64(Frame(4, "hello"))), StatusIs(StatusCode::kDataLoss));
+  EXPECT_THAT(DecodeGraph(Base64(Frame(5, "hello", "\x01"))),
+              StatusIs(StatusCode::kDataLoss, HasSubstr("after its zstd frame")));
+  // A second frame after the first is not part of the graph either.
+  EXPECT_THAT(DecodeGraph(Base64(Frame(5, "hello") + Frame(1, "!"))),
+              StatusIs(StatusCode::kDataLoss, HasSubstr("after its zstd frame")));
+  // Cut inside its block.
+  EXPECT_THAT(DecodeGraph(Base64(Frame(5, "hello").substr(0, 15))),
+              StatusIs(StatusCode::kDataLoss));
+  // What it declares, in a frame of several segments, is read.
+  EXPECT_EQ(*DecodeGraph(Base64(Frame(5, "hello", "", /*window_exponent=*/0))), "hello");
 }
 
 TEST(ArtifactContainerTest, NewerFormatVersionSaysSo) {
