@@ -23,6 +23,7 @@ for dir in "$@"; do
 done
 cd "$WORK"
 # A fixed seed and run count make the suite's run reproducible; FUZZ_SEED=0 (random) and a larger
-# FUZZ_RUNS explore further.
-"$FUZZER" -seed="${FUZZ_SEED:-1}" -runs="${FUZZ_RUNS:-300000}" -max_total_time="$SECONDS_TO_RUN" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
+# FUZZ_RUNS explore further. FUZZ_FLAGS: a target's own libFuzzer flags (a memory limit).
+# shellcheck disable=SC2086
+"$FUZZER" ${FUZZ_FLAGS:-} -seed="${FUZZ_SEED:-1}" -runs="${FUZZ_RUNS:-300000}" -max_total_time="$SECONDS_TO_RUN" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
   -print_final_stats=1 -artifact_prefix="$ARTIFACTS/" new seeds
