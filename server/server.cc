@@ -40,6 +40,20 @@ bool HasBody(const httplib::Request& req) {
          (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0");
 }
 
+// Whether a request may go ahead as far as tokens go: its route needs no role, the server has no
+// tokens, or its bearer token's role is at least the one needed. `have` is that role (kNone for
+// no token or one not valid), for the reply to one refused. Shared by the library's
+// pre-routing handler (Admit) and the quick path, which must admit exactly alike.
+struct TokenCheck {
+  bool admitted = true;
+  Role have = Role::kNone;
+};
+TokenCheck CheckToken(const ServerContext& ctx, Role need, std::string_view authorization) {
+  if (need == Role::kNone || !ctx.tokens) return {};
+  const Role have = ctx.tokens->Authorize(authorization);
+  return {have >= need, have};
+}
+
 // Hits answered on the plain server's quick path (connection.h): admitted as Admit admits them,
 // then counted and logged as the library's route and logger would.
 class QuickHits final : public QuickAnswerer {
@@ -48,9 +62,7 @@ class QuickHits final : public QuickAnswerer {
 
   bool Answer(const QuickRequest& request, QuickReply& reply) override {
     const std::string_view method = MethodOf(request);
-    const Role need = RequiredRole(method, request.path);
-    if (need != Role::kNone && ctx_.tokens &&
-        (request.authorization.empty() || ctx_.tokens->Authorize(request.authorization) < need)) {
+    if (!CheckToken(ctx_, RequiredRole(method, request.path), request.authorization).admitted) {
       return false;  // The library says why (401 or 403).
     }
     const Route route = RouteOf(method, request.path);
@@ -136,22 +148,20 @@ class ServerImpl final : public Server {
 bool ServerImpl::Admit(const httplib::Request& req, httplib::Response& res) {
   const Role need = RequiredRole(req.method, req.path);
   if (need == Role::kNone) return true;
-  if (ctx_.tokens) {
-    const Role have = ctx_.tokens->Authorize(req.get_header_value("Authorization"));
-    if (have == Role::kNone) {
+  if (const TokenCheck token = CheckToken(ctx_, need, req.get_header_value("Authorization"));
+      !token.admitted) {
+    if (token.have == Role::kNone) {
       res.set_header("WWW-Authenticate", "Bearer realm=\"hlocache\"");
       SendError(res, 401,
                 req.has_header("Authorization") ? "the bearer token is not valid"
                                                 : "a bearer token is required");
-      return false;
-    }
-    if (have < need) {
+    } else {
       SendError(res, 403,
-                "a " + std::string(RoleName(have)) + " token cannot " + req.method + " " +
+                "a " + std::string(RoleName(token.have)) + " token cannot " + req.method + " " +
                     std::string(RouteName(RouteOf(req.method, req.path))) + "; it needs " +
                     std::string(RoleName(need)));
-      return false;
     }
+    return false;
   }
   if (ctx_.options.read_only && need >= Role::kWrite) {
     SendError(res, 403, "this server is read-only");
