@@ -8,11 +8,14 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <string>
+#include <vector>
 
 #include "cache/store.h"
 #include "client/cache.h"
 #include "client/commands.h"
 #include "common/fast_hash.h"
+#include "common/status.h"
 
 namespace hlocache::client {
 namespace {
@@ -98,6 +101,37 @@ class ZstdReader {
   size_t pending_pos_ = 0;
 };
 
+struct ManifestEntry {
+  std::string key;
+  uint64_t size = 0;
+  std::string xxh3;
+};
+
+// The manifest's entries, each checked for the fields import reads and their types. The first
+// that lacks one is the error, by its position: the entries' bytes follow one another, so past a
+// size that cannot be read nothing else in the bundle can be found either.
+Result<std::vector<ManifestEntry>> ReadManifest(const nlohmann::json& manifest) {
+  if (!manifest.is_object() || !manifest.contains("entries") || !manifest["entries"].is_array()) {
+    return Error(InvalidArgument("the manifest is not a JSON object with an \"entries\" array"));
+  }
+  std::vector<ManifestEntry> entries;
+  for (const nlohmann::json& entry : manifest["entries"]) {
+    const std::string where = "manifest entry " + std::to_string(entries.size() + 1);
+    if (!entry.is_object()) return Error(InvalidArgument(where + " is not a JSON object"));
+    for (const char* field : {"key", "xxh3"}) {
+      if (!entry.contains(field) || !entry[field].is_string()) {
+        return Error(InvalidArgument(where + ": \"" + field + "\" is missing or not a string"));
+      }
+    }
+    if (!entry.contains("size") || !entry["size"].is_number_unsigned()) {
+      return Error(InvalidArgument(where + ": \"size\" is missing or not a whole number of bytes"));
+    }
+    entries.push_back(ManifestEntry{entry["key"].get<std::string>(), entry["size"].get<uint64_t>(),
+                                    entry["xxh3"].get<std::string>()});
+  }
+  return entries;
+}
+
 }  // namespace
 
 int RunExport(const std::string& dir, const std::string& bundle, std::ostream& out,
@@ -175,8 +209,14 @@ int RunImport(const std::string& bundle, const std::string& spec, std::ostream& 
     return 1;
   }
   const nlohmann::json manifest = nlohmann::json::parse(line, nullptr, false);
-  if (manifest.is_discarded() || !manifest.contains("entries") || !manifest["entries"].is_array()) {
+  if (manifest.is_discarded()) {
     err << "hlocache import: " << bundle << ": the manifest is not valid JSON\n";
+    return 1;
+  }
+  // Checked whole before anything is stored: a malformed manifest refuses the bundle.
+  const Result<std::vector<ManifestEntry>> entries = ReadManifest(manifest);
+  if (!entries) {
+    err << "hlocache import: " << bundle << ": " << entries.error().message() << "\n";
     return 1;
   }
   CacheOptions options = CacheOptions::FromEnvironment();
@@ -186,15 +226,14 @@ int RunImport(const std::string& bundle, const std::string& spec, std::ostream& 
     return 1;
   }
   int stored = 0, bad = 0;
-  for (const auto& entry : manifest["entries"]) {
-    const std::string key = entry.value("key", "");
-    const uint64_t size = entry.value("size", uint64_t{0});
+  for (const ManifestEntry& entry : *entries) {
+    const std::string& key = entry.key;
     std::string bytes;
-    if (size > (uint64_t{1} << 40) || !reader.Read(size, bytes)) {
+    if (entry.size > (uint64_t{1} << 40) || !reader.Read(entry.size, bytes)) {
       err << "hlocache import: " << bundle << " ends inside " << key << "\n";
       return 1;
     }
-    if (Hex128(bytes.data(), bytes.size()) != entry.value("xxh3", "")) {
+    if (Hex128(bytes.data(), bytes.size()) != entry.xxh3) {
       err << "hlocache import: " << key << ": checksum mismatch, skipped\n";
       ++bad;
       continue;

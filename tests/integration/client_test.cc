@@ -14,10 +14,12 @@
 #include <sstream>
 #include <thread>
 
+#include <zstd.h>
 #include <nlohmann/json.hpp>
 
 #include "cache/store.h"
 #include "client/commands.h"
+#include "common/fast_hash.h"
 #include "compiler/artifact/container.h"
 #include "tests/integration/server_harness.h"
 #include "tests/integration/test_directory.h"
@@ -370,6 +372,46 @@ TEST_F(ClientTest, PrewarmThenExportThenImportGivesTheSameKeysAndBytes) {
   EXPECT_EQ(client::RunImport((root_ / "bad.bundle").string(), (root_ / "cold2").string(), bo, be),
             1);
   EXPECT_FALSE(be.str().empty());
+}
+
+// A bundle comes from elsewhere (a CI job's artifact): a manifest of the wrong shape is refused
+// as a whole with one line that names the entry, and nothing is stored. Each of these ended the
+// import with "internal error: [json.exception.type_error...]".
+TEST_F(ClientTest, AMalformedBundleManifestIsRefusedNamingTheEntry) {
+  const std::string key = TestKey(90);
+  const std::string artifact = MakeArtifact(key, 300, 90);
+  const std::string good_entry = "{\"key\":\"" + key +
+                                 "\",\"size\":" + std::to_string(artifact.size()) + ",\"xxh3\":\"" +
+                                 Hex128(artifact.data(), artifact.size()) + "\"}";
+  auto bundle_with = [&](const std::string& entries) {
+    const std::string content = "hlocache-bundle 1\n{\"entries\":[" + entries + "]}\n" + artifact;
+    std::string frame(ZSTD_compressBound(content.size()), '\0');
+    frame.resize(ZSTD_compress(frame.data(), frame.size(), content.data(), content.size(), 3));
+    const fs::path path = root_ / "manifest.bundle";
+    std::ofstream(path, std::ios::binary) << frame;
+    return path.string();
+  };
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {good_entry + ",1", "manifest entry 2 is not a JSON object"},
+      {good_entry + ",{\"key\":5,\"size\":0,\"xxh3\":\"\"}", "entry 2: \"key\""},
+      {"{\"key\":\"" + key + "\",\"size\":\"300\",\"xxh3\":\"\"}", "entry 1: \"size\""},
+      {"{\"key\":\"" + key + "\",\"size\":-1,\"xxh3\":\"\"}", "entry 1: \"size\""},
+      {"{\"key\":\"" + key + "\",\"size\":3}", "entry 1: \"xxh3\""},
+  };
+  for (const auto& [entries, says] : cases) {
+    std::ostringstream out, err;
+    EXPECT_EQ(client::RunImport(bundle_with(entries), (root_ / "refused").string(), out, err), 1)
+        << entries;
+    const std::string said = err.str();
+    EXPECT_THAT(said, HasSubstr(says)) << entries;
+    EXPECT_EQ(std::count(said.begin(), said.end(), '\n'), 1) << said;
+  }
+  EXPECT_FALSE(fs::exists(root_ / "refused")) << "refused before the cache was opened";
+  // The same bundle with a well-formed manifest imports.
+  std::ostringstream out, err;
+  EXPECT_EQ(client::RunImport(bundle_with(good_entry), (root_ / "accepted").string(), out, err), 0)
+      << err.str();
+  EXPECT_THAT(out.str(), HasSubstr("imported 1 entries"));
 }
 
 }  // namespace
