@@ -56,7 +56,9 @@ Result<CudaPayload> DecodeCudaPayload(std::string_view payload) {
     n |= static_cast<uint64_t>(static_cast<uint8_t>(payload[8 + b])) << (8 * b);
   if (n > payload.size() - 16) return Error(Bad("the plan's length runs past the payload"));
   const json j = json::parse(payload.substr(16, n), nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || j.value("version", 0) != 1)
+  // Read without json::value(), which throws on a version of another type ("1").
+  const auto version = j.is_object() ? j.find("version") : j.end();
+  if (version == j.end() || !version->is_number_integer() || version->get<int64_t>() != 1)
     return Error(Bad("the plan is not version 1 JSON"));
   CudaPayload out;
   out.cubin = std::string(payload.substr(16 + n));

@@ -426,6 +426,17 @@ TEST(CudaCodegenTest, PayloadsThatDoNotHoldTogetherAreRefused) {
   const std::string encoded = EncodeCudaPayload(plan, "cubin");
   EXPECT_THAT(DecodeCudaPayload(encoded.substr(0, 20)), StatusIs(StatusCode::kDataLoss));
   EXPECT_THAT(DecodeCudaPayload("not a payload at all"), StatusIs(StatusCode::kDataLoss));
+  // A plan's fields of another type are refused, not thrown on: a version written as a string
+  // ended the process in std::terminate (cuda_payload_fuzz now tries such plans).
+  for (const std::string json :
+       {R"({"version":"1","arch":"sm_90","buffers":[],"parameters":[],"results":[],"steps":[]})",
+        R"({"version":1.5,"arch":"sm_90","buffers":[],"parameters":[],"results":[],"steps":[]})",
+        R"([1])", R"("version")"}) {
+    std::string payload = "HLOCUBIN";
+    for (int b = 0; b < 8; ++b)
+      payload.push_back(static_cast<char>((json.size() >> (8 * b)) & 0xff));
+    EXPECT_THAT(DecodeCudaPayload(payload + json), StatusIs(StatusCode::kDataLoss)) << json;
+  }
   EXPECT_THAT(CubinArch("\x7f"
                         "ELF but not really a cubin"),
               StatusIs(StatusCode::kDataLoss));
