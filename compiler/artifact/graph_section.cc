@@ -56,7 +56,9 @@ GraphReader::GraphReader(std::string compressed, uint64_t size)
       size_(size),
       buffer_(kPieceBytes, '\0'),
       stream_(ZSTD_createDCtx()) {
-  ZSTD_DCtx_setParameter(static_cast<ZSTD_DCtx*>(stream_), ZSTD_d_windowLogMax, kMaxWindowLog);
+  if (stream_ != nullptr) {  // Else Next says so.
+    ZSTD_DCtx_setParameter(static_cast<ZSTD_DCtx*>(stream_), ZSTD_d_windowLogMax, kMaxWindowLog);
+  }
 }
 
 GraphReader::~GraphReader() { ZSTD_freeDCtx(static_cast<ZSTD_DCtx*>(stream_)); }
