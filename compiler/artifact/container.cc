@@ -11,8 +11,6 @@
 namespace hlocache::compiler {
 namespace {
 
-constexpr size_t kFixedBytes = 8 + 4 + 4 + 8 + 16;  // Magic, version, lengths, trailer.
-
 void PutLittleEndian(std::string& out, uint64_t value, int bytes) {
   for (int i = 0; i < bytes; ++i) out += static_cast<char>((value >> (8 * i)) & 0xff);
 }
@@ -70,7 +68,7 @@ Result<std::string> StringField(const nlohmann::json& j, const char* name) {
 
 std::string EncodeArtifactWithRawHeader(std::string_view header_json, std::string_view payload) {
   std::string out;
-  out.reserve(kFixedBytes + header_json.size() + payload.size());
+  out.reserve(kArtifactFixedBytes + header_json.size() + payload.size());
   out.append(kArtifactMagic);
   PutLittleEndian(out, kArtifactFormatVersion, 4);
   PutLittleEndian(out, header_json.size(), 4);
@@ -160,7 +158,8 @@ double PeekCompileSeconds(std::string_view prefix) {
 }
 
 Result<DecodedArtifact> DecodeArtifact(std::string_view bytes) {
-  if (bytes.size() < kFixedBytes || bytes.substr(0, kArtifactMagic.size()) != kArtifactMagic) {
+  if (bytes.size() < kArtifactFixedBytes ||
+      bytes.substr(0, kArtifactMagic.size()) != kArtifactMagic) {
     return Error(InvalidArgument("not an hlocache artifact (" + std::to_string(bytes.size()) +
                                  " bytes without the container's magic)"));
   }
@@ -176,7 +175,7 @@ Result<DecodedArtifact> DecodeArtifact(std::string_view bytes) {
                          std::to_string(bytes.size()) + " bytes"));
   }
   const uint64_t payload_bytes = GetLittleEndian(bytes, 16 + header_bytes, 8);
-  if (payload_bytes != bytes.size() - kFixedBytes - header_bytes) {
+  if (payload_bytes != bytes.size() - kArtifactFixedBytes - header_bytes) {
     return Error(Corrupt("payload length " + std::to_string(payload_bytes) + " does not match " +
                          std::to_string(bytes.size()) + " bytes"));
   }

@@ -8,6 +8,7 @@
 // must outlive it. Thread safety: pure functions.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -24,6 +25,9 @@ inline constexpr std::string_view kPayloadCubinPlan = "cubin+plan";
 // allocate for it (DecodeArtifact and the streaming check alike).
 inline constexpr std::string_view kArtifactMagic("\x89HLOART\n", 8);
 inline constexpr uint64_t kMaxArtifactHeaderBytes = uint64_t{1} << 20;
+// Magic, version, the two lengths and the trailer: the smallest container, and the size under
+// which no bytes are an artifact.
+inline constexpr size_t kArtifactFixedBytes = 8 + 4 + 4 + 8 + 16;
 // kPayloadFile ("file") is in compiler/artifact/file_payload.h.
 
 struct ArtifactHeader {

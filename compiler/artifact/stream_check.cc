@@ -10,8 +10,6 @@ namespace {
 
 // Far beyond any artifact; keeps 40 + H + P from overflowing.
 constexpr uint64_t kMaxPayloadBytes = uint64_t{1} << 50;
-// Magic, version, the two lengths and the trailer: the smallest container.
-constexpr uint64_t kFixedBytes = 8 + 4 + 4 + 8 + 16;
 
 uint64_t LittleEndian(std::string_view in, size_t offset, int bytes) {
   uint64_t v = 0;
@@ -59,7 +57,7 @@ Status ArtifactStreamChecker::ParsePrefix() {
   if (payload_bytes > kMaxPayloadBytes) {
     return DataLoss("corrupt artifact: payload length " + std::to_string(payload_bytes));
   }
-  declared_size_ = kFixedBytes + header_bytes + payload_bytes;
+  declared_size_ = kArtifactFixedBytes + header_bytes + payload_bytes;
   return Status::Ok();
 }
 
@@ -105,7 +103,7 @@ Result<ArtifactHeader> ArtifactStreamChecker::Finish() {
     // Under the fixed part's 40 bytes, nothing is an artifact, whatever it starts with: the
     // spec's first check, and what DecodeArtifact says of the same bytes.
     failed_ =
-        seen_ < kFixedBytes
+        seen_ < kArtifactFixedBytes
             ? InvalidArgument("not an hlocache artifact (" + std::to_string(seen_) + " bytes)")
             : DataLoss("corrupt artifact: truncated at " + std::to_string(seen_) + " bytes" +
                        (declared_size_ ? " of " + std::to_string(declared_size_) : ""));

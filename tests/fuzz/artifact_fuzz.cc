@@ -27,9 +27,7 @@ using hlocache::Status;
 using hlocache::StatusCode;
 using hlocache::compiler::ArtifactHeader;
 using hlocache::compiler::ArtifactStreamChecker;
-
-// The fixed part of a container: magic, version, the two lengths and the trailer.
-constexpr size_t kFixedBytes = 40;
+using hlocache::compiler::kArtifactFixedBytes;
 
 void Check(bool ok) {
   if (!ok) std::abort();
@@ -115,10 +113,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // Under 40 bytes nothing is an artifact, and both say so; only a refusal made before the
     // end was known (of a newer version, of a header over the limit, from the first 16 bytes)
     // may say more.
-    if (bytes.size() >= kFixedBytes || !refused_early) {
+    if (bytes.size() >= kArtifactFixedBytes || !refused_early) {
       Check(decoded.error().code() == whole.error().code());
     }
-    if (bytes.size() < kFixedBytes) Check(decoded.error().code() == StatusCode::kInvalidArgument);
+    if (bytes.size() < kArtifactFixedBytes)
+      Check(decoded.error().code() == StatusCode::kInvalidArgument);
     return 0;
   }
   Check(SameHeader(decoded->header, *whole) && SameHeader(decoded->header, *pieces));
