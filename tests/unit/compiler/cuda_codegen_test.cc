@@ -427,7 +427,8 @@ TEST(CudaCodegenTest, PayloadsThatDoNotHoldTogetherAreRefused) {
   EXPECT_THAT(DecodeCudaPayload(encoded.substr(0, 20)), StatusIs(StatusCode::kDataLoss));
   EXPECT_THAT(DecodeCudaPayload("not a payload at all"), StatusIs(StatusCode::kDataLoss));
   // A plan's fields of another type are refused, not thrown on: a version written as a string
-  // ended the process in std::terminate (cuda_payload_fuzz now tries such plans).
+  // threw out of DecodeCudaPayload (`hlocache run` of such an artifact ended in "internal
+  // error"; cuda_payload_fuzz now tries such plans).
   for (const std::string json :
        {R"({"version":"1","arch":"sm_90","buffers":[],"parameters":[],"results":[],"steps":[]})",
         R"({"version":1.5,"arch":"sm_90","buffers":[],"parameters":[],"results":[],"steps":[]})",
