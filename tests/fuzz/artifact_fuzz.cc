@@ -19,6 +19,7 @@
 
 #include "compiler/artifact/container.h"
 #include "compiler/artifact/stream_check.h"
+#include "tests/fuzz/fuzz_support.h"
 
 namespace {
 
@@ -29,9 +30,7 @@ using hlocache::compiler::ArtifactHeader;
 using hlocache::compiler::ArtifactStreamChecker;
 using hlocache::compiler::kArtifactFixedBytes;
 
-void Check(bool ok) {
-  if (!ok) std::abort();
-}
+using hlocache::fuzzing::Check;
 
 bool OneLine(const Status& s) { return s.message().find('\n') == std::string::npos; }
 
@@ -51,27 +50,19 @@ bool SameHeader(const ArtifactHeader& a, const ArtifactHeader& b) {
 Result<ArtifactHeader> CheckStreamed(std::string_view bytes, uint32_t seed, bool& refused_early) {
   refused_early = false;
   ArtifactStreamChecker checker;
-  uint32_t state = seed;
-  size_t at = 0;
-  while (at < bytes.size()) {
-    size_t take = bytes.size() - at;
-    if (seed != 0) {
-      state = state * 1103515245u + 12345u;
-      take = std::min<size_t>(take, 1 + ((state >> 16) % 64));
-    }
-    const Status fed = checker.Feed(bytes.substr(at, take));
-    at += take;
-    if (!fed.ok()) {
-      refused_early = true;
-      // An error once is the error for good, Finish included.
-      const Result<ArtifactHeader> finished = checker.Finish();
-      Check(!finished && finished.error().code() == fed.code());
-      return finished;
-    }
-  }
+  Status fed;
+  hlocache::fuzzing::FeedInPieces(bytes, seed, 64, [&](std::string_view piece) {
+    fed = checker.Feed(piece);
+    return fed.ok();
+  });
   Result<ArtifactHeader> finished = checker.Finish();
-  if (finished)
+  if (!fed.ok()) {
+    refused_early = true;
+    // An error once is the error for good, Finish included.
+    Check(!finished && finished.error().code() == fed.code());
+  } else if (finished) {
     Check(checker.declared_size() == bytes.size() && checker.bytes_seen() == bytes.size());
+  }
   return finished;
 }
 

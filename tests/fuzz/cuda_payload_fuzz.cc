@@ -16,14 +16,13 @@
 #include <string_view>
 
 #include "compiler/artifact/cuda_payload.h"
+#include "tests/fuzz/fuzz_support.h"
 
 namespace {
 
 using hlocache::compiler::CudaPlan;
 
-void Check(bool ok) {
-  if (!ok) std::abort();
-}
+using hlocache::fuzzing::Check;
 
 bool SamePlan(const CudaPlan& a, const CudaPlan& b) {
   if (a.arch != b.arch || a.buffer_bytes != b.buffer_bytes || a.parameters != b.parameters ||

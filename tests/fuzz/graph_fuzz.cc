@@ -19,13 +19,12 @@
 #include <string_view>
 
 #include "compiler/artifact/graph_section.h"
+#include "tests/fuzz/fuzz_support.h"
 #include "tests/hostile_graphs.h"
 
 namespace {
 
-void Check(bool ok) {
-  if (!ok) std::abort();
-}
+using hlocache::fuzzing::Check;
 
 // What zstd's one-shot call makes of the frame, when it declares at most `most` bytes; nullopt
 // when it refuses it, or declares more.

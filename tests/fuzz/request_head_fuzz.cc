@@ -23,6 +23,7 @@
 
 #include "server/header_check.h"
 #include "server/quick_request.h"
+#include "tests/fuzz/fuzz_support.h"
 
 namespace {
 
@@ -31,9 +32,7 @@ using hlocache::server::kMostQuickHeadBytes;
 using hlocache::server::ParseQuickHead;
 using hlocache::server::QuickHead;
 
-void Check(bool ok) {
-  if (!ok) std::abort();
-}
+using hlocache::fuzzing::Check;
 
 struct Outcome {
   std::optional<HeaderCheck::Refusal> refusal;
@@ -44,18 +43,10 @@ struct Outcome {
 Outcome RunHeaderCheck(std::string_view bytes, uint8_t seed) {
   HeaderCheck check;
   Outcome out;
-  uint32_t state = seed;
-  size_t at = 0;
-  while (at < bytes.size()) {
-    size_t take = bytes.size() - at;
-    if (seed != 0) {
-      state = state * 1103515245u + 12345u;
-      take = std::min<size_t>(take, 1 + ((state >> 16) % 16));
-    }
-    out.refusal = check.Feed(bytes.substr(at, take));
-    at += take;
-    if (out.refusal) break;
-  }
+  hlocache::fuzzing::FeedInPieces(bytes, seed, 16, [&](std::string_view piece) {
+    out.refusal = check.Feed(piece);
+    return !out.refusal;
+  });
   out.done = check.done();
   return out;
 }

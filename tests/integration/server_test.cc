@@ -1181,20 +1181,16 @@ TEST_F(ServerTest, VerifyUploadsComputesTheKeyAgainFromTheCarriedGraph) {
 TEST_F(ServerTest, VerifyUploadsRefusesAGraphClaimingAGigabyteWithoutTheGigabyte) {
   auto server = Start({"--verify-uploads"});
   const std::string key = TestKey(79);
-  compiler::ArtifactHeader header;
-  header.key = key;
-  header.target = "cpu-x86-64-v2";
-  header.compiler_id = "gcc-12.2.0/hlocache-codegen-1/O2";
-  header.payload_kind = std::string(compiler::kPayloadSharedObject);
-  header.entry_symbol = "hlocache_entry";
-  header.result_shape = "f32[]";
+  auto sample = compiler::DecodeArtifact(MakeArtifact(key, 7, 79));
+  ASSERT_TRUE(sample.has_value());
+  compiler::ArtifactHeader header = sample->header;
   const uint64_t before = testing::PeakResidentBytes(server->pid(), /*reset=*/true);
   ASSERT_GT(before, 0u) << "no VmHWM for the server";
   for (int window_exponent : {-1, 0, 20}) {
     header.graph_zstd =
         testing::Base64(testing::ZstdFrame(uint64_t{1} << 30, "x", "", window_exponent));
     auto r = server->Client()->Put(("/v1/artifacts/" + key).c_str(),
-                                   compiler::EncodeArtifact(header, "payload"),
+                                   compiler::EncodeArtifact(header, sample->payload),
                                    "application/octet-stream");
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, 400) << r->body;

@@ -130,11 +130,7 @@ TEST(ArtifactGraphTest, TheCarriedGraphRoundTripsAndGarbageIsRefused) {
 
 using hlocache::testing::Base64;
 using hlocache::testing::PeakResidentBytes;
-
-std::string Frame(uint64_t declared, std::string_view content, std::string_view after = "",
-                  int window_exponent = -1) {
-  return hlocache::testing::ZstdFrame(declared, content, after, window_exponent);
-}
+using hlocache::testing::ZstdFrame;
 
 TEST(ArtifactGraphTest, ReadInPiecesTheGraphIsTheWholeText) {
   std::string text;
@@ -155,7 +151,7 @@ TEST(ArtifactGraphTest, ReadInPiecesTheGraphIsTheWholeText) {
   EXPECT_EQ(joined, text);
   EXPECT_GT(pieces, 8) << "handed out a piece at a time, not whole";
   EXPECT_THAT((*reader)->Next(), IsOk()) << "and stays at its end";
-  EXPECT_EQ(*DecodeGraph(Base64(Frame(5, "hello"))), "hello");
+  EXPECT_EQ(*DecodeGraph(Base64(ZstdFrame(5, "hello"))), "hello");
 }
 
 // A graph comes from whoever uploaded the artifact: 24 bytes of base64 claimed a gigabyte, and
@@ -164,13 +160,13 @@ TEST(ArtifactGraphTest, ReadInPiecesTheGraphIsTheWholeText) {
 // window and a gigabyte of content, and a gigabyte's window.
 TEST(ArtifactGraphTest, AGraphClaimingAGigabyteCostsNoGigabyte) {
   constexpr uint64_t kGigabyte = uint64_t{1} << 30;
-  const std::string one_segment = Base64(Frame(kGigabyte, "x"));
+  const std::string one_segment = Base64(ZstdFrame(kGigabyte, "x"));
   ASSERT_LE(one_segment.size(), 24u);
   const uint64_t before = PeakResidentBytes(0, /*reset=*/true);
   ASSERT_GT(before, 0u) << "no VmHWM in /proc/self/status";
   for (const std::string& claim :
-       {one_segment, Base64(Frame(kGigabyte, "x", "", /*window_exponent=*/0)),
-        Base64(Frame(kGigabyte, "x", "", /*window_exponent=*/20))}) {
+       {one_segment, Base64(ZstdFrame(kGigabyte, "x", "", /*window_exponent=*/0)),
+        Base64(ZstdFrame(kGigabyte, "x", "", /*window_exponent=*/20))}) {
     EXPECT_THAT(DecodeGraph(claim), StatusIs(StatusCode::kDataLoss)) << claim;
     auto reader = GraphReader::Open(claim);
     ASSERT_THAT(reader, IsOk());
@@ -183,18 +179,18 @@ TEST(ArtifactGraphTest, AGraphClaimingAGigabyteCostsNoGigabyte) {
 }
 
 TEST(ArtifactGraphTest, AFrameMustHoldWhatItDeclaresAndNothingAfterIt) {
-  EXPECT_THAT(DecodeGraph(Base64(Frame(6, "hello"))), StatusIs(StatusCode::kDataLoss));
-  EXPECT_THAT(DecodeGraph(Base64(Frame(4, "hello"))), StatusIs(StatusCode::kDataLoss));
-  EXPECT_THAT(DecodeGraph(Base64(Frame(5, "hello", "\x01"))),
+  EXPECT_THAT(DecodeGraph(Base64(ZstdFrame(6, "hello"))), StatusIs(StatusCode::kDataLoss));
+  EXPECT_THAT(DecodeGraph(Base64(ZstdFrame(4, "hello"))), StatusIs(StatusCode::kDataLoss));
+  EXPECT_THAT(DecodeGraph(Base64(ZstdFrame(5, "hello", "\x01"))),
               StatusIs(StatusCode::kDataLoss, HasSubstr("after its zstd frame")));
   // A second frame after the first is not part of the graph either.
-  EXPECT_THAT(DecodeGraph(Base64(Frame(5, "hello") + Frame(1, "!"))),
+  EXPECT_THAT(DecodeGraph(Base64(ZstdFrame(5, "hello") + ZstdFrame(1, "!"))),
               StatusIs(StatusCode::kDataLoss, HasSubstr("after its zstd frame")));
   // Cut inside its block.
-  EXPECT_THAT(DecodeGraph(Base64(Frame(5, "hello").substr(0, 15))),
+  EXPECT_THAT(DecodeGraph(Base64(ZstdFrame(5, "hello").substr(0, 15))),
               StatusIs(StatusCode::kDataLoss));
   // What it declares, in a frame of several segments, is read.
-  EXPECT_EQ(*DecodeGraph(Base64(Frame(5, "hello", "", /*window_exponent=*/0))), "hello");
+  EXPECT_EQ(*DecodeGraph(Base64(ZstdFrame(5, "hello", "", /*window_exponent=*/0))), "hello");
 }
 
 TEST(ArtifactContainerTest, NewerFormatVersionSaysSo) {
