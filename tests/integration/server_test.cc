@@ -1181,7 +1181,8 @@ TEST_F(ServerTest, VerifyUploadsComputesTheKeyAgainFromTheCarriedGraph) {
 TEST_F(ServerTest, VerifyUploadsRefusesAGraphClaimingAGigabyteWithoutTheGigabyte) {
   auto server = Start({"--verify-uploads"});
   const std::string key = TestKey(79);
-  auto sample = compiler::DecodeArtifact(MakeArtifact(key, 7, 79));
+  const std::string sample_bytes = MakeArtifact(key, 7, 79);  // the decoded views point into it
+  auto sample = compiler::DecodeArtifact(sample_bytes);
   ASSERT_TRUE(sample.has_value());
   compiler::ArtifactHeader header = sample->header;
   const uint64_t before = testing::PeakResidentBytes(server->pid(), /*reset=*/true);
