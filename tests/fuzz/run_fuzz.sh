@@ -3,6 +3,7 @@
 # (for the HLO parser, corpus modules and the inputs that once failed it). Crashing inputs are
 # kept in $FUZZ_ARTIFACTS (default ./fuzz-artifacts) to reproduce with `FUZZER FILE`.
 # Usage: run_fuzz.sh FUZZER SECONDS SEED_DIR...
+# A longer, random exploration than the suite's: FUZZ_SEED=0 FUZZ_RUNS=100000000 run_fuzz.sh ...
 set -euo pipefail
 FUZZER=$1
 SECONDS_TO_RUN=$2
