@@ -32,28 +32,23 @@ int RunKey(const std::vector<std::string>& files, const keying::KeySettings& set
   PrepareHeapToParse(files, /*at_once=*/1);  // One module at a time, the last one kept.
   int status = 0;
   for (size_t f = 0; f < files.size(); ++f) {
-    auto module = hlo::ParseModuleFile(files[f]);
-    if (!module) {
-      err << module.error().message() << "\n";
-      status = 1;
-      continue;
-    }
-    auto keyed = keying::KeyModule(*module, settings);
+    auto text = hlo::ReadModuleFile(files[f]);
+    auto keyed =
+        text ? keying::ParseAndKey(std::move(*text), hlo::ModuleFileName(files[f]), settings)
+             : Result<keying::ParsedAndKeyed>(Error(text.error()));
     if (!keyed) {
       err << keyed.error().message() << "\n";
       status = 1;
       continue;
     }
-    out << keyed->key.text << "  " << files[f] << "\n";
+    out << keyed->keyed.key.text << "  " << files[f] << "\n";
     if (f + 1 == files.size()) {
       // The process exits next: the last module and its canonical text are left for exit to
       // return whole, as compilers leave their ASTs, instead of freed block by block (a
       // million-token module's hundreds of thousands of blocks took milliseconds). Reachable
       // from a static, so leak checkers do not count them.
-      static hlo::Module* const kept_module = new hlo::Module(std::move(*module));
-      static keying::KeyedModule* const kept_key = new keying::KeyedModule(std::move(*keyed));
-      (void)kept_module;
-      (void)kept_key;
+      static keying::ParsedAndKeyed* const kept = new keying::ParsedAndKeyed(std::move(*keyed));
+      (void)kept;
     }
   }
   out.flush();

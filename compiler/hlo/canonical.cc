@@ -1,5 +1,7 @@
 #include "compiler/hlo/canonical.h"
 
+#include "compiler/hlo/canonical_builder.h"
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -19,7 +21,8 @@
 #include "compiler/hlo/text_writer.h"
 
 namespace hlocache::hlo {
-namespace {
+// Named (not anonymous) only so that CanonicalBuilder can hold a Canonicalizer.
+namespace canonical_internal {
 
 // What an instruction's canonical line is made of: fixed text, and references whose spelling
 // depends on canonical positions (known only after ordering) and whose hash depends on the
@@ -63,6 +66,7 @@ struct CompInfo {
   std::vector<int32_t> order;     // Instruction indices in canonical order.
   std::vector<int32_t> position;  // Instruction index -> canonical position.
   uint64_t hash = 0;
+  bool any_control = false;  // Whether any instruction has control predecessors.
 };
 
 // The integer number token `i` prints as, if it prints as one: `01`, `1.` and `1.0` print as
@@ -104,56 +108,115 @@ bool IsDefaultHeaderValue(const Module& m, const Attribute& a) {
 
 class Canonicalizer {
  public:
-  Canonicalizer(const Module& m, const CanonicalOptions& options) : m_(m), options_(options) {}
+  // `m` needs only its header and tokens until Finish: the computations may still be being
+  // parsed (canonical_builder.h).
+  Canonicalizer(const Module& m, CanonicalOptions options)
+      : m_(&m), options_(options), scheduled_(m.IsScheduled()) {
+    // Sized from the source so that big modules fill these without regrowing; see huge_pages.h.
+    pieces_.reserve(m_->tokens.size() / 4 + 16);
+    AdviseHugePages(pieces_.data(), pieces_.capacity() * sizeof(Piece));
+    arena_.reserve(m_->source().size() / 2);
+    AdviseHugePages(arena_.data(), arena_.capacity());
+  }
 
   Result<CanonicalModule> Run() {
-    if (m_.computations.empty() || m_.entry < 0) {
-      return Error(InvalidArgument(m_.filename() + ": error: module has no computations"));
-    }
-    if (!options_.allow_elided_constants) {
-      if (Status s = CheckNoElidedConstants(); !s.ok()) return Error(std::move(s));
-    }
-    comps_.resize(m_.computations.size());
-    // Sized from the source so that big modules fill these without regrowing; see huge_pages.h.
-    pieces_.reserve(m_.tokens.size() / 4 + 16);
-    AdviseHugePages(pieces_.data(), pieces_.capacity() * sizeof(Piece));
-    arena_.reserve(m_.source().size() / 2);
-    AdviseHugePages(arena_.data(), arena_.capacity());
     // Callees are defined before their callers, so textual order is bottom-up.
-    for (size_t c = 0; c < m_.computations.size(); ++c) BuildComputation(static_cast<int32_t>(c));
+    for (const Computation& comp : m_->computations) {
+      StartComputation();
+      AddInstructions(comp.instructions.data(), 0, static_cast<uint32_t>(comp.instructions.size()));
+      FinishComputation(comp.root, comp.execution_thread);
+    }
+    return Finish(*m_);
+  }
+
+  // The steps Run takes, for a module whose computations arrive one instruction at a time.
+  void StartComputation() { comps_.emplace_back(); }
+
+  // Instructions [begin, end) of the computation last started, `insts` being its array.
+  void AddInstructions(const Instruction* insts, uint32_t begin, uint32_t end) {
+    CompInfo& ci = comps_.back();
+    ci.insts.resize(end);
+    for (uint32_t i = begin; i < end; ++i) {
+      const Instruction& inst = insts[i];
+      if (inst.literal_elided && !options_.allow_elided_constants && !first_elided_) {
+        first_elided_ = inst.offset + 1;
+      }
+      InstInfo& info = ci.insts[i];
+      info.children_begin = static_cast<uint32_t>(ci.children.size());
+      ci.children.insert(ci.children.end(), inst.operands.begin(), inst.operands.end());
+      info.operands_end = static_cast<uint32_t>(ci.children.size());
+      ci.children.insert(ci.children.end(), inst.control_predecessors.begin(),
+                         inst.control_predecessors.end());
+      info.children_end = static_cast<uint32_t>(ci.children.size());
+      ci.any_control |= !inst.control_predecessors.empty();
+      BuildInstruction(inst, info, ci);
+      info.hash = HashInstruction(inst, info, ci);
+    }
+  }
+
+  // The computation last started is whole: its instructions are ordered and it is hashed.
+  void FinishComputation(int32_t root, TokenRange execution_thread) {
+    CompInfo& ci = comps_.back();
+    const size_t n = ci.insts.size();
+    if (ci.any_control) {
+      // Control predecessors in hash order (their hashes are all known now).
+      for (const InstInfo& info : ci.insts) {
+        std::sort(ci.children.begin() + info.operands_end, ci.children.begin() + info.children_end,
+                  [&](int32_t x, int32_t y) {
+                    return ci.insts[x].hash != ci.insts[y].hash
+                               ? ci.insts[x].hash < ci.insts[y].hash
+                               : x < y;
+                  });
+      }
+    }
+    if (scheduled_) {
+      ci.order.resize(n);
+      for (size_t i = 0; i < n; ++i) ci.order[i] = static_cast<int32_t>(i);
+    } else {
+      OrderInstructions(root, ci);
+    }
+    ci.position.assign(n, -1);
+    for (size_t k = 0; k < n; ++k) ci.position[ci.order[k]] = static_cast<int32_t>(k);
+    // The computation's hash covers its printed body: root, then the rest in canonical order.
+    sig_.clear();
+    AppendHash(ci.insts[root].hash);
+    for (int32_t i : ci.order) AppendHash(ci.insts[i].hash);
+    if (!execution_thread.empty()) sig_ += m_->TokenText(execution_thread.begin);
+    ci.hash = XXH3_64bits(sig_.data(), sig_.size());
+  }
+
+  // Orders the computations and prints the module. `module` is the one the steps were taken
+  // on, parsed to its end (it may have moved since: it is read from here on).
+  Result<CanonicalModule> Finish(const Module& module) {
+    m_ = &module;
+    if (m_->computations.empty() || m_->entry < 0) {
+      return Error(InvalidArgument(m_->filename() + ": error: module has no computations"));
+    }
+    if (first_elided_ != 0) {
+      return Error(FailedPrecondition(
+          ErrorAt(m_->filename(), m_->source(), first_elided_ - 1,
+                  "constant has elided values ({...}); modules that differ only in those "
+                  "values would share one key, so keying it is unsafe (allow it explicitly "
+                  "with --allow-elided-constants)")
+              .message()));
+    }
     OrderComputations();
     Print();
     return std::move(out_);
   }
 
  private:
-  Status CheckNoElidedConstants() const {
-    for (const Computation& c : m_.computations) {
-      for (const Instruction& i : c.instructions) {
-        if (i.literal_elided) {
-          return FailedPrecondition(
-              ErrorAt(m_.filename(), m_.source(), i.offset,
-                      "constant has elided values ({...}); modules that differ only in those "
-                      "values would share one key, so keying it is unsafe (allow it explicitly "
-                      "with --allow-elided-constants)")
-                  .message());
-        }
-      }
-    }
-    return Status::Ok();
-  }
-
   // ---- token rendering ----
   // A token's text as printed: names lose their '%'. What the printer drops, decisions on the
   // token must ignore too (`%s32[3]{0}` is a shape, `%metadata={}` is metadata).
   std::string_view PrintedText(uint32_t i) const {
-    std::string_view text = m_.TokenText(i);
-    if (m_.tokens[i].kind == TokenKind::kIdent && text[0] == '%') text.remove_prefix(1);
+    std::string_view text = m_->TokenText(i);
+    if (m_->tokens[i].kind == TokenKind::kIdent && text[0] == '%') text.remove_prefix(1);
     return text;
   }
 
   void AppendTokenRaw(uint32_t i, std::string& out) {
-    const Token& t = m_.tokens[i];
+    const Token& t = m_->tokens[i];
     if (NeedsSpaceBetween(last_kind_, t.kind)) out += ' ';
     out += PrintedText(i);
     kind_before_last_ = last_kind_;
@@ -161,15 +224,15 @@ class Canonicalizer {
   }
 
   void AppendTokenNormalized(uint32_t i, std::string& out) {
-    const Token& t = m_.tokens[i];
+    const Token& t = m_->tokens[i];
     if (t.kind != TokenKind::kInt && t.kind != TokenKind::kFloat) {
       AppendTokenRaw(i, out);
       return;
     }
-    if (t.kind == TokenKind::kInt && IsCanonicalDecimal(m_.TokenText(t))) {
+    if (t.kind == TokenKind::kInt && IsCanonicalDecimal(m_->TokenText(t))) {
       // Most numbers in values: printed as written, without respelling them through a string.
       if (NeedsSpaceBetween(last_kind_, TokenKind::kInt)) out += ' ';
-      out += m_.TokenText(t);
+      out += m_->TokenText(t);
       kind_before_last_ = last_kind_;
       last_kind_ = TokenKind::kInt;
       return;
@@ -177,7 +240,7 @@ class Canonicalizer {
     // Spaced by what the respelled number reads back as (a float `0.` prints as the integer
     // `0`), or the next round would space it differently (fuzzer finding: `...0.`).
     std::string spelled;
-    AppendCanonicalNumber(m_.TokenText(t), t.kind, spelled);
+    AppendCanonicalNumber(m_->TokenText(t), t.kind, spelled);
     const TokenKind kind = SpelledNumberKind(spelled);
     if (NeedsSpaceBetween(last_kind_, kind)) out += ' ';
     out += spelled;
@@ -210,7 +273,7 @@ class Canonicalizer {
   uint32_t SkipGroupFrom(uint32_t i, uint32_t end) const {
     int depth = 0;
     for (; i < end; ++i) {
-      TokenKind k = m_.tokens[i].kind;
+      TokenKind k = m_->tokens[i].kind;
       if (k == TokenKind::kLBrace || k == TokenKind::kLParen || k == TokenKind::kLBracket) ++depth;
       if (k == TokenKind::kRBrace || k == TokenKind::kRParen || k == TokenKind::kRBracket) {
         if (--depth == 0) return i + 1;
@@ -224,12 +287,12 @@ class Canonicalizer {
   void AppendValue(uint32_t begin, uint32_t end, bool verbatim, std::string& out) {
     last_kind_ = TokenKind::kEnd;
     for (uint32_t i = begin; i < end; ++i) {
-      const Token& t = m_.tokens[i];
+      const Token& t = m_->tokens[i];
       if (!verbatim && t.kind == TokenKind::kIdent && i + 2 < end &&
-          m_.tokens[i + 1].kind == TokenKind::kEqual && PrintedText(i) == "metadata" &&
-          m_.tokens[i + 2].kind == TokenKind::kLBrace) {
+          m_->tokens[i + 1].kind == TokenKind::kEqual && PrintedText(i) == "metadata" &&
+          m_->tokens[i + 2].kind == TokenKind::kLBrace) {
         i = SkipGroupFrom(i + 2, end);
-        if (i < end && m_.tokens[i].kind == TokenKind::kComma) {
+        if (i < end && m_->tokens[i].kind == TokenKind::kComma) {
           // Drop the separator that followed the metadata.
         } else {
           --i;
@@ -258,7 +321,7 @@ class Canonicalizer {
   // `type[dims]` whose layout `{rank-1,...,0}` is the default, prints the dims and returns the
   // index of the layout's last token so the caller skips it; otherwise returns i.
   uint32_t SkipDefaultLayoutAfterShape(uint32_t i, uint32_t end, std::string& out) {
-    const auto& toks = m_.tokens;
+    const auto& toks = m_->tokens;
     if (toks[i].kind != TokenKind::kIdent || i + 1 >= end ||
         toks[i + 1].kind != TokenKind::kLBracket) {
       return i;
@@ -290,7 +353,7 @@ class Canonicalizer {
     // `{1,0.}` are the default layout too, as their respelling `{1,0}` is in the next round.
     uint32_t j = close + 2;
     for (int64_t d = rank - 1; d >= 0; --d) {
-      if (j >= end || PrintedInteger(m_, j) != d) return i;
+      if (j >= end || PrintedInteger(*m_, j) != d) return i;
       ++j;
       if (d > 0) {
         if (j >= end || toks[j].kind != TokenKind::kComma) return i;
@@ -311,8 +374,8 @@ class Canonicalizer {
     uint32_t end = a.value.end;
     // Only a map is sorted: one brace group spanning the whole value. Anything else (`{a}{b}`)
     // is printed as written, or its pieces would regroup in the next round (fuzzer finding).
-    if (end - begin < 2 || m_.tokens[begin].kind != TokenKind::kLBrace ||
-        SkipGroupFrom(begin, end) != end || m_.tokens[end - 1].kind != TokenKind::kRBrace) {
+    if (end - begin < 2 || m_->tokens[begin].kind != TokenKind::kLBrace ||
+        SkipGroupFrom(begin, end) != end || m_->tokens[end - 1].kind != TokenKind::kRBrace) {
       AppendValue(begin, end, /*verbatim=*/true, out);
       return;
     }
@@ -320,8 +383,8 @@ class Canonicalizer {
     uint32_t i = begin + 1;
     while (i < end - 1) {
       uint32_t j = i;
-      while (j < end - 1 && m_.tokens[j].kind != TokenKind::kComma) {
-        TokenKind k = m_.tokens[j].kind;
+      while (j < end - 1 && m_->tokens[j].kind != TokenKind::kComma) {
+        TokenKind k = m_->tokens[j].kind;
         if (k == TokenKind::kLBrace || k == TokenKind::kLParen || k == TokenKind::kLBracket) {
           j = SkipGroupFrom(j, end - 1);
         } else {
@@ -346,16 +409,16 @@ class Canonicalizer {
     const PrimitiveType type = inst.shape.IsArray() ? inst.shape.type : PrimitiveType::kTuple;
     TokenKind prev = TokenKind::kEnd;
     for (uint32_t i = inst.literal.begin; i < inst.literal.end; ++i) {
-      const Token& t = m_.tokens[i];
+      const Token& t = m_->tokens[i];
       if (t.kind == TokenKind::kInt || t.kind == TokenKind::kFloat || t.kind == TokenKind::kIdent) {
         // Spaced by what the respelled element reads back as, as in attribute values.
         std::string spelled;
         if (type == PrimitiveType::kTuple) {
-          AppendCanonicalNumber(m_.TokenText(t), t.kind, spelled);
+          AppendCanonicalNumber(m_->TokenText(t), t.kind, spelled);
         } else {
-          AppendCanonicalElement(m_.TokenText(t), t.kind, type, spelled);
+          AppendCanonicalElement(m_->TokenText(t), t.kind, type, spelled);
         }
-        const TokenKind kind = t.kind == TokenKind::kIdent && spelled == m_.TokenText(t)
+        const TokenKind kind = t.kind == TokenKind::kIdent && spelled == m_->TokenText(t)
                                    ? TokenKind::kIdent
                                    : SpelledNumberKind(spelled);
         if (NeedsSpaceBetween(prev, kind)) out += ' ';
@@ -364,7 +427,7 @@ class Canonicalizer {
       } else {
         if (NeedsSpaceBetween(prev, t.kind)) out += ' ';
         prev = t.kind;
-        out += m_.TokenText(t);
+        out += m_->TokenText(t);
       }
     }
   }
@@ -454,7 +517,7 @@ class Canonicalizer {
       out += '=';
       if (a.role == AttributeRole::kCallee) {
         EndText(begin);
-        const bool braced = m_.tokens[a.value.begin].kind == TokenKind::kLBrace;
+        const bool braced = m_->tokens[a.value.begin].kind == TokenKind::kLBrace;
         const uint32_t count = callee_start_[k + 1] - callee_start_[k];
         pieces_.push_back({PieceKind::kCallees, k, (count << 1) | (braced ? 1u : 0u)});
         for (uint32_t n = callee_start_[k]; n < callee_start_[k + 1]; ++n) {
@@ -468,7 +531,7 @@ class Canonicalizer {
         // Renumbered when the value prints as a whole integer: `.0` prints as `0`, `0.1` is
         // not channel 0.
         const std::optional<int64_t> channel =
-            a.value.end == a.value.begin + 1 ? PrintedInteger(m_, a.value.begin) : std::nullopt;
+            a.value.end == a.value.begin + 1 ? PrintedInteger(*m_, a.value.begin) : std::nullopt;
         if (channel) {
           pieces_.push_back({PieceKind::kChannel, ChannelSlot(*channel)});
         } else {
@@ -494,7 +557,7 @@ class Canonicalizer {
   uint32_t CountNames(const Attribute& a) const {
     uint32_t n = 0;
     for (uint32_t i = a.value.begin; i < a.value.end; ++i) {
-      if (m_.tokens[i].kind == TokenKind::kIdent) ++n;
+      if (m_->tokens[i].kind == TokenKind::kIdent) ++n;
     }
     return n;
   }
@@ -544,57 +607,10 @@ class Canonicalizer {
 
   void AppendHash(uint64_t h) { sig_.append(reinterpret_cast<const char*>(&h), sizeof h); }
 
-  void BuildComputation(int32_t c) {
-    const Computation& comp = m_.computations[c];
-    CompInfo& ci = comps_[c];
-    const size_t n = comp.instructions.size();
-    ci.insts.resize(n);
-    // Operands are defined before use, so textual order is topological.
-    bool any_control = false;
-    for (size_t i = 0; i < n; ++i) {
-      const Instruction& inst = comp.instructions[i];
-      InstInfo& info = ci.insts[i];
-      info.children_begin = static_cast<uint32_t>(ci.children.size());
-      ci.children.insert(ci.children.end(), inst.operands.begin(), inst.operands.end());
-      info.operands_end = static_cast<uint32_t>(ci.children.size());
-      ci.children.insert(ci.children.end(), inst.control_predecessors.begin(),
-                         inst.control_predecessors.end());
-      info.children_end = static_cast<uint32_t>(ci.children.size());
-      any_control |= !inst.control_predecessors.empty();
-      BuildInstruction(inst, info, ci);
-      info.hash = HashInstruction(inst, info, ci);
-    }
-    if (any_control) {
-      // Control predecessors in hash order (their hashes are all known now).
-      for (const InstInfo& info : ci.insts) {
-        std::sort(ci.children.begin() + info.operands_end, ci.children.begin() + info.children_end,
-                  [&](int32_t x, int32_t y) {
-                    return ci.insts[x].hash != ci.insts[y].hash
-                               ? ci.insts[x].hash < ci.insts[y].hash
-                               : x < y;
-                  });
-      }
-    }
-    if (scheduled_) {
-      ci.order.resize(n);
-      for (size_t i = 0; i < n; ++i) ci.order[i] = static_cast<int32_t>(i);
-    } else {
-      OrderInstructions(comp, ci);
-    }
-    ci.position.assign(n, -1);
-    for (size_t k = 0; k < n; ++k) ci.position[ci.order[k]] = static_cast<int32_t>(k);
-    // The computation's hash covers its printed body: root, then the rest in canonical order.
-    sig_.clear();
-    AppendHash(ci.insts[comp.root].hash);
-    for (int32_t i : ci.order) AppendHash(ci.insts[i].hash);
-    if (!comp.execution_thread.empty()) sig_ += m_.TokenText(comp.execution_thread.begin);
-    ci.hash = XXH3_64bits(sig_.data(), sig_.size());
-  }
-
   // Post-order from the root (operands in order, then control predecessors by hash), then from
   // each remaining user-less instruction in hash order.
-  void OrderInstructions(const Computation& comp, CompInfo& ci) {
-    const size_t n = comp.instructions.size();
+  void OrderInstructions(int32_t root, CompInfo& ci) {
+    const size_t n = ci.insts.size();
     auto by_hash = [&](int32_t x, int32_t y) {
       return ci.insts[x].hash != ci.insts[y].hash ? ci.insts[x].hash < ci.insts[y].hash : x < y;
     };
@@ -625,7 +641,7 @@ class Canonicalizer {
         }
       }
     };
-    walk(comp.root);
+    walk(root);
     std::vector<int32_t> sinks;
     for (size_t i = 0; i < n; ++i) {
       if (!has_user[i] && !visited[i]) sinks.push_back(static_cast<int32_t>(i));
@@ -636,15 +652,15 @@ class Canonicalizer {
 
   // Post-order of the call graph from the entry, callees in the order instructions name them.
   void OrderComputations() {
-    comp_id_.assign(m_.computations.size(), -1);
-    std::vector<uint8_t> seen(m_.computations.size(), 0);
+    comp_id_.assign(m_->computations.size(), -1);
+    std::vector<uint8_t> seen(m_->computations.size(), 0);
     struct Frame {
       int32_t comp;
       size_t k;  // Position in the computation's canonical order.
       size_t j;  // Callee index within that instruction.
     };
-    std::vector<Frame> stack{{m_.entry, 0, 0}};
-    seen[m_.entry] = 1;
+    std::vector<Frame> stack{{m_->entry, 0, 0}};
+    seen[m_->entry] = 1;
     while (!stack.empty()) {
       const int32_t c = stack.back().comp;
       const CompInfo& ci = comps_[c];
@@ -679,8 +695,8 @@ class Canonicalizer {
   void PrintHeader() {
     out_.text += "HloModule m";
     std::vector<const Attribute*> attrs;
-    for (const Attribute& a : m_.attributes) {
-      if (a.name == "origin_recovery_table" || IsDefaultHeaderValue(m_, a)) continue;
+    for (const Attribute& a : m_->attributes) {
+      if (a.name == "origin_recovery_table" || IsDefaultHeaderValue(*m_, a)) continue;
       attrs.push_back(&a);
     }
     std::sort(attrs.begin(), attrs.end(),
@@ -689,8 +705,8 @@ class Canonicalizer {
       out_.text += ", ";
       out_.text += a->name;
       out_.text += '=';
-      if (a->name == "entry_computation_layout" && m_.entry_computation_layout) {
-        const ProgramShape& p = *m_.entry_computation_layout;
+      if (a->name == "entry_computation_layout" && m_->entry_computation_layout) {
+        const ProgramShape& p = *m_->entry_computation_layout;
         out_.text += "{(";
         for (size_t k = 0; k < p.parameters.size(); ++k) {
           if (k) out_.text += ", ";
@@ -711,7 +727,7 @@ class Canonicalizer {
   void EndLine(TextWriter& w, uint32_t source_offset_plus_one) {
     w.Put('\n');
     if (options_.record_source_lines) {
-      out_.source_lines.push_back(source_offset_plus_one ? m_.LineOf(source_offset_plus_one - 1)
+      out_.source_lines.push_back(source_offset_plus_one ? m_->LineOf(source_offset_plus_one - 1)
                                                          : 0);
     }
   }
@@ -813,24 +829,24 @@ class Canonicalizer {
       references += ci.children.size();
     }
     out_.text.reserve(arena_.size() + 24 * instructions + 8 * references + 32 * comps_.size() +
-                      m_.source().size() / 64 + 256);
+                      m_->source().size() / 64 + 256);
     AdviseHugePages(out_.text.data(), out_.text.capacity());
     PrintHeader();
     TextWriter w(out_.text);
     w.Reserve(1);
     EndLine(w, 0);
     for (int32_t c : print_order_) {
-      const Computation& comp = m_.computations[c];
+      const Computation& comp = m_->computations[c];
       const CompInfo& ci = comps_[c];
       std::string_view thread;
       if (!comp.execution_thread.empty()) {
-        thread = m_.TokenText(comp.execution_thread.begin);
+        thread = m_->TokenText(comp.execution_thread.begin);
         if (thread == "\"main\"") thread = {};
       }
       // The lines around the body: 21 bytes at most each, and the thread's name.
       w.Reserve(64 + thread.size());
       EndLine(w, 0);
-      if (c == m_.entry) w.Put("ENTRY ");
+      if (c == m_->entry) w.Put("ENTRY ");
       w.PutNumbered('c', comp_id_[c]);
       w.Put(" {");
       EndLine(w, comp.offset + 1);
@@ -846,8 +862,10 @@ class Canonicalizer {
     w.Finish();
   }
 
-  const Module& m_;
-  const CanonicalOptions& options_;
+  const Module* m_;
+  const CanonicalOptions options_;
+  const bool scheduled_;
+  uint32_t first_elided_ = 0;  // Source offset + 1 of the first elided constant met, if refused.
   std::vector<CompInfo> comps_;
   std::vector<Piece> pieces_;
   std::string arena_;
@@ -856,7 +874,6 @@ class Canonicalizer {
   std::vector<uint32_t> callee_start_;
   std::unordered_map<int64_t, uint32_t> channel_slots_;
   std::unordered_map<uint32_t, int64_t> channel_numbers_;
-  const bool scheduled_ = m_.IsScheduled();
   std::vector<int32_t> comp_id_;
   std::vector<int32_t> print_order_;
   // OrderInstructions' scratch.
@@ -873,10 +890,29 @@ class Canonicalizer {
   CanonicalModule out_;
 };
 
-}  // namespace
+}  // namespace canonical_internal
 
 Result<CanonicalModule> Canonicalize(const Module& module, const CanonicalOptions& options) {
-  return Canonicalizer(module, options).Run();
+  return canonical_internal::Canonicalizer(module, options).Run();
+}
+
+CanonicalBuilder::CanonicalBuilder(const Module& module, const CanonicalOptions& options)
+    : impl_(std::make_unique<canonical_internal::Canonicalizer>(module, options)) {}
+
+CanonicalBuilder::~CanonicalBuilder() = default;
+
+void CanonicalBuilder::StartComputation() { impl_->StartComputation(); }
+
+void CanonicalBuilder::AddInstructions(const Instruction* insts, uint32_t begin, uint32_t end) {
+  impl_->AddInstructions(insts, begin, end);
+}
+
+void CanonicalBuilder::FinishComputation(int32_t root, TokenRange execution_thread) {
+  impl_->FinishComputation(root, execution_thread);
+}
+
+Result<CanonicalModule> CanonicalBuilder::Finish(const Module& module) {
+  return impl_->Finish(module);
 }
 
 }  // namespace hlocache::hlo

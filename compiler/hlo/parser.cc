@@ -23,6 +23,7 @@ bool Parser::ParseModuleBody() {
     }
   }
   if (!SkipStackFrameTables()) return false;
+  if (listener_ != nullptr) listener_->HeaderParsed(m_);
   if (Kind() == TokenKind::kEnd) return FailHere("expected a computation");
   while (Kind() != TokenKind::kEnd) {
     if (!ParseComputation()) return false;
@@ -113,6 +114,14 @@ bool Parser::SkipStackFrameTables() {
 
 bool Parser::ParseComputation() {
   Computation comp;
+  // Tells the listener when an error leaves the computation (its instructions are then freed).
+  struct LeftUnparsed {
+    ParseListener* listener;
+    const Computation& comp;
+    ~LeftUnparsed() {
+      if (listener != nullptr) listener->ComputationLeft(comp, /*parsed=*/false);
+    }
+  } left_unparsed{listener_, comp};
   comp.offset = Peek().offset;
   bool is_entry = false;
   if (AtIdent("ENTRY")) {
@@ -185,6 +194,8 @@ bool Parser::ParseComputation() {
     m_.entry = index;
   }
   comp_index_.Insert(comp.name, index);
+  if (listener_ != nullptr) listener_->ComputationLeft(comp, /*parsed=*/true);
+  left_unparsed.listener = nullptr;
   m_.computations.push_back(std::move(comp));
   return true;
 }
@@ -222,7 +233,15 @@ void Parser::AddInstruction(Computation& comp, Instruction&& inst) {
     parameters_.push_back(static_cast<int32_t>(comp.instructions.size()));
   }
   any_shape_missing_ |= !inst.shape_written;
+  if (listener_ == nullptr) {
+    comp.instructions.push_back(std::move(inst));
+    return;
+  }
+  if (comp.instructions.size() == comp.instructions.capacity()) {
+    listener_->InstructionsWillMove(comp);
+  }
   comp.instructions.push_back(std::move(inst));
+  listener_->InstructionAdded(comp);
 }
 
 bool Parser::CollectParameters(Computation& comp) {
@@ -500,24 +519,32 @@ std::string_view FirstModuleText(std::string_view source) {
 }
 
 Result<Module> ParseModule(std::string text, std::string filename) {
+  return ParseModule(std::move(text), std::move(filename), nullptr);
+}
+
+Result<Module> ParseModule(std::string text, std::string filename, ParseListener* listener) {
   auto source = std::make_unique<std::string>(std::move(text));
   Module module(std::move(source), std::move(filename));
   std::vector<TopLevelGroup> groups;
   auto tokens = Lex(FirstModuleText(module.source()), module.filename(), &groups);
-  if (!tokens) return Error(tokens.error());
+  if (!tokens) {
+    if (listener != nullptr) listener->ParseEnded();
+    return Error(tokens.error());
+  }
   module.tokens = std::move(*tokens);
-  Parser parser(module, groups);
+  Parser parser(module, groups, listener);
   Status status = parser.Run();
+  if (listener != nullptr) listener->ParseEnded();
   if (!status.ok()) return Error(std::move(status));
   if (parser.AnyShapeMissing()) InferMissingShapes(module);
   return module;
 }
 
-Result<Module> ParseModuleFile(const std::string& path) {
+Result<std::string> ReadModuleFile(const std::string& path) {
   std::string text;
   if (path == "-") {
     text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-    return ParseModule(std::move(text), "<stdin>");
+    return text;
   }
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Error(IoError(path + ": " + std::strerror(errno)));
@@ -525,7 +552,15 @@ Result<Module> ParseModuleFile(const std::string& path) {
   ::close(fd);
   if (err == EFBIG) return Error(InvalidArgument(path + ":1:1: error: file larger than 2 GiB"));
   if (err != 0) return Error(IoError(path + ": read error: " + std::strerror(err)));
-  return ParseModule(std::move(text), path);
+  return text;
+}
+
+std::string ModuleFileName(const std::string& path) { return path == "-" ? "<stdin>" : path; }
+
+Result<Module> ParseModuleFile(const std::string& path) {
+  auto text = ReadModuleFile(path);
+  if (!text) return Error(text.error());
+  return ParseModule(std::move(*text), ModuleFileName(path));
 }
 
 }  // namespace hlocache::hlo

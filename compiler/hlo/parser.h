@@ -27,11 +27,40 @@ namespace hlocache::hlo {
 // without a shape get the one their operands imply where they imply one (shape_inference.h).
 Result<Module> ParseModule(std::string text, std::string filename);
 
+// Sees a module while it is parsed, so that work on its instructions can start before the
+// parser ends (keying does: canonical_pipeline.h). Called on the parser's thread, in this
+// order: HeaderParsed once, when the header, the module attributes and every token are final
+// (not called when the text does not lex or its header is malformed); then, for each
+// computation, InstructionAdded after each instruction is appended to `comp.instructions`,
+// InstructionsWillMove before an append that moves them all to a larger array (a reader must
+// be done with the old one by the time it returns), and ComputationLeft when the parser leaves
+// the computation, `parsed` when it is whole (and about to move into the module; its
+// instruction array stays where it is), false when an error ended it (its array is freed once
+// this returns); then ParseEnded once, always, before InferMissingShapes and before the
+// module moves. Every reference passed is valid only during the call.
+class ParseListener {
+ public:
+  virtual ~ParseListener() = default;
+  virtual void HeaderParsed(const Module& module) = 0;
+  virtual void InstructionAdded(const Computation& comp) = 0;
+  virtual void InstructionsWillMove(const Computation& comp) = 0;
+  virtual void ComputationLeft(const Computation& comp, bool parsed) = 0;
+  virtual void ParseEnded() = 0;
+};
+
+// ParseModule, telling `listener` (not owned; may be null) what it parses as it goes.
+Result<Module> ParseModule(std::string text, std::string filename, ParseListener* listener);
+
 // The part of `source` before the first line that starts with "// -----", the separator XLA's
 // tools use between modules in one file; the whole source when there is none.
 std::string_view FirstModuleText(std::string_view source);
 
 // Reads and parses a file ("-" reads standard input).
 Result<Module> ParseModuleFile(const std::string& path);
+
+// The text ParseModuleFile parses ("-": standard input; at most 2 GiB), and the name its errors
+// give the source ("<stdin>" for "-").
+Result<std::string> ReadModuleFile(const std::string& path);
+std::string ModuleFileName(const std::string& path);
 
 }  // namespace hlocache::hlo

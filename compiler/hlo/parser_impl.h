@@ -30,8 +30,10 @@ inline constexpr int kMaxNesting = 200;  // Brackets in a value, tuple shapes, n
 class Parser {
  public:
   // `groups`: the lexer's top-level groups of m.tokens (sizes for the computations' bodies).
-  Parser(Module& m, const std::vector<TopLevelGroup>& groups)
+  // `listener` (may be null) is told of the module's parts as they are parsed.
+  Parser(Module& m, const std::vector<TopLevelGroup>& groups, ParseListener* listener)
       : m_(m),
+        listener_(listener),
         groups_(groups),
         toks_(m.tokens.data()),
         source_(m.source().data()),
@@ -200,6 +202,7 @@ class Parser {
   bool ParseLayout(Shape& shape);
 
   Module& m_;
+  ParseListener* listener_;
   const std::vector<TopLevelGroup>& groups_;
   size_t next_group_ = 0;  // groups_ before this one open before pos_.
   const Token* toks_;      // m_.tokens, which the parser does not change.

@@ -1,0 +1,51 @@
+// The canonical form (canonical.h) built in steps, for a module whose computations are still
+// being parsed: the work Canonicalize does, taken one computation and one run of instructions
+// at a time, so that it can follow a parser on another thread (canonical_pipeline.h).
+//
+// Contract: for a parsed module `m`, constructing a builder on `m`, then for each computation of
+// m in order StartComputation, AddInstructions over its instructions in order (in runs of any
+// length), FinishComputation with its root and execution thread, and at last Finish(m), gives
+// exactly what Canonicalize(m) gives: the same text, and the same error.
+//
+// Ownership: the builder reads the module it was constructed on (its header attributes, tokens
+// and source, which must be final by then) until Finish, and the instruction arrays passed to
+// AddInstructions only during that call; Finish reads `module`, which may be that module
+// moved. Thread safety: none; one thread at a time, any thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "common/status.h"
+#include "compiler/hlo/canonical.h"
+#include "compiler/hlo/module.h"
+
+namespace hlocache::hlo {
+
+namespace canonical_internal {
+class Canonicalizer;
+}
+
+class CanonicalBuilder {
+ public:
+  CanonicalBuilder(const Module& module, const CanonicalOptions& options);
+  ~CanonicalBuilder();
+  CanonicalBuilder(const CanonicalBuilder&) = delete;
+  CanonicalBuilder& operator=(const CanonicalBuilder&) = delete;
+
+  // The next computation of the module, in textual order, begins.
+  void StartComputation();
+  // Instructions [begin, end) of that computation; `insts` is its instruction array, and
+  // [0, begin) were added before. Operands and control predecessors refer to instructions
+  // already added, callees to computations already finished (the parser's order ensures both).
+  void AddInstructions(const Instruction* insts, uint32_t begin, uint32_t end);
+  // Every instruction of it was added.
+  void FinishComputation(int32_t root, TokenRange execution_thread);
+  // Every computation was finished: orders them and prints the module.
+  Result<CanonicalModule> Finish(const Module& module);
+
+ private:
+  std::unique_ptr<canonical_internal::Canonicalizer> impl_;
+};
+
+}  // namespace hlocache::hlo

@@ -1,0 +1,209 @@
+#include "compiler/hlo/canonical_pipeline.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "compiler/hlo/canonical_builder.h"
+#include "compiler/hlo/parser.h"
+
+namespace hlocache::hlo {
+namespace {
+
+// Instructions the parser appends before it hands them over: one lock, and at most one wake-up
+// of the builder, per batch rather than per instruction.
+constexpr uint32_t kBatch = 256;
+// Checks of the hand-over count a builder that has caught up makes before it sleeps: about
+// 50 us, as long as the parser takes over a batch. Sleeping at each batch and being woken
+// cost the parser a futex call a batch, a tenth of its time on a large module.
+constexpr int kSpinsBeforeSleep = 1000;
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Hands the parser's instructions to a CanonicalBuilder on a thread of its own. The parser's
+// side is the ParseListener calls; the builder's side is Work(). Shared state is under mu_.
+class Pipeline final : public ParseListener {
+ public:
+  explicit Pipeline(const CanonicalOptions& options) : options_(options) {}
+  ~Pipeline() override { Join(); }
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  void HeaderParsed(const Module& module) override {
+    builder_.emplace(module, options_);
+    worker_ = std::thread([this] { Work(); });
+  }
+
+  void InstructionAdded(const Computation& comp) override {
+    if (++unpublished_ < kBatch) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    current_ = comp.instructions.data();
+    current_size_ = static_cast<uint32_t>(comp.instructions.size());
+    PublishLocked();
+  }
+
+  void InstructionsWillMove(const Computation&) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    current_ = nullptr;  // Not to be read again: the next batch names the new array.
+    WaitUntilNotReadingLocked(lock);
+  }
+
+  void ComputationLeft(const Computation& comp, bool parsed) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    current_ = nullptr;
+    current_size_ = 0;
+    if (!parsed) {
+      // The parse has failed: nothing the builder would do is wanted, and the array goes.
+      failed_ = true;
+      WaitUntilNotReadingLocked(lock);
+      return;
+    }
+    whole_.push_back({comp.instructions.data(), static_cast<uint32_t>(comp.instructions.size()),
+                      comp.root, comp.execution_thread});
+    PublishLocked();
+  }
+
+  void ParseEnded() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ended_ = true;
+      handovers_.fetch_add(1, std::memory_order_release);
+      work_cv_.notify_one();
+    }
+    Join();
+  }
+
+  // After a parse that succeeded: `module` is the parsed module (moved since).
+  Result<CanonicalModule> Finish(const Module& module) { return builder_->Finish(module); }
+
+ private:
+  struct WholeComputation {
+    const Instruction* instructions;
+    uint32_t size;
+    int32_t root;
+    TokenRange execution_thread;
+  };
+
+  void PublishLocked() {
+    published_ += unpublished_;
+    unpublished_ = 0;
+    handovers_.fetch_add(1, std::memory_order_release);
+    // The builder is woken for a batch's worth, not for each small computation.
+    if (builder_waiting_ && published_ - consumed_ >= kBatch) work_cv_.notify_one();
+  }
+
+  void WaitUntilNotReadingLocked(std::unique_lock<std::mutex>& lock) {
+    parser_waiting_ = true;
+    idle_cv_.wait(lock, [this] { return !reading_current_; });
+    parser_waiting_ = false;
+  }
+
+  void Join() {
+    if (worker_.joinable()) worker_.join();
+  }
+
+  // The builder's thread: takes what the parser handed over, in order, until the parse ends.
+  void Work() {
+    size_t comp = 0;    // The computation being built: its index in textual order.
+    uint32_t next = 0;  // Its next instruction.
+    bool started = false;
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!failed_) {
+      if (comp < whole_.size()) {
+        const WholeComputation whole = whole_[comp];
+        lock.unlock();
+        if (!started) builder_->StartComputation();
+        builder_->AddInstructions(whole.instructions, next, whole.size);
+        builder_->FinishComputation(whole.root, whole.execution_thread);
+        lock.lock();
+        consumed_ += whole.size - next;
+        ++comp;
+        next = 0;
+        started = false;
+        continue;
+      }
+      if (current_ != nullptr && current_size_ > next) {
+        const Instruction* instructions = current_;
+        const uint32_t end = current_size_;
+        reading_current_ = true;
+        lock.unlock();
+        if (!started) builder_->StartComputation();
+        started = true;
+        builder_->AddInstructions(instructions, next, end);
+        lock.lock();
+        reading_current_ = false;
+        if (parser_waiting_) idle_cv_.notify_one();
+        consumed_ += end - next;
+        next = end;
+        continue;
+      }
+      if (ended_) break;
+      // Caught up with the parser: spin a while for the next batch before sleeping.
+      const uint64_t seen = handovers_.load(std::memory_order_relaxed);
+      lock.unlock();
+      bool more = false;
+      for (int spin = 0; spin < kSpinsBeforeSleep && !more; ++spin) {
+        CpuRelax();
+        more = handovers_.load(std::memory_order_acquire) != seen;
+      }
+      lock.lock();
+      if (more || ended_ || failed_) continue;
+      builder_waiting_ = true;
+      work_cv_.wait(lock);
+      builder_waiting_ = false;
+    }
+  }
+
+  const CanonicalOptions options_;
+  std::optional<CanonicalBuilder> builder_;  // Made once the header is parsed.
+  std::thread worker_;
+  uint32_t unpublished_ = 0;  // Appended since the last batch; the parser's own.
+
+  std::mutex mu_;
+  std::condition_variable work_cv_;  // The builder waits here for instructions.
+  std::condition_variable idle_cv_;  // The parser waits here for the builder to leave an array.
+  // Set by the parser:
+  std::vector<WholeComputation> whole_;   // Computations parsed whole, in order.
+  const Instruction* current_ = nullptr;  // The computation being parsed (after whole_)...
+  uint32_t current_size_ = 0;             // ... and how many of its instructions are handed over.
+  uint64_t published_ = 0;                // Instructions handed over in all.
+  std::atomic<uint64_t> handovers_{0};    // Batches handed over: read without the lock.
+  bool ended_ = false;
+  bool failed_ = false;
+  bool parser_waiting_ = false;
+  // Set by the builder:
+  uint64_t consumed_ = 0;
+  bool reading_current_ = false;  // It reads current_'s array, outside the lock.
+  bool builder_waiting_ = false;
+};
+
+}  // namespace
+
+Result<ParsedCanonical> ParseAndCanonicalize(std::string text, std::string filename,
+                                             const CanonicalOptions& options,
+                                             size_t two_thread_bytes) {
+  if (text.size() < two_thread_bytes || std::thread::hardware_concurrency() < 2) {
+    auto module = ParseModule(std::move(text), std::move(filename));
+    if (!module) return Error(module.error());
+    auto canonical = Canonicalize(*module, options);
+    if (!canonical) return Error(canonical.error());
+    return ParsedCanonical{std::move(*module), std::move(*canonical)};
+  }
+  Pipeline pipeline(options);
+  auto module = ParseModule(std::move(text), std::move(filename), &pipeline);
+  if (!module) return Error(module.error());
+  auto canonical = pipeline.Finish(*module);
+  if (!canonical) return Error(canonical.error());
+  return ParsedCanonical{std::move(*module), std::move(*canonical)};
+}
+
+}  // namespace hlocache::hlo

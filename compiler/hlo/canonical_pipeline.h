@@ -1,0 +1,38 @@
+// Parsing and canonicalizing a module at once, on two threads: the parser on the calling
+// thread, and the canonical form (canonical_builder.h) built on a second one, a few hundred
+// instructions behind the parser, so that what is left after the parser ends is ordering and
+// printing. Keying a large module is the one place both run back to back on text that just
+// arrived, with nothing to do in between.
+//
+// Contract: the same module, canonical text and error as ParseModule then Canonicalize (a parse
+// error when the text does not parse; else Canonicalize's result), whatever the threads do.
+//
+// Thread safety: pure function; starts and joins one thread of its own per call on large texts.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "common/status.h"
+#include "compiler/hlo/canonical.h"
+#include "compiler/hlo/module.h"
+
+namespace hlocache::hlo {
+
+struct ParsedCanonical {
+  Module module;
+  CanonicalModule canonical;
+};
+
+// Texts smaller than this are parsed and canonicalized on the calling thread alone: starting a
+// thread and handing instructions over costs more than it saves below a few hundred
+// instructions.
+inline constexpr size_t kDefaultTwoThreadBytes = size_t{256} << 10;
+
+// `two_thread_bytes`: the smallest text given a second thread (tests pass 0); one thread also
+// on a host with one CPU.
+Result<ParsedCanonical> ParseAndCanonicalize(std::string text, std::string filename,
+                                             const CanonicalOptions& options,
+                                             size_t two_thread_bytes = kDefaultTwoThreadBytes);
+
+}  // namespace hlocache::hlo

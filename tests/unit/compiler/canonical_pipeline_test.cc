@@ -1,0 +1,174 @@
+#include "compiler/hlo/canonical_pipeline.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "compiler/hlo/parser.h"
+#include "tests/unit/status_matchers.h"
+
+#ifndef HLOCACHE_CORPUS_DIR
+#define HLOCACHE_CORPUS_DIR "../shared/corpus"
+#endif
+
+namespace hlocache::hlo {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+// What ParseModule then Canonicalize give: the canonical text, or the error's message.
+std::string OneThread(const std::string& text, const CanonicalOptions& options) {
+  auto module = ParseModule(text, "t.hlo");
+  if (!module) return "parse error: " + module.error().message();
+  auto canonical = Canonicalize(*module, options);
+  if (!canonical) return "canonical error: " + canonical.error().message();
+  return canonical->text;
+}
+
+// The same from ParseAndCanonicalize on two threads, whatever the text's size.
+std::string TwoThreads(const std::string& text, const CanonicalOptions& options) {
+  // Parse errors and canonical errors are told apart by what comes with them: a parse error has
+  // no module.
+  auto parsed = ParseAndCanonicalize(text, "t.hlo", options, /*two_thread_bytes=*/0);
+  if (!parsed) {
+    return (ParseModule(text, "t.hlo") ? "canonical error: " : "parse error: ") +
+           parsed.error().message();
+  }
+  return parsed->canonical.text;
+}
+
+std::vector<std::string> CorpusFiles() {
+  std::vector<std::string> out;
+  for (const char* sub : {"hlo", "torch_xla", "invalid"}) {
+    const fs::path dir = fs::path(HLOCACHE_CORPUS_DIR) / sub;
+    if (!fs::is_directory(dir)) continue;
+    for (const auto& e : fs::directory_iterator(dir)) {
+      if (e.path().extension() == ".hlo") out.push_back(e.path().string());
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(CanonicalPipelineTest, GivesWhatOneThreadGivesOnEveryCorpusModule) {
+  const std::vector<std::string> files = CorpusFiles();
+  ASSERT_GE(files.size(), 400u) << "corpus not found at " << HLOCACHE_CORPUS_DIR;
+  size_t parse_errors = 0, canonical_errors = 0;
+  for (const std::string& file : files) {
+    auto text = ReadModuleFile(file);
+    ASSERT_THAT(text, IsOk());
+    // Strict (elided constants refused: an error found by the second thread) and lenient.
+    for (const bool allow_elided : {false, true}) {
+      const CanonicalOptions options{.allow_elided_constants = allow_elided};
+      const std::string expected = OneThread(*text, options);
+      EXPECT_EQ(TwoThreads(*text, options), expected) << file;
+      parse_errors += expected.starts_with("parse error: ");
+      canonical_errors += expected.starts_with("canonical error: ");
+    }
+  }
+  // Both kinds of error were among what was compared.
+  EXPECT_GT(parse_errors, 0u);
+  EXPECT_GT(canonical_errors, 0u);
+}
+
+// A computation of `n` instructions, each with a nested anonymous operand: the parser sizes the
+// instruction array by the named instructions, so the nested ones overflow it and it moves to
+// a larger one several times while the second thread reads it.
+std::string NestedOperands(int n, const std::string& last_operand = "%v0") {
+  std::string text = "HloModule m\n\nENTRY %e (p: f32[8]) -> f32[8] {\n";
+  text += "  %v0 = f32[8] parameter(0)\n";
+  for (int i = 1; i < n; ++i) {
+    const std::string prev = "%v" + std::to_string(i - 1);
+    text += "  %v" + std::to_string(i) + " = f32[8] add(f32[8] multiply(" + prev + ", " + prev +
+            "), " + (i + 1 == n ? last_operand : prev) + ")\n";
+  }
+  text += "}\n";
+  return text;
+}
+
+TEST(CanonicalPipelineTest, InstructionArraysThatMoveWhileBeingReadGiveTheSameText) {
+  const std::string text = NestedOperands(5000);
+  const std::string expected = OneThread(text, {});
+  ASSERT_THAT(expected, HasSubstr("multiply"));
+  ASSERT_FALSE(expected.starts_with("parse error"));
+  for (int round = 0; round < 5; ++round) EXPECT_EQ(TwoThreads(text, {}), expected);
+}
+
+TEST(CanonicalPipelineTest, AnErrorLateInALargeComputationIsTheParsersError) {
+  // The second thread has built thousands of instructions of the computation by then; the
+  // computation's array is freed as the parser returns.
+  const std::string text = NestedOperands(5000, "%undefined");
+  const std::string expected = OneThread(text, {});
+  ASSERT_THAT(expected, HasSubstr("undefined operand '%undefined'"));
+  for (int round = 0; round < 5; ++round) EXPECT_EQ(TwoThreads(text, {}), expected);
+}
+
+// Records the listener's calls, to check the order parser.h promises.
+class RecordingListener final : public ParseListener {
+ public:
+  void HeaderParsed(const Module& module) override {
+    calls += "H";
+    header_attributes = module.attributes.size();
+  }
+  void InstructionAdded(const Computation& comp) override {
+    ++instructions;
+    sizes_seen_ok &= comp.instructions.size() <= comp.instructions.capacity();
+  }
+  void InstructionsWillMove(const Computation& comp) override {
+    ++moves;
+    // Called only when the next append must move the array.
+    full_when_moved &= comp.instructions.size() == comp.instructions.capacity();
+  }
+  void ComputationLeft(const Computation& comp, bool parsed) override {
+    calls += parsed ? "C" : "X";
+    last_left_size = comp.instructions.size();
+  }
+  void ParseEnded() override { calls += "E"; }
+
+  std::string calls;
+  size_t header_attributes = 0;
+  size_t instructions = 0;
+  size_t moves = 0;
+  size_t last_left_size = 0;
+  bool sizes_seen_ok = true;
+  bool full_when_moved = true;
+};
+
+TEST(ParseListenerTest, HearsTheHeaderEachComputationAndTheEndInOrder) {
+  RecordingListener listener;
+  auto module = ParseModule(NestedOperands(300), "t.hlo", &listener);
+  ASSERT_THAT(module, IsOk());
+  EXPECT_EQ(listener.calls, "HCE");
+  EXPECT_EQ(listener.instructions, module->computations[0].instructions.size());
+  EXPECT_EQ(listener.last_left_size, module->computations[0].instructions.size());
+  EXPECT_GT(listener.moves, 0u);  // The nested operands overflowed the array.
+  EXPECT_TRUE(listener.full_when_moved);
+  EXPECT_TRUE(listener.sizes_seen_ok);
+}
+
+TEST(ParseListenerTest, HearsAComputationLeftUnparsedAndTheEndOnAnError) {
+  RecordingListener listener;
+  const std::string text =
+      "HloModule m, replica_count=2\n\n%c (a: f32[]) -> f32[] {\n  ROOT %a = f32[] parameter(0)\n"
+      "}\n\nENTRY %e () -> f32[] {\n  %x = f32[] constant(1)\n  ROOT %y = f32[] negate(%z)\n}\n";
+  auto module = ParseModule(text, "t.hlo", &listener);
+  ASSERT_FALSE(module.has_value());
+  EXPECT_THAT(module.error().message(), HasSubstr("t.hlo:9:"));
+  EXPECT_EQ(listener.calls, "HCXE");
+  EXPECT_EQ(listener.header_attributes, 1u);
+  EXPECT_EQ(listener.last_left_size, 1u);  // %x was appended before %y failed.
+}
+
+TEST(ParseListenerTest, HearsOnlyTheEndWhenTheTextDoesNotLex) {
+  RecordingListener listener;
+  auto module = ParseModule("HloModule m\n\"unterminated", "t.hlo", &listener);
+  ASSERT_FALSE(module.has_value());
+  EXPECT_EQ(listener.calls, "E");
+}
+
+}  // namespace
+}  // namespace hlocache::hlo
