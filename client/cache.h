@@ -79,6 +79,7 @@ struct Executable {
 };
 
 struct CacheStats {
+  // requests: every GetOrCompile, whether or not its text parses and keys.
   uint64_t requests = 0, memory_hits = 0, tier_hits = 0, server_compiles = 0, local_compiles = 0;
   uint64_t corrupt_dropped = 0, tier_errors = 0, uploads = 0, upload_failures = 0;
   // Memory hits of a text asked for before, answered without parsing or keying it.

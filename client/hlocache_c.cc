@@ -69,13 +69,13 @@ int hlocache_initialize_cache(const char* spec, int read_only, char* error, size
 int hlocache_key(const char* hlo_text, size_t hlo_size, const char* target, char* key_out,
                  char* error, size_t error_size) {
   try {
-    auto module = hlocache::hlo::ParseModule(std::string(hlo_text, hlo_size), "module");
-    if (!module) return Fail(error, error_size, module.error());
     hlocache::keying::KeySettings settings;
     if (target) settings.target = target;
-    auto keyed = hlocache::keying::KeyModule(*module, settings);
-    if (!keyed) return Fail(error, error_size, keyed.error());
-    std::memcpy(key_out, keyed->key.text.c_str(), keyed->key.text.size() + 1);
+    auto parsed =
+        hlocache::keying::ParseAndKey(std::string(hlo_text, hlo_size), "module", settings);
+    if (!parsed) return Fail(error, error_size, parsed.error());
+    const std::string& key = parsed->keyed.key.text;
+    std::memcpy(key_out, key.c_str(), key.size() + 1);
     return 0;
   } catch (const std::exception& e) {
     SetError(error, error_size, e.what());

@@ -1,9 +1,12 @@
 #include "compiler/hlo/lexer.h"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cstdio>
 #include <cstring>
+#include <optional>
+#include <thread>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -79,15 +82,17 @@ class Lexer {
   Lexer(std::string_view src, std::string_view filename, std::vector<TopLevelGroup>* groups)
       : src_(src), filename_(filename), groups_(groups) {}
 
-  Result<std::vector<Token>> Run() {
+  // The tokens of src_ from byte `begin` on, ending with kEnd; room reserved for the tokens of
+  // `reserve_bytes` of source.
+  Result<std::vector<Token>> Run(size_t begin = 0, size_t reserve_bytes = 0) {
     std::vector<Token> out;
     // Dense modules run about 3.6 source bytes a token; a reservation that covers them keeps the
     // vector from regrowing (a copy, and twice the memory touched). Untouched capacity costs
     // nothing.
-    out.reserve(src_.size() / 3 + 16);
+    out.reserve(std::max(reserve_bytes, src_.size() - begin) / 3 + 16);
     AdviseHugePages(out.data(), out.capacity() * sizeof(Token));
     const size_t n = src_.size();
-    size_t i = 0;
+    size_t i = begin;
     while (true) {
       // Skip whitespace and comments.
       while (i < n) {
@@ -159,20 +164,50 @@ class Lexer {
     return out;
   }
 
+  // Notes the groups of out[from, end) as if they had been lexed here, after what this lexer
+  // lexed (out[0, from)): for tokens another lexer made, which counted no groups.
+  void NoteGroupsOf(const std::vector<Token>& out, size_t from) {
+    for (size_t k = from; k < out.size(); ++k) {
+      switch (out[k].kind) {
+        case TokenKind::kEqual:
+          NoteGroupAt(out, k, '=');
+          break;
+        case TokenKind::kLBrace:
+          NoteGroupAt(out, k, '{');
+          break;
+        case TokenKind::kLBracket:
+        case TokenKind::kLParen:
+          ++depth_;
+          break;
+        case TokenKind::kRBrace:
+        case TokenKind::kRBracket:
+        case TokenKind::kRParen:
+          --depth_;
+          break;
+        default:
+          break;
+      }
+    }
+  }
+
  private:
   // Before `ch`'s token is added to `out`: the depth it leaves, a group it opens at depth 0, a
   // definition it completes at depth 1.
   void NoteGroups(const std::vector<Token>& out, unsigned char ch) {
+    NoteGroupAt(out, out.size(), ch);
+  }
+
+  // The same for the single-character token `ch` at out[k] (out[0, k) before it).
+  void NoteGroupAt(const std::vector<Token>& out, size_t k, unsigned char ch) {
     if (ch == '=') {
-      const size_t n = out.size();
-      if (depth_ == 1 && !groups_->empty() && n >= 2 && out[n - 1].kind == TokenKind::kIdent &&
-          out[n - 2].kind != TokenKind::kComma) {
+      if (depth_ == 1 && !groups_->empty() && k >= 2 && out[k - 1].kind == TokenKind::kIdent &&
+          out[k - 2].kind != TokenKind::kComma) {
         ++groups_->back().definitions;
       }
       return;
     }
     if (ch == '{' && depth_ == 0) {
-      groups_->push_back(TopLevelGroup{static_cast<uint32_t>(out.size()), 0});
+      groups_->push_back(TopLevelGroup{static_cast<uint32_t>(k), 0});
     }
     depth_ += kDepthChanges[ch];
   }
@@ -358,12 +393,48 @@ Status ErrorAt(std::string_view filename, std::string_view source, uint32_t offs
   return InvalidArgument(std::move(text));
 }
 
+namespace {
+
+// Lexes a large source in two halves at once: the second, from the first line start past the
+// middle, on a thread of its own. When the first half lexes to its end without an error, no
+// token, string or comment crosses the line start between them, so the second half's tokens
+// are those one lexer would have made there; the groups the second half opens are counted
+// after, from its tokens. Otherwise (a string or comment crosses it, or an error is in the
+// first half) the whole source is lexed again on one thread, which finds what one lexer finds.
+std::optional<Result<std::vector<Token>>> LexInTwo(std::string_view source,
+                                                   std::string_view filename,
+                                                   std::vector<TopLevelGroup>* groups) {
+  const size_t newline = source.find('\n', source.size() / 2);
+  if (newline == std::string_view::npos || newline + 1 >= source.size()) return std::nullopt;
+  const size_t split = newline + 1;
+  Result<std::vector<Token>> second = Error(InvalidArgument(""));
+  std::thread second_lexer(
+      [&] { second = Lexer(source, filename, nullptr).Run(split, /*reserve_bytes=*/0); });
+  Lexer first_lexer(source.substr(0, split), filename, groups);
+  Result<std::vector<Token>> first = first_lexer.Run(0, /*reserve_bytes=*/source.size());
+  second_lexer.join();
+  if (!first) return std::nullopt;
+  if (!second) return second;
+  std::vector<Token>& tokens = *first;
+  tokens.pop_back();  // The first half's kEnd.
+  const size_t from = tokens.size();
+  tokens.insert(tokens.end(), second->begin(), second->end());
+  if (groups != nullptr) first_lexer.NoteGroupsOf(tokens, from);
+  return first;
+}
+
+}  // namespace
+
 Result<std::vector<Token>> Lex(std::string_view source, std::string_view filename,
-                               std::vector<TopLevelGroup>* groups) {
+                               std::vector<TopLevelGroup>* groups, size_t two_thread_bytes) {
   if (source.size() > kMaxSourceBytes) {
     return Error(InvalidArgument(std::string(filename) + ":1:1: error: file larger than 2 GiB"));
   }
   if (groups != nullptr) groups->clear();
+  if (source.size() >= two_thread_bytes && std::thread::hardware_concurrency() >= 2) {
+    if (auto lexed = LexInTwo(source, filename, groups)) return std::move(*lexed);
+    if (groups != nullptr) groups->clear();
+  }
   return Lexer(source, filename, groups).Run();
 }
 

@@ -2,10 +2,18 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "tests/unit/status_matchers.h"
+
+#ifndef HLOCACHE_CORPUS_DIR
+#define HLOCACHE_CORPUS_DIR "../shared/corpus"
+#endif
 
 namespace hlocache::hlo {
 namespace {
@@ -74,7 +82,8 @@ TEST(LexerTest, CountsTheDefinitionsDirectlyInsideEachTopLevelBrace) {
   // A header attribute's braces, a body whose instructions carry attributes (after commas) and
   // nested `k=v` (deeper), a parameter list before a body, and brackets of every kind.
   const std::string src =
-      "HloModule m, entry_computation_layout={(f32[2]{0})->f32[2]{0}}, frontend_attributes={a=\"1\"}\n"
+      "HloModule m, entry_computation_layout={(f32[2]{0})->f32[2]{0}}, "
+      "frontend_attributes={a=\"1\"}\n"
       "%add (x: f32[], y: f32[]) -> f32[] {\n"
       "  %x = f32[] parameter(0)\n"
       "  %y = f32[] parameter(1)\n"
@@ -161,6 +170,97 @@ TEST(LexerTest, TokensLongerThan16MiBAreRefusedWithTheirPlace) {
   ASSERT_EQ(toks->size(), 3u);
   EXPECT_EQ((*toks)[1].length, kMaxTokenBytes);
   EXPECT_EQ((*toks)[1].offset, 3u);
+}
+
+// ---- two threads: the same tokens, groups and errors as one ----
+
+struct Lexed {
+  std::string error;  // Empty when it lexed.
+  std::vector<Token> tokens;
+  std::vector<TopLevelGroup> groups;
+};
+
+Lexed LexWith(std::string_view source, size_t two_thread_bytes) {
+  Lexed out;
+  auto tokens = Lex(source, "t.hlo", &out.groups, two_thread_bytes);
+  if (tokens) {
+    out.tokens = std::move(*tokens);
+  } else {
+    out.error = tokens.error().message();
+  }
+  return out;
+}
+
+// Lexed on one thread, then in two halves at once.
+void ExpectTwoThreadsLexAsOne(std::string_view source, const std::string& what) {
+  const Lexed one = LexWith(source, SIZE_MAX);
+  const Lexed two = LexWith(source, 0);
+  EXPECT_EQ(two.error, one.error) << what;
+  ASSERT_EQ(two.tokens.size(), one.tokens.size()) << what;
+  for (size_t i = 0; i < one.tokens.size(); ++i) {
+    const Token& a = one.tokens[i];
+    const Token& b = two.tokens[i];
+    ASSERT_TRUE(a.kind == b.kind && a.offset == b.offset && a.length == b.length)
+        << what << ": token " << i;
+  }
+  ASSERT_EQ(two.groups.size(), one.groups.size()) << what;
+  for (size_t g = 0; g < one.groups.size(); ++g) {
+    EXPECT_EQ(two.groups[g].open, one.groups[g].open) << what << ": group " << g;
+    EXPECT_EQ(two.groups[g].definitions, one.groups[g].definitions) << what << ": group " << g;
+  }
+}
+
+TEST(LexerTest, TwoThreadsLexEveryCorpusModuleAsOneDoes) {
+  size_t compared = 0;
+  for (const char* sub : {"hlo", "torch_xla", "invalid"}) {
+    const std::filesystem::path dir = std::filesystem::path(HLOCACHE_CORPUS_DIR) / sub;
+    if (!std::filesystem::is_directory(dir)) continue;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+      if (e.path().extension() != ".hlo") continue;
+      std::ifstream in(e.path(), std::ios::binary);
+      std::stringstream text;
+      text << in.rdbuf();
+      ExpectTwoThreadsLexAsOne(text.str(), e.path().string());
+      ++compared;
+    }
+  }
+  EXPECT_GE(compared, 400u);
+}
+
+// A module whose middle line is `middle`, between enough instructions that the halves split
+// there.
+std::string AroundTheMiddle(const std::string& middle) {
+  std::string text = "HloModule m, frontend_attributes={a=\"1\"}\n\nENTRY %e () -> f32[] {\n";
+  for (int i = 0; i < 200; ++i) text += "  %c" + std::to_string(i) + " = f32[] constant(1)\n";
+  text += middle;
+  for (int i = 200; i < 400; ++i) text += "  %c" + std::to_string(i) + " = f32[] constant(1)\n";
+  text += "  ROOT %r = f32[] add(%c0, %c1)\n}\n";
+  return text;
+}
+
+TEST(LexerTest, TwoThreadsLexAsOneWhenSomethingCrossesTheMiddle) {
+  // Lines long enough to hold the middle of the text, so that the halves meet inside them.
+  const std::string filler(20000, 'x');
+  ExpectTwoThreadsLexAsOne(AroundTheMiddle("  /* a comment\n" + filler + "\n\n*/\n"),
+                           "a comment across the middle");
+  ExpectTwoThreadsLexAsOne(
+      AroundTheMiddle("  %s = f32[] constant(1), metadata={op_name=\"a\n" + filler + "\n\nb\"}\n"),
+      "a string across the middle");
+  ExpectTwoThreadsLexAsOne(
+      AroundTheMiddle("  %u = f32[] constant(1), metadata={op_name=\"a\n" + filler + "\n\nb}\n"),
+      "an unterminated string from before the middle");
+  // Attributes and values that continue on the next lines: `name =` after a comma is not a
+  // definition, whichever half counts it.
+  ExpectTwoThreadsLexAsOne(AroundTheMiddle("  %t = f32[] constant(1),\n" + std::string(5000, '\n') +
+                                           "  sharding={replicated}\n"),
+                           "an attribute after a line break at the middle");
+  ExpectTwoThreadsLexAsOne(
+      AroundTheMiddle("  %b = f32[] constant(1)\n" + std::string(5000, ' ') + "\n  \x01\n"),
+      "a bad byte after the middle");
+  ExpectTwoThreadsLexAsOne(AroundTheMiddle("  \x01\n" + std::string(20000, '\n')),
+                           "a bad byte before the middle");
+  // Both halves bad: the first error, as one lexer finds it.
+  ExpectTwoThreadsLexAsOne("`\n" + std::string(100, ' ') + "\n`\n", "two bad bytes");
 }
 
 }  // namespace
