@@ -21,8 +21,9 @@ void AdviseHugePages(const void* data, size_t bytes);
 // For a short-lived process about to make many small allocations adding up to about `bytes` (a
 // command that parses a large module): grows the C library's heap by that much at once, keeps
 // it (no trimming back), and advises huge pages for it, so that those allocations fault their
-// memory in 2 MiB at a time instead of 4 KiB. Affects the whole process; call it once, from
-// main's thread, before the work. Best effort, like AdviseHugePages.
+// memory in 2 MiB at a time instead of 4 KiB; threads started after it allocate from that heap
+// too (one arena). Affects the whole process; call it once, from main's thread, before the work
+// and before any other thread starts. Best effort, like AdviseHugePages.
 void PrepareHeapForHugePages(size_t bytes);
 
 // Whether PrepareHeapForHugePages does anything in this build: false under AddressSanitizer,

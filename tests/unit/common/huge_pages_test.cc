@@ -8,9 +8,11 @@
 #include <malloc.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace hlocache {
@@ -27,6 +29,20 @@ bool HeapAdvisedHugePages() {
     } else if (in_heap && line.starts_with("VmFlags:") && line.find(" hg") != std::string::npos) {
       return true;
     }
+  }
+  return false;
+}
+
+// Whether `p` lies in the C library's main heap (the `[heap]` mapping, which its brk grows),
+// rather than in an arena mapped apart.
+bool InHeap(const void* p) {
+  std::ifstream maps("/proc/self/maps");
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  for (std::string line; std::getline(maps, line);) {
+    if (!line.ends_with("[heap]")) continue;
+    const uintptr_t begin = std::strtoull(line.c_str(), nullptr, 16);
+    const uintptr_t end = std::strtoull(line.c_str() + line.find('-') + 1, nullptr, 16);
+    if (at >= begin && at < end) return true;
   }
   return false;
 }
@@ -91,6 +107,25 @@ TEST(HugePagesTest, NothingOfTheAdvisedHeapIsTouchedBeforeItsFirstAllocation) {
       {
         PrepareHeapForHugePages(size_t{64} << 20);
         ::_exit(AdvisedHeapResidentKb() == 0 ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+// The threads a command starts to parse (a lexer's, a canonicalizer's) allocate from the
+// prepared heap too, not from an arena of their own in small pages.
+TEST(HugePagesTest, ThreadsStartedAfterwardsAllocateFromThePreparedHeap) {
+  if (!HeapPreparable()) GTEST_SKIP() << "AddressSanitizer's allocator replaces the C library's";
+  EXPECT_EXIT(
+      {
+        PrepareHeapForHugePages(size_t{64} << 20);
+        char* const after = static_cast<char*>(::sbrk(0));
+        char* small = nullptr;
+        char* large = nullptr;
+        std::thread([&] {
+          small = static_cast<char*>(std::malloc(64));
+          large = static_cast<char*>(std::malloc(size_t{4} << 20));
+        }).join();
+        ::_exit(InHeap(small) && InHeap(large) && after == static_cast<char*>(::sbrk(0)) ? 0 : 1);
       },
       ::testing::ExitedWithCode(0), "");
 }
