@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/helper_thread.h"
 #include "compiler/hlo/canonical_builder.h"
 #include "compiler/hlo/parser.h"
 
@@ -34,13 +35,14 @@ inline void CpuRelax() {
 class Pipeline final : public ParseListener {
  public:
   explicit Pipeline(const CanonicalOptions& options) : options_(options) {}
-  ~Pipeline() override { Join(); }
+  ~Pipeline() override { worker_.Join(); }  // Before the state it reads goes.
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
 
   void HeaderParsed(const Module& module) override {
     builder_.emplace(module, options_);
-    worker_ = std::thread([this] { Work(); });
+    // Without a thread to be had, the builder takes everything at the end, on this one.
+    builds_at_end_ = !worker_.Try([this] { Work(); });
   }
 
   void InstructionAdded(const Computation& comp) override {
@@ -79,7 +81,11 @@ class Pipeline final : public ParseListener {
       handovers_.fetch_add(1, std::memory_order_release);
       work_cv_.notify_one();
     }
-    Join();
+    if (builds_at_end_) {
+      Work();
+    } else {
+      worker_.Join();
+    }
   }
 
   // After a parse that succeeded: `module` is the parsed module (moved since).
@@ -105,10 +111,6 @@ class Pipeline final : public ParseListener {
     parser_waiting_ = true;
     idle_cv_.wait(lock, [this] { return !reading_current_; });
     parser_waiting_ = false;
-  }
-
-  void Join() {
-    if (worker_.joinable()) worker_.join();
   }
 
   // The builder's thread: takes what the parser handed over, in order, until the parse ends.
@@ -165,8 +167,9 @@ class Pipeline final : public ParseListener {
 
   const CanonicalOptions options_;
   std::optional<CanonicalBuilder> builder_;  // Made once the header is parsed.
-  std::thread worker_;
-  uint32_t unpublished_ = 0;  // Appended since the last batch; the parser's own.
+  HelperThread worker_;
+  bool builds_at_end_ = false;  // No thread could be started.
+  uint32_t unpublished_ = 0;    // Appended since the last batch; the parser's own.
 
   std::mutex mu_;
   std::condition_variable work_cv_;  // The builder waits here for instructions.

@@ -12,6 +12,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "common/helper_thread.h"
 #include "common/huge_pages.h"
 
 namespace hlocache::hlo {
@@ -408,11 +409,14 @@ std::optional<Result<std::vector<Token>>> LexInTwo(std::string_view source,
   if (newline == std::string_view::npos || newline + 1 >= source.size()) return std::nullopt;
   const size_t split = newline + 1;
   Result<std::vector<Token>> second = Error(InvalidArgument(""));
-  std::thread second_lexer(
-      [&] { second = Lexer(source, filename, nullptr).Run(split, /*reserve_bytes=*/0); });
+  HelperThread second_lexer;
+  if (!second_lexer.Try(
+          [&] { second = Lexer(source, filename, nullptr).Run(split, /*reserve_bytes=*/0); })) {
+    return std::nullopt;  // No thread to be had: one lexer, on this one.
+  }
   Lexer first_lexer(source.substr(0, split), filename, groups);
   Result<std::vector<Token>> first = first_lexer.Run(0, /*reserve_bytes=*/source.size());
-  second_lexer.join();
+  second_lexer.Join();
   if (!first) return std::nullopt;
   if (!second) return second;
   std::vector<Token>& tokens = *first;

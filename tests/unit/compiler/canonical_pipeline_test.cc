@@ -1,12 +1,16 @@
 #include "compiler/hlo/canonical_pipeline.h"
 
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "common/helper_thread.h"
+#include "compiler/hlo/lexer.h"
 #include "compiler/hlo/parser.h"
 #include "tests/unit/status_matchers.h"
 
@@ -105,6 +109,27 @@ TEST(CanonicalPipelineTest, AnErrorLateInALargeComputationIsTheParsersError) {
   const std::string expected = OneThread(text, {});
   ASSERT_THAT(expected, HasSubstr("undefined operand '%undefined'"));
   for (int round = 0; round < 5; ++round) EXPECT_EQ(TwoThreads(text, {}), expected);
+}
+
+// Where no thread can be started (here: every new thread asks for a 16 TiB stack), the lexer
+// and the builder do their work on the calling thread, with the same results; nothing throws.
+TEST(CanonicalPipelineTest, WithoutThreadsToBeHadTheWorkIsDoneOnTheCallingThread) {
+  const std::string text = NestedOperands(3000) + std::string(size_t{1} << 20, '\n');
+  const std::string expected = OneThread(text, {});
+  ASSERT_THAT(expected, HasSubstr("multiply"));
+  EXPECT_EXIT(
+      {
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setstacksize(&attr, size_t{1} << 44);
+        pthread_setattr_default_np(&attr);
+        HelperThread probe;
+        const bool no_threads = !probe.Try([] {});
+        auto lexed = Lex(text, "t.hlo", nullptr, /*two_thread_bytes=*/0);
+        const bool same = lexed.has_value() && TwoThreads(text, {}) == expected;
+        ::_exit(no_threads && same ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 // Records the listener's calls, to check the order parser.h promises.
