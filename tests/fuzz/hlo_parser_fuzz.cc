@@ -1,15 +1,19 @@
 // libFuzzer target: any bytes through the parser and, when they parse, the canonicalizer and a
 // second round trip of the canonical text. Crashes, hangs, sanitizer reports and a canonical text
-// that does not reparse to itself are all findings. One input in four also goes through
-// ParseAndCanonicalize on two threads (what keys are computed with), which must give the same
-// text or the same error: one in four, since a thread started per input slows the run.
+// that does not reparse to itself are all findings. One input in four also goes through the
+// two-thread paths keys are computed with, which must give what one thread gives: the lexer in
+// two halves (the same tokens, groups and error) and ParseAndCanonicalize (the same text or
+// error). One in four, since the threads started per input slow the run.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "compiler/hlo/canonical.h"
 #include "compiler/hlo/canonical_pipeline.h"
+#include "compiler/hlo/lexer.h"
 #include "compiler/hlo/parser.h"
 
 namespace {
@@ -26,11 +30,37 @@ void CheckTwoThreads(const uint8_t* data, size_t size, const std::string& expect
   if (got != expected) std::abort();
 }
 
+// The lexer in two halves gives the tokens, groups and error of one lexer.
+void CheckTwoLexers(const uint8_t* data, size_t size) {
+  const std::string_view source(reinterpret_cast<const char*>(data), size);
+  std::vector<TopLevelGroup> one_groups, two_groups;
+  auto one = Lex(source, "fuzz.hlo", &one_groups, SIZE_MAX);
+  auto two = Lex(source, "fuzz.hlo", &two_groups, /*two_thread_bytes=*/0);
+  if (one.has_value() != two.has_value()) std::abort();
+  if (!one) {
+    if (one.error().message() != two.error().message()) std::abort();
+    return;
+  }
+  if (one->size() != two->size() || one_groups.size() != two_groups.size()) std::abort();
+  for (size_t i = 0; i < one->size(); ++i) {
+    const Token& a = (*one)[i];
+    const Token& b = (*two)[i];
+    if (a.kind != b.kind || a.offset != b.offset || a.length != b.length) std::abort();
+  }
+  for (size_t g = 0; g < one_groups.size(); ++g) {
+    if (one_groups[g].open != two_groups[g].open ||
+        one_groups[g].definitions != two_groups[g].definitions) {
+      std::abort();
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace hlocache::hlo;
   const bool two_threads = size % 4 == 0;
+  if (two_threads) CheckTwoLexers(data, size);
   auto module = ParseModule(std::string(reinterpret_cast<const char*>(data), size), "fuzz.hlo");
   if (!module) {
     // Every error is one located line.
