@@ -88,8 +88,12 @@ class Pipeline final : public ParseListener {
     }
   }
 
-  // After a parse that succeeded: `module` is the parsed module (moved since).
-  Result<CanonicalModule> Finish(const Module& module) { return builder_->Finish(module); }
+  // After a parse that succeeded: `module` is the parsed module (moved since). A parse that
+  // succeeds has told HeaderParsed; were it not so, the module is canonicalized here whole.
+  Result<CanonicalModule> Finish(const Module& module) {
+    if (!builder_) return Canonicalize(module, options_);
+    return builder_->Finish(module);
+  }
 
  private:
   struct WholeComputation {
