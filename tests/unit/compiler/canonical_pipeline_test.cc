@@ -4,14 +4,13 @@
 #include <pthread.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "common/helper_thread.h"
 #include "compiler/hlo/lexer.h"
 #include "compiler/hlo/parser.h"
+#include "tests/unit/compiler/corpus_files.h"
 #include "tests/unit/status_matchers.h"
 
 #ifndef HLOCACHE_CORPUS_DIR
@@ -21,7 +20,6 @@
 namespace hlocache::hlo {
 namespace {
 
-namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
 // What ParseModule then Canonicalize give: the canonical text, or the error's message.
@@ -45,21 +43,8 @@ std::string TwoThreads(const std::string& text, const CanonicalOptions& options)
   return parsed->canonical.text;
 }
 
-std::vector<std::string> CorpusFiles() {
-  std::vector<std::string> out;
-  for (const char* sub : {"hlo", "torch_xla", "invalid"}) {
-    const fs::path dir = fs::path(HLOCACHE_CORPUS_DIR) / sub;
-    if (!fs::is_directory(dir)) continue;
-    for (const auto& e : fs::directory_iterator(dir)) {
-      if (e.path().extension() == ".hlo") out.push_back(e.path().string());
-    }
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 TEST(CanonicalPipelineTest, GivesWhatOneThreadGivesOnEveryCorpusModule) {
-  const std::vector<std::string> files = CorpusFiles();
+  const std::vector<std::string> files = test_support::CorpusFiles({"hlo", "torch_xla", "invalid"});
   ASSERT_GE(files.size(), 400u) << "corpus not found at " << HLOCACHE_CORPUS_DIR;
   size_t parse_errors = 0, canonical_errors = 0;
   for (const std::string& file : files) {

@@ -34,6 +34,7 @@
 #include "compiler/toolchain.h"
 #include "compiler/worker_pool.h"
 #include "keying/keying.h"
+#include "tests/unit/compiler/corpus_files.h"
 #include "tests/unit/compiler/cuda_emulation.h"
 #include "tests/unit/status_matchers.h"
 
@@ -238,19 +239,6 @@ uint64_t InterpreterWork(const hlo::Module& m, int32_t c, int depth = 0) {
   return work;
 }
 
-std::vector<std::string> CorpusFiles() {
-  std::vector<std::string> out;
-  for (const char* sub : {"hlo", "torch_xla"}) {
-    const fs::path dir = fs::path(HLOCACHE_CORPUS_DIR) / sub;
-    if (!fs::is_directory(dir)) continue;
-    for (const auto& e : fs::directory_iterator(dir)) {
-      if (e.path().extension() == ".hlo") out.push_back(e.path().string());
-    }
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 struct Tally {
   std::mutex mu;
   int compilable = 0, lowered = 0, compiled = 0, matched = 0, not_run = 0, not_interpreted = 0;
@@ -263,7 +251,7 @@ struct Tally {
 };
 
 TEST(CorpusCompileTest, EveryCoreOpModuleCompilesRunsAndMatchesTheInterpreter) {
-  const std::vector<std::string> files = CorpusFiles();
+  const std::vector<std::string> files = test_support::CorpusFiles({"hlo", "torch_xla"});
   ASSERT_GE(files.size(), 400u) << "corpus not found at " << HLOCACHE_CORPUS_DIR;
   auto toolchain = Toolchain::Probe(ToolchainOptions());
   ASSERT_THAT(toolchain, IsOk());
@@ -507,7 +495,7 @@ TEST(CorpusCompileTest, EveryCoreOpModuleBuildsCubinsForBothGpuTargets) {
   std::vector<std::string> malformed;
   double nvrtc_seconds = 0;
   size_t seen = 0;
-  for (const std::string& file : CorpusFiles()) {
+  for (const std::string& file : test_support::CorpusFiles({"hlo", "torch_xla"})) {
     auto module = hlo::ParseModuleFile(file);
     if (!module || !NotCompilable(*module).empty() || !OutsideCoreSet(*module).empty()) continue;
     if (seen++ % kCompileStride != 0) continue;  // The sanitizer build takes every third.

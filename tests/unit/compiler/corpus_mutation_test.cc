@@ -23,6 +23,7 @@
 
 #include "compiler/hlo/parser.h"
 #include "keying/keying.h"
+#include "tests/unit/compiler/corpus_files.h"
 #include "tests/unit/compiler/mutations.h"
 
 #ifndef HLOCACHE_CORPUS_DIR
@@ -53,19 +54,6 @@ std::string ReadFile(const fs::path& path) {
   std::stringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();
-}
-
-std::vector<fs::path> CorpusFiles() {
-  std::vector<fs::path> files;
-  for (const char* sub : {"hlo", "torch_xla"}) {
-    const fs::path dir = fs::path(HLOCACHE_CORPUS_DIR) / sub;
-    if (!fs::is_directory(dir)) continue;
-    for (const auto& entry : fs::directory_iterator(dir)) {
-      if (entry.path().extension() == ".hlo") files.push_back(entry.path());
-    }
-  }
-  std::ranges::sort(files);
-  return files;
 }
 
 // Where two canonical texts first differ: the line, and both versions from a little before the
@@ -115,7 +103,7 @@ struct Corpus {
 const Corpus& LoadedCorpus() {
   static const Corpus* corpus = [] {
     auto* c = new Corpus();
-    for (const fs::path& path : CorpusFiles()) {
+    for (const fs::path path : test_support::CorpusFiles({"hlo", "torch_xla"})) {
       // Multi-module files key as their first module; mutate just that.
       std::string text(hlo::FirstModuleText(ReadFile(path)));
       auto module = hlo::ParseModule(std::move(text), path.string());

@@ -13,6 +13,7 @@
 
 #include "compiler/hlo/parser.h"
 #include "keying/keying.h"
+#include "tests/unit/compiler/corpus_files.h"
 #include "tests/unit/status_matchers.h"
 
 #ifndef HLOCACHE_CORPUS_DIR
@@ -28,21 +29,8 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-std::vector<std::string> Files(const std::string& sub) {
-  std::vector<std::string> out;
-  fs::path dir = fs::path(HLOCACHE_CORPUS_DIR) / sub;
-  if (!fs::is_directory(dir)) return out;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    if (e.path().extension() == ".hlo") out.push_back(e.path().string());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 TEST(CorpusTest, EveryModuleParsesAndKeys) {
-  std::vector<std::string> files = Files("hlo");
-  std::vector<std::string> torch = Files("torch_xla");
-  files.insert(files.end(), torch.begin(), torch.end());
+  std::vector<std::string> files = test_support::CorpusFiles({"hlo", "torch_xla"});
   ASSERT_GE(files.size(), 400u) << "corpus not found at " << HLOCACHE_CORPUS_DIR;
   int elided = 0;
   std::map<std::string, std::string> keys;
@@ -82,9 +70,7 @@ TEST(CorpusTest, EveryModuleParsesAndKeys) {
 //   HLOCACHE_RECORD_CORPUS_KEYS=1 build/tests/corpus_test --gtest_filter='*Recorded*'
 TEST(CorpusTest, CanonicalTextsAndKeysAreTheRecordedOnes) {
   const fs::path corpus(HLOCACHE_CORPUS_DIR);
-  std::vector<std::string> files = Files("hlo");
-  std::vector<std::string> torch = Files("torch_xla");
-  files.insert(files.end(), torch.begin(), torch.end());
+  std::vector<std::string> files = test_support::CorpusFiles({"hlo", "torch_xla"});
   ASSERT_GE(files.size(), 400u) << "corpus not found at " << HLOCACHE_CORPUS_DIR;
   std::ostringstream now;
   for (const std::string& f : files) {
@@ -121,7 +107,7 @@ TEST(CorpusTest, CanonicalTextsAndKeysAreTheRecordedOnes) {
 }
 
 TEST(CorpusTest, InvalidModulesAreRejectedWithALocation) {
-  std::vector<std::string> files = Files("invalid");
+  std::vector<std::string> files = test_support::CorpusFiles({"invalid"});
   ASSERT_FALSE(files.empty());
   for (const std::string& f : files) {
     auto module = hlo::ParseModuleFile(f);

@@ -3,17 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "tests/unit/compiler/corpus_files.h"
 #include "tests/unit/status_matchers.h"
-
-#ifndef HLOCACHE_CORPUS_DIR
-#define HLOCACHE_CORPUS_DIR "../shared/corpus"
-#endif
 
 namespace hlocache::hlo {
 namespace {
@@ -212,17 +208,12 @@ void ExpectTwoThreadsLexAsOne(std::string_view source, const std::string& what) 
 
 TEST(LexerTest, TwoThreadsLexEveryCorpusModuleAsOneDoes) {
   size_t compared = 0;
-  for (const char* sub : {"hlo", "torch_xla", "invalid"}) {
-    const std::filesystem::path dir = std::filesystem::path(HLOCACHE_CORPUS_DIR) / sub;
-    if (!std::filesystem::is_directory(dir)) continue;
-    for (const auto& e : std::filesystem::directory_iterator(dir)) {
-      if (e.path().extension() != ".hlo") continue;
-      std::ifstream in(e.path(), std::ios::binary);
-      std::stringstream text;
-      text << in.rdbuf();
-      ExpectTwoThreadsLexAsOne(text.str(), e.path().string());
-      ++compared;
-    }
+  for (const std::string& file : test_support::CorpusFiles({"hlo", "torch_xla", "invalid"})) {
+    std::ifstream in(file, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    ExpectTwoThreadsLexAsOne(text.str(), file);
+    ++compared;
   }
   EXPECT_GE(compared, 400u);
 }
