@@ -134,8 +134,12 @@ constexpr std::string_view kCalleeAttributes[] = {
 }  // namespace
 
 bool IsKnownInstructionAttribute(std::string_view name) {
+  return InstructionAttributeIndex(name) >= 0;
+}
+std::span<const std::string_view> InstructionAttributeNames() { return kInstructionAttributes; }
+int InstructionAttributeIndex(std::string_view name) {
   static const WordTable table(kInstructionAttributes);
-  return table.Find(name) >= 0;
+  return table.Find(name);
 }
 bool IsKnownModuleAttribute(std::string_view name) {
   static const WordTable table(kModuleAttributes);

@@ -28,6 +28,19 @@ AttributeRole InstructionAttributeRole(std::string_view name) {
   return AttributeRole::kOther;
 }
 
+std::optional<AttributeRole> KnownInstructionAttributeRole(std::string_view name) {
+  static const std::vector<AttributeRole> roles = [] {
+    std::vector<AttributeRole> by_index;
+    for (std::string_view known : InstructionAttributeNames()) {
+      by_index.push_back(InstructionAttributeRole(known));
+    }
+    return by_index;
+  }();
+  const int index = InstructionAttributeIndex(name);
+  if (index < 0) return std::nullopt;
+  return roles[static_cast<size_t>(index)];
+}
+
 const Attribute* Instruction::FindAttribute(std::string_view attr_name) const {
   return FindIn(attributes, attr_name);
 }

@@ -48,6 +48,10 @@ enum class AttributeRole : uint8_t {
 
 // The role of an instruction attribute named `name`.
 AttributeRole InstructionAttributeRole(std::string_view name);
+// The role of an attribute name that instructions may carry (IsKnownInstructionAttribute), or
+// nullopt for any other name: both questions in one lookup, as the parser asks them of every
+// attribute.
+std::optional<AttributeRole> KnownInstructionAttributeRole(std::string_view name);
 
 struct Attribute {
   std::string_view name;

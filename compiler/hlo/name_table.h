@@ -86,14 +86,19 @@ class NameTable {
     return Mix(h);
   }
 
-  // memcmp(a, b, n) == 0, inline for names of 4 to 16 bytes (two overlapping loads a side)
-  // instead of a library call per lookup (public for its tests).
+  // memcmp(a, b, n) == 0, inline up to 16 bytes (two overlapping loads a side; the first,
+  // middle and last byte below 4) instead of a library call per lookup. Also the word tables'
+  // comparison (word_table.h), whose opcodes and types are mostly of 3 to 8 bytes. Public for
+  // its tests.
   static bool SameBytes(const char* a, const char* b, size_t n) {
     if (n >= 8 && n <= 16) {
       return Load64(a) == Load64(b) && Load64(a + n - 8) == Load64(b + n - 8);
     }
     if (n >= 4 && n < 8) {
       return Load32(a) == Load32(b) && Load32(a + n - 4) == Load32(b + n - 4);
+    }
+    if (n < 4) {
+      return n == 0 || (a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1]);
     }
     return std::memcmp(a, b, n) == 0;
   }

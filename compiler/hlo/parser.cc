@@ -308,7 +308,12 @@ bool Parser::AtShapeStart() const {
   if (Kind() != TokenKind::kIdent) return false;
   std::string_view t = Text();
   if (t == "b" && Kind(1) == TokenKind::kLParen) return true;
-  return Kind(1) == TokenKind::kLBracket && PrimitiveTypeFromName(t).has_value();
+  if (Kind(1) != TokenKind::kLBracket) return false;
+  const std::optional<PrimitiveType> type = PrimitiveTypeFromName(t);
+  if (!type) return false;
+  type_at_ = pos_;
+  type_found_ = *type;
+  return true;
 }
 
 // shape? opcode '(' operands ')'. Attributes are parsed by the caller.
@@ -386,9 +391,8 @@ bool Parser::ParseInstructionAttribute(Instruction& inst) {
     return FailHere("expected an attribute 'name=value'");
   }
   Attribute attr{Text(), {}, Peek().offset};
-  if (!IsKnownInstructionAttribute(attr.name)) {
-    return Fail(attr.offset, "unknown attribute '" + std::string(attr.name) + "'");
-  }
+  const std::optional<AttributeRole> role = KnownInstructionAttributeRole(attr.name);
+  if (!role) return Fail(attr.offset, "unknown attribute '" + std::string(attr.name) + "'");
   for (const Attribute& a : attributes_) {
     if (a.name == attr.name) {
       return Fail(attr.offset, "duplicate attribute '" + std::string(attr.name) + "'");
@@ -399,7 +403,7 @@ bool Parser::ParseInstructionAttribute(Instruction& inst) {
   attr.value.begin = pos_;
   if (!SkipAttributeValue(attr)) return false;
   attr.value.end = pos_;
-  attr.role = InstructionAttributeRole(attr.name);
+  attr.role = *role;
   if (attr.role == AttributeRole::kCallee) {
     if (!ResolveNames(attr, /*computations=*/true, inst.callees)) return false;
   } else if (attr.role == AttributeRole::kControlPredecessors) {

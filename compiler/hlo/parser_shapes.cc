@@ -139,7 +139,8 @@ bool Parser::ParseShape(Shape& shape, int depth) {
     if (!ParseShape(shape.tuple_elements.back(), depth + 1)) return false;
     return Expect(TokenKind::kRParen, "')' closing a buffer shape");
   }
-  auto type = PrimitiveTypeFromName(Text());
+  const std::optional<PrimitiveType> type =
+      type_at_ == pos_ ? std::optional<PrimitiveType>(type_found_) : PrimitiveTypeFromName(Text());
   if (!type) return FailHere("expected an element type (f32, s32, pred, ...)");
   shape.type = *type;
   Advance();

@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "compiler/hlo/name_table.h"
+
 namespace hlocache::hlo {
 
 class WordTable {
@@ -42,7 +44,7 @@ class WordTable {
       const Slot& s = slots_[i];
       if (s.value < 0) return -1;
       if (s.word.size() == word.size() &&
-          std::memcmp(s.word.data(), word.data(), word.size()) == 0) {
+          NameTable::SameBytes(s.word.data(), word.data(), word.size())) {
         return s.value;
       }
     }

@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "compiler/hlo/attributes.h"
 #include "compiler/hlo/canonical.h"
 #include "compiler/hlo/shape.h"
 
@@ -84,6 +85,24 @@ ENTRY %e {
   EXPECT_EQ(roles["frontend_attributes"], AttributeRole::kFrontendAttributes);
   EXPECT_EQ(roles["backend_config"], AttributeRole::kBackendConfig);
   EXPECT_EQ(roles["dimensions"], AttributeRole::kOther);
+}
+
+TEST(ParserTest, OneLookupGivesEachKnownAttributesRoleAndRefusesOthers) {
+  // The parser asks KnownInstructionAttributeRole alone: it must answer as the two questions it
+  // stands for, for every name instructions may carry and for names they may not.
+  const std::span<const std::string_view> names = InstructionAttributeNames();
+  ASSERT_GT(names.size(), 50u);
+  for (size_t i = 0; i < names.size(); ++i) {
+    EXPECT_EQ(InstructionAttributeIndex(names[i]), static_cast<int>(i)) << names[i];
+    const std::optional<AttributeRole> role = KnownInstructionAttributeRole(names[i]);
+    ASSERT_TRUE(role.has_value()) << names[i];
+    EXPECT_EQ(*role, InstructionAttributeRole(names[i])) << names[i];
+  }
+  for (std::string_view unknown : {"", "x", "dimension", "dimensionsx", "Metadata", "to-apply",
+                                   "control_predecessors", "entry_computation_layout"}) {
+    EXPECT_FALSE(IsKnownInstructionAttribute(unknown)) << unknown;
+    EXPECT_FALSE(KnownInstructionAttributeRole(unknown).has_value()) << unknown;
+  }
 }
 
 // Instructions' attributes live in the Module, in blocks: every instruction must keep its own,
