@@ -343,7 +343,6 @@ bool Parser::ParseInstructionRhs(Computation& comp, Instruction& inst, int depth
     if (inst.parameter_number < 0) return Fail(inst.offset, "negative parameter number");
     return Expect(TokenKind::kRParen, "')' after the parameter number");
   }
-  inst.operands.reserve(CountListAhead());
   while (Kind() != TokenKind::kRParen) {
     int32_t operand = -1;
     if (!ParseOperand(comp, operand, depth)) return false;

@@ -26,6 +26,7 @@
 namespace hlocache::hlo::parser_internal {
 
 inline constexpr int kMaxNesting = 200;  // Brackets in a value, tuple shapes, nested operands.
+inline constexpr size_t kMaxDims = 64;  // Dimensions of one array shape (layouts use 64-bit masks).
 
 class Parser {
  public:
@@ -197,8 +198,6 @@ class Parser {
   // Elements of the list that starts at pos_ and ends at the ')' closing it: commas at its own
   // depth, plus one. A reservation hint only.
   size_t CountListAhead() const;
-  // Dimensions between pos_ and the next ']' (commas + 1), capped at the most a shape may have.
-  size_t CountDimsAhead() const;
   bool ParseLayout(Shape& shape);
 
   Module& m_;

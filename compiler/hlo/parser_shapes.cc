@@ -145,7 +145,9 @@ bool Parser::ParseShape(Shape& shape, int depth) {
   shape.type = *type;
   Advance();
   if (!Expect(TokenKind::kLBracket, "'[' after the element type")) return false;
-  shape.dims.reserve(CountDimsAhead());  // One allocation, not one per doubling.
+  // Gathered here, then allocated once at their number (a pass ahead to count them cost more).
+  int64_t dims[kMaxDims];
+  size_t rank = 0;
   while (Kind() != TokenKind::kRBracket) {
     bool dynamic = false;
     int64_t dim = 0;
@@ -162,13 +164,13 @@ bool Parser::ParseShape(Shape& shape, int depth) {
       if (dim < 0) return Fail(toks_[pos_ - 1].offset, "negative dimension size");
     }
     if (dynamic) {
-      shape.dynamic.resize(shape.dims.size() + 1, false);
+      shape.dynamic.resize(rank + 1, false);
       shape.dynamic.back() = true;
     } else if (!shape.dynamic.empty()) {
       shape.dynamic.push_back(false);
     }
-    shape.dims.push_back(dim);
-    if (shape.dims.size() > 64) return FailHere("too many dimensions");
+    if (rank == kMaxDims) return FailHere("too many dimensions");
+    dims[rank++] = dim;
     if (Kind() == TokenKind::kComma) {
       Advance();
     } else if (Kind() != TokenKind::kRBracket) {
@@ -176,6 +178,7 @@ bool Parser::ParseShape(Shape& shape, int depth) {
     }
   }
   Advance();
+  shape.dims.assign(dims, dims + rank);
   if (Kind() == TokenKind::kLBrace && (Kind(1) == TokenKind::kInt || Kind(1) == TokenKind::kColon ||
                                        Kind(1) == TokenKind::kRBrace)) {
     return ParseLayout(shape);
@@ -201,17 +204,6 @@ size_t Parser::CountListAhead() const {
     }
   }
   return Kind() == TokenKind::kRParen ? 0 : count + 1;
-}
-
-// Dimensions between pos_ and the next ']' (commas + 1), capped at the most a shape may have.
-size_t Parser::CountDimsAhead() const {
-  size_t count = 0;
-  for (size_t i = pos_; i < token_count_ && count <= 64; ++i) {
-    const TokenKind k = toks_[i].kind;
-    if (k == TokenKind::kRBracket || k == TokenKind::kEnd) break;
-    if (k == TokenKind::kComma) ++count;
-  }
-  return Kind() == TokenKind::kRBracket ? 0 : count + 1;
 }
 
 bool Parser::ParseLayout(Shape& shape) {

@@ -241,6 +241,34 @@ TEST(ParserTest, IntegersReadAsDecimalWhateverTheirLength) {
               StatusIs(StatusCode::kInvalidArgument, HasSubstr("negative dimension size")));
 }
 
+TEST(ParserTest, AShapeHasAtMostSixtyFourDimensionsEachKeptInOrder) {
+  // Dimensions are gathered in a fixed array of 64 before the shape takes them: the 64th is
+  // kept, the 65th is an error, not a write past it.
+  auto shape_of = [](size_t rank, bool dynamic_last) -> Result<std::vector<int64_t>> {
+    std::string dims;
+    for (size_t i = 0; i < rank; ++i) {
+      if (i) dims += ",";
+      if (dynamic_last && i + 1 == rank) dims += "<=";
+      dims += std::to_string(i + 1);
+    }
+    auto m = ParseModule("ENTRY e {\n  ROOT p = f32[" + dims + "] parameter(0)\n}\n", "d.hlo");
+    if (!m) return Error(m.error());
+    const Shape& shape = m->computations[0].instructions[0].shape;
+    EXPECT_EQ(shape.IsDynamicDim(rank - 1), dynamic_last);
+    return shape.dims;
+  };
+  for (const bool dynamic_last : {false, true}) {
+    auto dims = shape_of(64, dynamic_last);
+    ASSERT_THAT(dims, IsOk());
+    ASSERT_EQ(dims->size(), 64u);
+    for (size_t i = 0; i < 64; ++i) EXPECT_EQ((*dims)[i], static_cast<int64_t>(i + 1));
+    EXPECT_THAT(shape_of(65, dynamic_last),
+                StatusIs(StatusCode::kInvalidArgument, HasSubstr("d.hlo:2:")));
+    EXPECT_THAT(shape_of(65, dynamic_last),
+                StatusIs(StatusCode::kInvalidArgument, HasSubstr("too many dimensions")));
+  }
+}
+
 TEST(ParserTest, AsyncSugarAndScheduledModules) {
   auto m = ParseModule(R"(HloModule m, is_scheduled=true
 ENTRY e {
