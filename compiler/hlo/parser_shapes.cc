@@ -215,7 +215,8 @@ bool Parser::ParseLayout(Shape& shape) {
     int64_t d = 0;
     if (!ParseInt(d)) return false;
     // A number past any dimension is kept as -1, which the permutation check below refuses.
-    layout.minor_to_major.push_back(d >= 0 && d < 64 ? static_cast<int8_t>(d) : int8_t{-1});
+    layout.minor_to_major.push_back(
+        d >= 0 && d < static_cast<int64_t>(kMaxDims) ? static_cast<int8_t>(d) : int8_t{-1});
     if (Kind() == TokenKind::kComma) Advance();
   }
   if (Kind() == TokenKind::kColon) {
@@ -245,7 +246,7 @@ bool Parser::ParseLayout(Shape& shape) {
                                  " dimensions but the shape has " +
                                  std::to_string(shape.dims.size()));
   }
-  uint64_t seen = 0;  // ParseShape allows at most 64 dimensions.
+  uint64_t seen = 0;  // ParseShape allows at most kMaxDims (64) dimensions.
   for (int64_t d : layout.minor_to_major) {
     if (d < 0 || d >= static_cast<int64_t>(shape.dims.size()) || (seen >> d & 1) != 0) {
       return Fail(open_offset, "layout is not a permutation of the dimensions");
