@@ -7,7 +7,9 @@ namespace hlocache::client {
 int RunCanon(const std::string& file, const keying::KeySettings& settings, std::ostream& out,
              std::ostream& err) {
   PrepareHeapToParse({file}, 1);
-  auto keyed = keying::KeyFile(file, settings);
+  keying::KeySettings with_text = settings;
+  with_text.keep_canonical_text = true;
+  auto keyed = keying::KeyFile(file, with_text);
   if (!keyed) {
     err << keyed.error().message() << "\n";
     return 1;

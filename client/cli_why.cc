@@ -56,7 +56,8 @@ int RunWhy(const std::string& a, const std::string& b, const keying::KeySettings
            std::ostream& out, std::ostream& err) {
   keying::KeySettings settings = key_settings;
   settings.record_source_lines = true;
-  PrepareHeapToParse({a, b}, 2);  // Both modules are held at once.
+  settings.keep_canonical_text = true;  // Compared line by line.
+  PrepareHeapToParse({a, b}, 2);        // Both modules are held at once.
   auto ka = keying::KeyFile(a, settings);
   if (!ka) {
     err << ka.error().message() << "\n";

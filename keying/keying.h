@@ -21,9 +21,14 @@ struct KeySettings {
   std::vector<std::pair<std::string, std::string>> options;
   bool allow_elided_constants = false;
   bool record_source_lines = false;  // For diagnostics (`why`).
+  // Keep the canonical text in KeyedModule::canonical (`canon`, `why`). Otherwise it is hashed
+  // as it is printed and never held whole: the same key, without megabytes of text a large
+  // module makes.
+  bool keep_canonical_text = false;
 };
 
 struct KeyedModule {
+  // Its text is empty unless KeySettings::keep_canonical_text.
   hlo::CanonicalModule canonical;
   cache::Key key;
   std::string target;       // As used, defaults resolved.

@@ -3,8 +3,11 @@
 #include "compiler/hlo/canonical_builder.h"
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cctype>
 #include <charconv>
+#include <cstdint>
 #include <optional>
 #include <unordered_map>
 
@@ -68,6 +71,58 @@ struct CompInfo {
   uint64_t hash = 0;
   bool any_control = false;  // Whether any instruction has control predecessors.
 };
+
+// For each bit width (less one) of a 32-bit number: in the high half, the decimal digits d
+// of the least number of that width; in the low half, 2^32 - 10^d when a number of that width
+// can reach 10^d (and so have d + 1 digits), which adding the number carries into the high half.
+constexpr std::array<uint64_t, 32> kDigitSteps = [] {
+  std::array<uint64_t, 32> steps{};
+  for (int width = 0; width < 32; ++width) {
+    const uint64_t least = uint64_t{1} << width;
+    uint64_t digits = 1, power = 10;
+    while (power <= least) {
+      power *= 10;
+      ++digits;
+    }
+    const bool may_reach = power < (least << 1) && power < (uint64_t{1} << 32);
+    steps[width] = (digits << 32) + (may_reach ? (uint64_t{1} << 32) - power : 0);
+  }
+  return steps;
+}();
+
+// The decimal digits of `n` without dividing it down: the canonical text's length is counted
+// over every reference of a module (positions, computation and channel numbers).
+constexpr size_t DecimalDigits(uint64_t n) {
+  if (n > UINT32_MAX) {
+    size_t digits = 1;
+    for (; n >= 10; n /= 10) ++digits;
+    return digits;
+  }
+  const int width = 31 - std::countl_zero(static_cast<uint32_t>(n) | 1);
+  return static_cast<size_t>((n + kDigitSteps[width]) >> 32);
+}
+
+// Checked where it can go wrong: on both sides of every power of ten and of two.
+constexpr bool DecimalDigitsAreExact() {
+  auto slow = [](uint64_t n) {
+    size_t digits = 1;
+    for (; n >= 10; n /= 10) ++digits;
+    return digits;
+  };
+  for (uint64_t p = 1; p <= uint64_t{10'000'000'000'000}; p *= 10) {
+    for (uint64_t n : {p - 1, p, p + 1, 2 * p - 1}) {
+      if (DecimalDigits(n) != slow(n)) return false;
+    }
+  }
+  for (int b = 0; b < 40; ++b) {
+    const uint64_t p = uint64_t{1} << b;
+    for (uint64_t n : {p - 1, p, p + 1}) {
+      if (DecimalDigits(n) != slow(n)) return false;
+    }
+  }
+  return true;
+}
+static_assert(DecimalDigitsAreExact());
 
 // The integer number token `i` prints as, if it prints as one: `01`, `1.` and `1.0` print as
 // `1`. Decisions on a number (a default, a layout, a channel to renumber) are taken on this, not
@@ -201,7 +256,11 @@ class Canonicalizer {
               .message()));
     }
     OrderComputations();
-    Print();
+    if (options_.text_sink != nullptr) {
+      if (Status s = StreamText(*options_.text_sink); !s.ok()) return Error(std::move(s));
+    } else {
+      Print();
+    }
     return std::move(out_);
   }
 
@@ -691,9 +750,9 @@ class Canonicalizer {
   }
 
   // ---- printing ----
-  // The header's line, without its newline (Print ends it).
-  void PrintHeader() {
-    out_.text += "HloModule m";
+  // The header's line, without its newline (the body starts with it), appended to `out`.
+  void PrintHeader(std::string& out) {
+    out += "HloModule m";
     std::vector<const Attribute*> attrs;
     for (const Attribute& a : m_->attributes) {
       if (a.name == "origin_recovery_table" || IsDefaultHeaderValue(*m_, a)) continue;
@@ -702,23 +761,23 @@ class Canonicalizer {
     std::sort(attrs.begin(), attrs.end(),
               [](const Attribute* x, const Attribute* y) { return x->name < y->name; });
     for (const Attribute* a : attrs) {
-      out_.text += ", ";
-      out_.text += a->name;
-      out_.text += '=';
+      out += ", ";
+      out += a->name;
+      out += '=';
       if (a->name == "entry_computation_layout" && m_->entry_computation_layout) {
         const ProgramShape& p = *m_->entry_computation_layout;
-        out_.text += "{(";
+        out += "{(";
         for (size_t k = 0; k < p.parameters.size(); ++k) {
-          if (k) out_.text += ", ";
-          AppendCanonicalShape(p.parameters[k], out_.text);
+          if (k) out += ", ";
+          AppendCanonicalShape(p.parameters[k], out);
         }
-        out_.text += ")->";
-        AppendCanonicalShape(p.result, out_.text);
-        out_.text += '}';
+        out += ")->";
+        AppendCanonicalShape(p.result, out);
+        out += '}';
       } else if (a->name == "frontend_attributes") {
-        AppendSortedMap(*a, out_.text);
+        AppendSortedMap(*a, out);
       } else {
-        AppendValue(a->value.begin, a->value.end, false, out_.text);
+        AppendValue(a->value.begin, a->value.end, false, out);
       }
     }
   }
@@ -831,18 +890,29 @@ class Canonicalizer {
     out_.text.reserve(arena_.size() + 24 * instructions + 8 * references + 32 * comps_.size() +
                       m_->source().size() / 64 + 256);
     AdviseHugePages(out_.text.data(), out_.text.capacity());
-    PrintHeader();
+    PrintHeader(out_.text);
     TextWriter w(out_.text);
+    PrintBody(w, [](TextWriter&) {});
+    w.Finish();
+  }
+
+  // A computation's execution thread as printed: empty for none and for the default one.
+  std::string_view PrintedThread(const Computation& comp) const {
+    if (comp.execution_thread.empty()) return {};
+    std::string_view thread = m_->TokenText(comp.execution_thread.begin);
+    return thread == "\"main\"" ? std::string_view() : thread;
+  }
+
+  // Everything after the header, into `w`; `after_line(w)` after each instruction's line and at
+  // the end.
+  template <typename AfterLine>
+  void PrintBody(TextWriter& w, AfterLine after_line) {
     w.Reserve(1);
     EndLine(w, 0);
     for (int32_t c : print_order_) {
       const Computation& comp = m_->computations[c];
       const CompInfo& ci = comps_[c];
-      std::string_view thread;
-      if (!comp.execution_thread.empty()) {
-        thread = m_->TokenText(comp.execution_thread.begin);
-        if (thread == "\"main\"") thread = {};
-      }
+      const std::string_view thread = PrintedThread(comp);
       // The lines around the body: 21 bytes at most each, and the thread's name.
       w.Reserve(64 + thread.size());
       EndLine(w, 0);
@@ -850,7 +920,10 @@ class Canonicalizer {
       w.PutNumbered('c', comp_id_[c]);
       w.Put(" {");
       EndLine(w, comp.offset + 1);
-      for (int32_t i : ci.order) PrintInstruction(w, comp, ci, i);
+      for (int32_t i : ci.order) {
+        PrintInstruction(w, comp, ci, i);
+        after_line(w);
+      }
       w.Reserve(64 + thread.size());
       w.Put('}');
       if (!thread.empty()) {
@@ -859,7 +932,99 @@ class Canonicalizer {
       }
       EndLine(w, 0);
     }
-    w.Finish();
+    after_line(w);
+  }
+
+  // The text through a buffer of a few tens of kilobytes (which stays in cache) to `sink`,
+  // which is told the length first: a key hashes it before the text. The length is counted
+  // from what printing will write (BodyBytes), and checked against what it wrote.
+  Status StreamText(CanonicalTextSink& sink) {
+    constexpr size_t kChunkBytes = size_t{64} << 10;
+    std::string buffer;
+    buffer.reserve(kChunkBytes + 4096);
+    PrintHeader(buffer);
+    const uint64_t total = buffer.size() + BodyBytes();
+    sink.Begin(total);
+    uint64_t sent = 0;
+    TextWriter w(buffer);
+    PrintBody(w, [&](TextWriter& writer) {
+      if (writer.written() < kChunkBytes) return;
+      sink.Append(writer.Written());
+      sent += writer.written();
+      writer.Rewind();
+    });
+    if (w.written() != 0) sink.Append(w.Written());
+    sent += w.written();
+    if (sent != total) {
+      return Internal(m_->filename() + ": canonical text printed " + std::to_string(sent) +
+                      " bytes where " + std::to_string(total) + " were counted");
+    }
+    return Status::Ok();
+  }
+
+  // The bytes PrintBody writes, counted without writing them. Assigns the channel numbers
+  // (first appearance in printing order) that printing then reads back.
+  uint64_t BodyBytes() {
+    uint64_t bytes = 1;  // The header's newline.
+    for (int32_t c : print_order_) {
+      const Computation& comp = m_->computations[c];
+      const CompInfo& ci = comps_[c];
+      const std::string_view thread = PrintedThread(comp);
+      // `\n[ENTRY ]cN {\n` ... `}[, execution_thread=T]\n`
+      bytes +=
+          1 + (c == m_->entry ? 6 : 0) + 1 + DecimalDigits(static_cast<uint32_t>(comp_id_[c])) + 3;
+      for (int32_t i : ci.order) bytes += LineBytes(comp, ci, i);
+      bytes += 2 + (thread.empty() ? 0 : 19 + thread.size());
+    }
+    return bytes;
+  }
+
+  // The bytes of PrintInstruction's line, newline included.
+  uint64_t LineBytes(const Computation& comp, const CompInfo& ci, int32_t i) {
+    const InstInfo& info = ci.insts[i];
+    // `  [ROOT ]iN = ` and the newline.
+    uint64_t bytes = 2 + (i == comp.root ? 5 : 0) + 1 +
+                     DecimalDigits(static_cast<uint32_t>(ci.position[i])) + 3 + 1;
+    auto references = [&](uint32_t begin, uint32_t end, size_t separator) {
+      uint64_t n = 0;
+      for (uint32_t k = begin; k < end; ++k) {
+        n += (k != begin ? separator : 0) + 1 +
+             DecimalDigits(static_cast<uint32_t>(ci.position[ci.children[k]]));
+      }
+      return n;
+    };
+    uint32_t callee_next = info.callees_begin;
+    for (uint32_t p = info.piece_begin; p < info.piece_end; ++p) {
+      const Piece& piece = pieces_[p];
+      switch (piece.kind) {
+        case PieceKind::kText:
+          bytes += piece.b - piece.a;
+          break;
+        case PieceKind::kOperands:
+          bytes += references(info.children_begin, info.operands_end, 2);
+          break;
+        case PieceKind::kCallees: {
+          const uint32_t count = piece.b >> 1;
+          bytes += (piece.b & 1) != 0 ? 2 : 0;
+          for (uint32_t k = 0; k < count; ++k) {
+            bytes += (k != 0 ? 1 : 0) + 1 +
+                     DecimalDigits(static_cast<uint32_t>(comp_id_[ci.callees[callee_next++]]));
+          }
+          break;
+        }
+        case PieceKind::kControl:
+          // The same predecessors PrintInstruction reads from the instruction, in another order.
+          bytes += 2 + references(info.operands_end, info.children_end, 1);
+          break;
+        case PieceKind::kChannel: {
+          auto [it, inserted] =
+              channel_numbers_.emplace(piece.a, static_cast<int64_t>(channel_numbers_.size() + 1));
+          bytes += DecimalDigits(static_cast<uint64_t>(it->second));
+          break;
+        }
+      }
+    }
+    return bytes;
   }
 
   const Module* m_;

@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -30,12 +31,29 @@
 
 namespace hlocache::hlo {
 
+// Takes the canonical text as it is printed, for a caller that wants only what is computed from
+// it (a key) and not the text held whole (megabytes for a large module). Called on the thread
+// that canonicalizes, once the module is known to canonicalize: Begin once, with the text's
+// exact length, then Append with the text in order, in pieces of a few tens of kilobytes (one
+// line may make a larger one), every byte once. Should Canonicalize return an error after all
+// (an internal one: the text printed was not as long as counted), the caller discards what the
+// sink took.
+class CanonicalTextSink {
+ public:
+  virtual ~CanonicalTextSink() = default;
+  virtual void Begin(uint64_t text_bytes) = 0;
+  virtual void Append(std::string_view piece) = 0;
+};
+
 struct CanonicalOptions {
   // Elided constants (`{...}`) hide values: two modules with different weights would share a key.
   // Canonicalize refuses them unless this is set.
   bool allow_elided_constants = false;
   // Fill CanonicalModule::source_lines (costs a pass over the source; only diagnostics need it).
   bool record_source_lines = false;
+  // When set, the text goes to the sink as it is printed and CanonicalModule::text is left
+  // empty. Not owned; must outlive the call (for a CanonicalBuilder, until Finish).
+  CanonicalTextSink* text_sink = nullptr;
 };
 
 struct CanonicalModule {

@@ -29,10 +29,16 @@ class TextWriter {
   TextWriter& operator=(const TextWriter&) = delete;
   ~TextWriter() { Finish(); }
 
-  // Makes room for `bytes` more. Grows by doubling, without zeroing what is to be written.
+  // Makes room for `bytes` more, without zeroing what is to be written: the string's capacity
+  // while it is enough, else twice that (or what is needed). Grown from the capacity, not the
+  // size: a string that many writers open in turn (the canonicalizer's arena) is as large as
+  // what was written each time one opens, and doubling that moved it to a block twice its
+  // capacity once half of it was filled.
   void Reserve(size_t bytes) {
     if (out_.size() - end_ >= bytes) return;
-    const size_t want = std::max({out_.capacity(), out_.size() * 2, end_ + bytes});
+    const size_t need = end_ + bytes;
+    const size_t want =
+        need <= out_.capacity() ? out_.capacity() : std::max(need, out_.capacity() * 2);
     out_.resize_and_overwrite(want, [](char*, size_t n) { return n; });
   }
 
@@ -65,6 +71,12 @@ class TextWriter {
 
   // Cuts the string to what was written; the writer may go on after a Reserve.
   void Finish() { out_.resize(end_); }
+
+  // For a text streamed through a small buffer: the string's bytes written so far (all of them,
+  // what it held before the writer opened included), after which it writes from its start again.
+  size_t written() const { return end_; }
+  std::string_view Written() const { return std::string_view(out_.data(), end_); }
+  void Rewind() { end_ = 0; }
 
  private:
   // memcpy, in line for the short pieces that are nearly all of them: two overlapping loads

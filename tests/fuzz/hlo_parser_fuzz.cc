@@ -1,9 +1,10 @@
 // libFuzzer target: any bytes through the parser and, when they parse, the canonicalizer and a
-// second round trip of the canonical text. Crashes, hangs, sanitizer reports and a canonical text
-// that does not reparse to itself are all findings. One input in four also goes through the
-// two-thread paths keys are computed with, which must give what one thread gives: the lexer in
-// two halves (the same tokens, groups and error) and ParseAndCanonicalize (the same text or
-// error). One in four, since the threads started per input slow the run.
+// second round trip of the canonical text. Crashes, hangs, sanitizer reports, a canonical text
+// that does not reparse to itself, and a text streamed to a sink (as keys are made) that is not
+// the text held whole or not as long as the sink was told are all findings. One input in four also
+// goes through the two-thread paths keys are computed with, which must give what one thread gives:
+// the lexer in two halves (the same tokens, groups and error) and ParseAndCanonicalize (the same
+// text or error). One in four, since the threads started per input slow the run.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -28,6 +29,24 @@ void CheckTwoThreads(const uint8_t* data, size_t size, const std::string& expect
                                      /*two_thread_bytes=*/0);
   const std::string got = parsed ? parsed->canonical.text : parsed.error().message();
   if (got != expected) std::abort();
+}
+
+// What a sink is given (and told first, the length) is the text Canonicalize holds whole.
+void CheckStreamed(const Module& module, const std::string& expected) {
+  struct Sink final : CanonicalTextSink {
+    void Begin(uint64_t bytes) override {
+      ++begins;
+      told = bytes;
+    }
+    void Append(std::string_view piece) override { text.append(piece); }
+    int begins = 0;
+    uint64_t told = 0;
+    std::string text;
+  } sink;
+  auto streamed = Canonicalize(module, {.allow_elided_constants = true, .text_sink = &sink});
+  if (!streamed || sink.begins != 1 || sink.told != expected.size() || sink.text != expected) {
+    std::abort();
+  }
 }
 
 // The lexer in two halves gives the tokens, groups and error of one lexer.
@@ -73,6 +92,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     CheckTwoThreads(data, size, canonical ? canonical->text : canonical.error().message());
   }
   if (!canonical) return 0;
+  CheckStreamed(*module, canonical->text);
   auto again = ParseModule(canonical->text, "canonical.hlo");
   if (!again) std::abort();  // The canonical text must be valid HLO.
   auto twice = Canonicalize(*again, {.allow_elided_constants = true});

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+#include <string_view>
 
 #include "compiler/hlo/parser.h"
 #include "tests/unit/status_matchers.h"
@@ -317,6 +319,96 @@ TEST(CanonicalTest, SourceLinesMapBack) {
     ++line;
   }
   EXPECT_EQ(c->source_lines.at(line), 14u);
+}
+
+// Collects what a CanonicalTextSink is given.
+class CollectingSink final : public CanonicalTextSink {
+ public:
+  void Begin(uint64_t text_bytes) override {
+    ++begins;
+    told = text_bytes;
+  }
+  void Append(std::string_view piece) override {
+    if (begins == 0) appended_before_begin = true;
+    largest_piece = std::max(largest_piece, piece.size());
+    text.append(piece);
+  }
+  int begins = 0;
+  uint64_t told = 0;
+  bool appended_before_begin = false;
+  size_t largest_piece = 0;
+  std::string text;
+};
+
+// A module whose canonical lines hold every kind of reference with numbers of one to four
+// digits: hundreds of instructions, a dozen channels, callees bare and braced, control
+// predecessors, an execution thread, header attributes.
+std::string ModuleWithEveryReference() {
+  std::string text =
+      "HloModule m, entry_computation_layout={(f32[])->f32[]}, "
+      "frontend_attributes={b=\"2\",a=\"1\"}\n\n"
+      "add {\n x = f32[] parameter(0)\n y = f32[] parameter(1)\n ROOT s = f32[] add(x, y)\n}\n\n"
+      "neg {\n x = f32[] parameter(0)\n ROOT n = f32[] negate(x)\n}\n\n"
+      "other {\n x = f32[] parameter(0)\n ROOT n = f32[] exponential(x)\n}, "
+      "execution_thread=\"side\"\n\n"
+      "ENTRY e {\n p = f32[] parameter(0)\n t = token[] after-all()\n";
+  std::string last = "p";
+  for (int k = 0; k < 4000; ++k) {
+    const std::string name = "v" + std::to_string(k);
+    text += " " + name + " = f32[] add(" + last + ", p)";
+    if (k % 97 == 5) text += ", control-predecessors={t}";
+    text += "\n";
+    last = name;
+  }
+  for (int k = 0; k < 12; ++k) {
+    const std::string c = std::to_string(100 + 7 * k);
+    text += " s" + std::to_string(k) + " = (f32[], u32[], token[]) send(" + last +
+            ", t), channel_id=" + c + "\n d" + std::to_string(k) + " = token[] send-done(s" +
+            std::to_string(k) + "), channel_id=" + c + "\n";
+  }
+  text +=
+      " i = s32[] constant(1)\n"
+      " c = f32[] conditional(i, " +
+      last + ", " + last +
+      "), branch_computations={neg, other}\n"
+      " r = f32[] reduce(c, p), dimensions={}, to_apply=add\n"
+      " ROOT out = f32[] add(r, c), control-predecessors={d11, d3}\n}\n";
+  return text;
+}
+
+TEST(CanonicalTest, ASinkIsToldTheTextsLengthThenGivenTheTextInBoundedPieces) {
+  auto m = ParseModule(ModuleWithEveryReference(), "t.hlo");
+  ASSERT_THAT(m, IsOk());
+  for (bool lines : {false, true}) {
+    auto whole = Canonicalize(*m, {.record_source_lines = lines});
+    ASSERT_THAT(whole, IsOk());
+    ASSERT_THAT(whole->text, HasSubstr("i4000 = "));
+    ASSERT_THAT(whole->text, HasSubstr("channel_id=12"));
+    ASSERT_THAT(whole->text, HasSubstr("branch_computations={c"));
+    ASSERT_THAT(whole->text, HasSubstr("execution_thread=\"side\""));
+    CollectingSink sink;
+    auto streamed = Canonicalize(*m, {.record_source_lines = lines, .text_sink = &sink});
+    ASSERT_THAT(streamed, IsOk());
+    EXPECT_EQ(streamed->text, "");  // Not held.
+    EXPECT_EQ(sink.begins, 1);
+    EXPECT_FALSE(sink.appended_before_begin);
+    EXPECT_EQ(sink.told, whole->text.size());
+    EXPECT_EQ(sink.text, whole->text);
+    EXPECT_EQ(streamed->source_lines, whole->source_lines);
+    // The module's text is larger than one piece, so that the pieces were bounded.
+    ASSERT_GT(whole->text.size(), size_t{100} << 10);
+    EXPECT_LT(sink.largest_piece, size_t{80} << 10);
+  }
+}
+
+TEST(CanonicalTest, ASinkIsToldNothingWhenTheModuleIsRefused) {
+  auto m = ParseModule("ENTRY e {\n ROOT c = f32[1000] constant({...})\n}\n", "w.hlo");
+  ASSERT_THAT(m, IsOk());
+  CollectingSink sink;
+  EXPECT_THAT(Canonicalize(*m, {.text_sink = &sink}),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("elided")));
+  EXPECT_EQ(sink.begins, 0);
+  EXPECT_EQ(sink.text, "");
 }
 
 }  // namespace

@@ -46,6 +46,7 @@ keying::KeySettings Settings() {
   keying::KeySettings settings;
   settings.target = "cpu-x86-64-v3";  // Fixed, so that no host detection enters the test.
   settings.allow_elided_constants = true;
+  settings.keep_canonical_text = true;  // Compared with the original's.
   return settings;
 }
 

@@ -106,6 +106,36 @@ TEST(CorpusTest, CanonicalTextsAndKeysAreTheRecordedOnes) {
   EXPECT_GE(compared, 400u) << "too few recorded modules found in the corpus";
 }
 
+// A key hashed from the canonical text as it is printed (the default) is the key of the text
+// held whole, through both paths a key is computed on: one thread, and (for the modules large
+// enough to be given a second thread) the parser followed by the builder on a second.
+TEST(CorpusTest, StreamedKeysAreTheKeysOfTheHeldText) {
+  std::vector<std::string> files = test_support::CorpusFiles({"hlo", "torch_xla"});
+  ASSERT_GE(files.size(), 400u) << "corpus not found at " << HLOCACHE_CORPUS_DIR;
+  keying::KeySettings streamed;
+  streamed.target = "cpu-x86-64-v3";
+  streamed.allow_elided_constants = true;
+  keying::KeySettings held = streamed;
+  held.keep_canonical_text = true;
+  for (const std::string& f : files) {
+    auto text = hlo::ReadModuleFile(f);
+    ASSERT_THAT(text, IsOk()) << f;
+    auto module = hlo::ParseModule(*text, f);
+    ASSERT_THAT(module, IsOk()) << f;
+    auto whole = keying::KeyModule(*module, held);
+    ASSERT_THAT(whole, IsOk()) << f;
+    ASSERT_FALSE(whole->canonical.text.empty()) << f;
+    auto one_thread = keying::KeyModule(*module, streamed);
+    ASSERT_THAT(one_thread, IsOk()) << f;
+    EXPECT_EQ(one_thread->canonical.text, "") << f;
+    EXPECT_EQ(one_thread->key.text, whole->key.text) << f;
+    EXPECT_EQ(one_thread->key.graph, whole->key.graph) << f;
+    auto pipelined = keying::ParseAndKey(std::move(*text), f, streamed);
+    ASSERT_THAT(pipelined, IsOk()) << f;
+    EXPECT_EQ(pipelined->keyed.key.text, whole->key.text) << f;
+  }
+}
+
 TEST(CorpusTest, InvalidModulesAreRejectedWithALocation) {
   std::vector<std::string> files = test_support::CorpusFiles({"invalid"});
   ASSERT_FALSE(files.empty());

@@ -49,6 +49,53 @@ TEST(TextWriterTest, GrowingKeepsWhatWasWrittenAndFinishCutsToIt) {
   EXPECT_EQ(written, expected + "end");
 }
 
+TEST(TextWriterTest, AStringManyWritersOpenInTurnMovesOnlyWhenFull) {
+  std::string arena;
+  arena.reserve(4096);
+  const char* const block = arena.data();
+  const size_t capacity = arena.capacity();
+  std::string expected;
+  // Writers opened and closed in turn, as the canonicalizer's are on its arena, fill it to the
+  // last byte of its capacity without moving it.
+  while (arena.size() + 8 <= capacity) {
+    TextWriter w(arena);
+    w.Reserve(8);
+    w.Put("abcdefgh");
+    expected += "abcdefgh";
+  }
+  EXPECT_EQ(arena.data(), block);
+  EXPECT_EQ(arena.capacity(), capacity);
+  // Past it, the string grows to at least twice its capacity at once.
+  {
+    TextWriter w(arena);
+    w.Reserve(16);
+    w.Put("0123456789abcdef");
+    expected += "0123456789abcdef";
+  }
+  EXPECT_GE(arena.capacity(), 2 * capacity);
+  EXPECT_EQ(arena, expected);
+}
+
+TEST(TextWriterTest, ATextStreamedThroughASmallBufferArrivesWholeAndInOrder) {
+  std::string buffer = "head:";
+  std::string streamed;
+  std::string expected = "head:";
+  TextWriter w(buffer);
+  for (int32_t i = 0; i < 3000; ++i) {
+    w.Reserve(16);
+    w.PutNumbered('i', i);
+    w.Put(", ");
+    expected += "i" + std::to_string(i) + ", ";
+    if (w.written() >= 256) {
+      streamed += w.Written();
+      w.Rewind();
+    }
+  }
+  streamed += w.Written();
+  EXPECT_EQ(streamed, expected);
+  EXPECT_LT(buffer.capacity(), size_t{1024});  // It stayed small.
+}
+
 TEST(TextWriterTest, NumbersAtTheirWidestFitTheBytesTheContractNames) {
   std::string written;
   TextWriter w(written);
@@ -59,7 +106,10 @@ TEST(TextWriterTest, NumbersAtTheirWidestFitTheBytesTheContractNames) {
   w.Reserve(1);
   w.PutDecimal(0);
   w.Finish();
-  EXPECT_EQ(written, "c2147483647" "9223372036854775807" "0");
+  EXPECT_EQ(written,
+            "c2147483647"
+            "9223372036854775807"
+            "0");
 }
 
 }  // namespace
