@@ -69,7 +69,11 @@ struct CompInfo {
   std::vector<int32_t> order;     // Instruction indices in canonical order.
   std::vector<int32_t> position;  // Instruction index -> canonical position.
   uint64_t hash = 0;
-  bool any_control = false;  // Whether any instruction has control predecessors.
+  bool any_control = false;            // Whether any instruction has control predecessors.
+  std::vector<int32_t> channel_insts;  // Instructions with a renumbered channel id, ascending.
+  // When the text is streamed: the bytes of its instructions' lines but for the numbers of
+  // callees and channels, which are known only once the module is whole (see BodyBytes).
+  uint64_t line_bytes = 0;
 };
 
 // For each bit width (less one) of a 32-bit number: in the high half, the decimal digits d
@@ -238,6 +242,11 @@ class Canonicalizer {
     for (int32_t i : ci.order) AppendHash(ci.insts[i].hash);
     if (!execution_thread.empty()) sig_ += m_->TokenText(execution_thread.begin);
     ci.hash = XXH3_64bits(sig_.data(), sig_.size());
+    // Counted here, where the builder follows the parser on a thread of its own, rather than
+    // after the parse, when everything left waits for it.
+    if (options_.text_sink != nullptr) {
+      for (size_t i = 0; i < n; ++i) ci.line_bytes += LineBytes(ci, static_cast<int32_t>(i), root);
+    }
   }
 
   // Orders the computations and prints the module. `module` is the one the steps were taken
@@ -593,6 +602,10 @@ class Canonicalizer {
             a.value.end == a.value.begin + 1 ? PrintedInteger(*m_, a.value.begin) : std::nullopt;
         if (channel) {
           pieces_.push_back({PieceKind::kChannel, ChannelSlot(*channel)});
+          const auto index = static_cast<int32_t>(&info - ci.insts.data());
+          if (ci.channel_insts.empty() || ci.channel_insts.back() != index) {
+            ci.channel_insts.push_back(index);
+          }
         } else {
           begin = out.size();
           AppendValue(a.value.begin, a.value.end, false, out);
@@ -962,8 +975,10 @@ class Canonicalizer {
     return Status::Ok();
   }
 
-  // The bytes PrintBody writes, counted without writing them. Assigns the channel numbers
-  // (first appearance in printing order) that printing then reads back.
+  // The bytes PrintBody writes, counted without writing them: each computation's lines as
+  // FinishComputation counted them, with the numbers of their callees and channels, and the
+  // lines around them. Assigns the channel numbers (first appearance in printing order) that
+  // printing then reads back.
   uint64_t BodyBytes() {
     uint64_t bytes = 1;  // The header's newline.
     for (int32_t c : print_order_) {
@@ -971,29 +986,51 @@ class Canonicalizer {
       const CompInfo& ci = comps_[c];
       const std::string_view thread = PrintedThread(comp);
       // `\n[ENTRY ]cN {\n` ... `}[, execution_thread=T]\n`
-      bytes +=
-          1 + (c == m_->entry ? 6 : 0) + 1 + DecimalDigits(static_cast<uint32_t>(comp_id_[c])) + 3;
-      for (int32_t i : ci.order) bytes += LineBytes(comp, ci, i);
-      bytes += 2 + (thread.empty() ? 0 : 19 + thread.size());
+      bytes += 1 + (c == m_->entry ? 6 : 0) + 1 +
+               DecimalDigits(static_cast<uint32_t>(comp_id_[c])) + 3 + 2 +
+               (thread.empty() ? 0 : 19 + thread.size());
+      bytes += ci.line_bytes;
+      for (int32_t callee : ci.callees)
+        bytes += DecimalDigits(static_cast<uint32_t>(comp_id_[callee]));
+      if (!ci.channel_insts.empty()) bytes += ChannelBytes(ci);
     }
     return bytes;
   }
 
-  // The bytes of PrintInstruction's line, newline included.
-  uint64_t LineBytes(const Computation& comp, const CompInfo& ci, int32_t i) {
+  // The digits of the channel numbers of `ci`'s lines, in printing order.
+  uint64_t ChannelBytes(const CompInfo& ci) {
+    std::vector<int32_t> printed = ci.channel_insts;
+    std::sort(printed.begin(), printed.end(),
+              [&](int32_t x, int32_t y) { return ci.position[x] < ci.position[y]; });
+    uint64_t bytes = 0;
+    for (int32_t i : printed) {
+      const InstInfo& info = ci.insts[i];
+      for (uint32_t p = info.piece_begin; p < info.piece_end; ++p) {
+        const Piece& piece = pieces_[p];
+        if (piece.kind != PieceKind::kChannel) continue;
+        auto [it, inserted] =
+            channel_numbers_.emplace(piece.a, static_cast<int64_t>(channel_numbers_.size() + 1));
+        bytes += DecimalDigits(static_cast<uint64_t>(it->second));
+      }
+    }
+    return bytes;
+  }
+
+  // The bytes of PrintInstruction's line for instruction `i`, newline included, but for the
+  // digits of its callees' and channels' numbers.
+  uint64_t LineBytes(const CompInfo& ci, int32_t i, int32_t root) const {
     const InstInfo& info = ci.insts[i];
     // `  [ROOT ]iN = ` and the newline.
-    uint64_t bytes = 2 + (i == comp.root ? 5 : 0) + 1 +
-                     DecimalDigits(static_cast<uint32_t>(ci.position[i])) + 3 + 1;
+    uint64_t bytes =
+        2 + (i == root ? 5 : 0) + 1 + DecimalDigits(static_cast<uint32_t>(ci.position[i])) + 3 + 1;
+    // `iN` each, `separator` between them.
     auto references = [&](uint32_t begin, uint32_t end, size_t separator) {
-      uint64_t n = 0;
+      uint64_t n = begin == end ? 0 : separator * (end - begin - 1);
       for (uint32_t k = begin; k < end; ++k) {
-        n += (k != begin ? separator : 0) + 1 +
-             DecimalDigits(static_cast<uint32_t>(ci.position[ci.children[k]]));
+        n += 1 + DecimalDigits(static_cast<uint32_t>(ci.position[ci.children[k]]));
       }
       return n;
     };
-    uint32_t callee_next = info.callees_begin;
     for (uint32_t p = info.piece_begin; p < info.piece_end; ++p) {
       const Piece& piece = pieces_[p];
       switch (piece.kind) {
@@ -1004,24 +1041,17 @@ class Canonicalizer {
           bytes += references(info.children_begin, info.operands_end, 2);
           break;
         case PieceKind::kCallees: {
+          // `cN` each, comma-separated, braced or not; the digits are BodyBytes'.
           const uint32_t count = piece.b >> 1;
-          bytes += (piece.b & 1) != 0 ? 2 : 0;
-          for (uint32_t k = 0; k < count; ++k) {
-            bytes += (k != 0 ? 1 : 0) + 1 +
-                     DecimalDigits(static_cast<uint32_t>(comp_id_[ci.callees[callee_next++]]));
-          }
+          bytes += ((piece.b & 1) != 0 ? 2 : 0) + (count == 0 ? 0 : 2 * count - 1);
           break;
         }
         case PieceKind::kControl:
           // The same predecessors PrintInstruction reads from the instruction, in another order.
           bytes += 2 + references(info.operands_end, info.children_end, 1);
           break;
-        case PieceKind::kChannel: {
-          auto [it, inserted] =
-              channel_numbers_.emplace(piece.a, static_cast<int64_t>(channel_numbers_.size() + 1));
-          bytes += DecimalDigits(static_cast<uint64_t>(it->second));
-          break;
-        }
+        case PieceKind::kChannel:
+          break;  // Only digits, BodyBytes'.
       }
     }
     return bytes;
