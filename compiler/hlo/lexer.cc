@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <optional>
+#include <span>
 #include <thread>
 
 #if defined(__SSE2__)
@@ -80,8 +81,24 @@ constexpr std::array<int8_t, 256> kDepthChanges = MakeDepthChanges();
 
 class Lexer {
  public:
-  Lexer(std::string_view src, std::string_view filename, std::vector<TopLevelGroup>* groups)
-      : src_(src), filename_(filename), groups_(groups) {}
+  // `depth`: the bracket depth where lexing starts (nonzero for a lexer that starts inside the
+  // source, on what it was told the depth there is).
+  Lexer(std::string_view src, std::string_view filename, std::vector<TopLevelGroup>* groups,
+        int64_t depth = 0)
+      : src_(src), filename_(filename), groups_(groups), depth_(depth) {}
+
+  // A `name =` at depth 1 among the first two tokens this lexer made, which it cannot tell is a
+  // definition: whether the tokens before it are a name after no comma is the previous lexer's
+  // to know. `groups_before`: the groups this lexer had opened by then.
+  struct Undecided {
+    uint32_t equal = 0;  // Index of the `=` in this lexer's tokens (0 or 1).
+    uint32_t groups_before = 0;
+  };
+  int64_t depth() const { return depth_; }
+  // Definitions counted before this lexer opened a group: those of the group open where it
+  // started (a lexer from the source's start drops them, as no group is open there).
+  uint32_t lead_definitions() const { return lead_definitions_; }
+  std::span<const Undecided> undecided() const { return {undecided_.data(), undecided_count_}; }
 
   // The tokens of src_ from byte `begin` on, ending with kEnd; room reserved for the tokens of
   // `reserve_bytes` of source.
@@ -204,9 +221,16 @@ class Lexer {
       depth_ += change;
       return;
     }
-    if (ch == '=' && depth_ == 1 && !groups_->empty() && k >= 2 &&
-        out[k - 1].kind == TokenKind::kIdent && out[k - 2].kind != TokenKind::kComma) {
-      ++groups_->back().definitions;
+    if (ch == '=' && depth_ == 1) {
+      if (k < 2) {
+        // Each token is noted once, so there are at most two.
+        if (undecided_count_ < undecided_.size()) {
+          undecided_[undecided_count_++] = {static_cast<uint32_t>(k),
+                                            static_cast<uint32_t>(groups_->size())};
+        }
+      } else if (out[k - 1].kind == TokenKind::kIdent && out[k - 2].kind != TokenKind::kComma) {
+        ++(groups_->empty() ? lead_definitions_ : groups_->back().definitions);
+      }
     }
   }
 
@@ -361,6 +385,9 @@ class Lexer {
   std::string_view filename_;
   std::vector<TopLevelGroup>* groups_;  // May be null: nothing counted.
   int64_t depth_ = 0;                   // Bracket depth, for groups_.
+  uint32_t lead_definitions_ = 0;
+  std::array<Undecided, 2> undecided_{};  // Only tokens 0 and 1 can be undecided.
+  uint32_t undecided_count_ = 0;
 };
 
 }  // namespace
@@ -397,34 +424,87 @@ Status ErrorAt(std::string_view filename, std::string_view source, uint32_t offs
 
 namespace {
 
+// The bracket depth at the start of the line at `line_start`, as HLO text is laid out: the
+// first line from there that holds more than spaces or a `//` comment, when it is indented or
+// closes a brace, is inside a computation's body (depth 1); any other line starts at depth 0 (a
+// computation's header, the module's). A guess, checked once the text before the line is
+// lexed; a few lines are looked at, not the rest of the text.
+int64_t LikelyDepthAt(std::string_view source, size_t line_start) {
+  size_t at = line_start;
+  for (int line = 0; line < 16 && at < source.size(); ++line) {
+    const size_t content = source.find_first_not_of(" \t\r", at);
+    if (content == std::string_view::npos) return 0;
+    const char first = source[content];
+    if (first != '\n' && source.substr(content, 2) != "//") {
+      return (content > at || first == '}') ? 1 : 0;
+    }
+    const size_t end = source.find('\n', content);
+    if (end == std::string_view::npos) return 0;
+    at = end + 1;
+  }
+  return 0;
+}
+
+// The second half's groups, counted by its own lexer from the depth it was told, added to
+// `groups` (the first half's, whose lexer ended where the second began, at that depth).
+// `tokens`: both halves, the second from index `from`.
+void AddSecondHalfsGroups(const std::vector<Token>& tokens, size_t from, const Lexer& second,
+                          std::vector<TopLevelGroup> second_groups,
+                          std::vector<TopLevelGroup>& groups) {
+  uint32_t lead = second.lead_definitions();
+  for (const Lexer::Undecided& u : second.undecided()) {
+    const size_t k = from + u.equal;
+    if (k < 2 || tokens[k - 1].kind != TokenKind::kIdent ||
+        tokens[k - 2].kind == TokenKind::kComma) {
+      continue;
+    }
+    ++(u.groups_before == 0 ? lead : second_groups[u.groups_before - 1].definitions);
+  }
+  if (!groups.empty()) groups.back().definitions += lead;
+  for (TopLevelGroup g : second_groups) {
+    g.open += static_cast<uint32_t>(from);
+    groups.push_back(g);
+  }
+}
+
 // Lexes a large source in two halves at once: the second, from the first line start past the
 // middle, on a thread of its own. When the first half lexes to its end without an error, no
 // token, string or comment crosses the line start between them, so the second half's tokens
-// are those one lexer would have made there; the groups the second half opens are counted
-// after, from its tokens. Otherwise (a string or comment crosses it, or an error is in the
-// first half) the whole source is lexed again on one thread, which finds what one lexer finds.
+// are those one lexer would have made there. The second half's lexer counts its groups from
+// the depth the line's layout suggests (LikelyDepthAt); where the first half ends at another
+// depth, they are counted again after, from its tokens. Otherwise (a string or comment crosses
+// the line start, or an error is in the first half) the whole source is lexed again on one
+// thread, which finds what one lexer finds.
 std::optional<Result<std::vector<Token>>> LexInTwo(std::string_view source,
                                                    std::string_view filename,
                                                    std::vector<TopLevelGroup>* groups) {
   const size_t newline = source.find('\n', source.size() / 2);
   if (newline == std::string_view::npos || newline + 1 >= source.size()) return std::nullopt;
   const size_t split = newline + 1;
+  const int64_t split_depth = LikelyDepthAt(source, split);
+  std::vector<TopLevelGroup> second_groups;
+  Lexer second_lexer(source, filename, groups != nullptr ? &second_groups : nullptr, split_depth);
   Result<std::vector<Token>> second = Error(InvalidArgument(""));
-  HelperThread second_lexer;
-  if (!second_lexer.Try(
-          [&] { second = Lexer(source, filename, nullptr).Run(split, /*reserve_bytes=*/0); })) {
+  HelperThread second_thread;
+  if (!second_thread.Try([&] { second = second_lexer.Run(split, /*reserve_bytes=*/0); })) {
     return std::nullopt;  // No thread to be had: one lexer, on this one.
   }
   Lexer first_lexer(source.substr(0, split), filename, groups);
   Result<std::vector<Token>> first = first_lexer.Run(0, /*reserve_bytes=*/source.size());
-  second_lexer.Join();
+  second_thread.Join();
   if (!first) return std::nullopt;
   if (!second) return second;
   std::vector<Token>& tokens = *first;
   tokens.pop_back();  // The first half's kEnd.
   const size_t from = tokens.size();
   tokens.insert(tokens.end(), second->begin(), second->end());
-  if (groups != nullptr) first_lexer.NoteGroupsOf(tokens, from);
+  if (groups != nullptr) {
+    if (first_lexer.depth() == split_depth) {
+      AddSecondHalfsGroups(tokens, from, second_lexer, std::move(second_groups), *groups);
+    } else {
+      first_lexer.NoteGroupsOf(tokens, from);
+    }
+  }
   return first;
 }
 

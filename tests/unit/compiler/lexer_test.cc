@@ -254,5 +254,65 @@ TEST(LexerTest, TwoThreadsLexAsOneWhenSomethingCrossesTheMiddle) {
   ExpectTwoThreadsLexAsOne("`\n" + std::string(100, ' ') + "\n`\n", "two bad bytes");
 }
 
+// `head`, then `line`, then `tail`, with a long comment line before `line` that holds the
+// text's middle: the halves split exactly where `line` starts. The comment is indented (a
+// comment at depth 0 or 1 alike).
+std::string SplitBefore(const std::string& head, const std::string& line, const std::string& tail) {
+  const size_t rest = line.size() + tail.size();
+  const size_t comment = head.size() + 8 > rest ? 64 : rest - head.size() + 64;
+  return head + "  // " + std::string(comment, 'x') + "\n" + line + tail;
+}
+
+// A body of `n` instructions named `prefix`N, each a constant.
+std::string Constants(const std::string& prefix, int n) {
+  std::string text;
+  for (int i = 0; i < n; ++i) text += "  %" + prefix + std::to_string(i) + " = f32[] constant(1)\n";
+  return text;
+}
+
+TEST(LexerTest, TwoThreadsCountGroupsAsOneWhateverLineTheHalvesMeetAt) {
+  const std::string module = "HloModule m\n\n";
+  const std::string callee = "%add (x: f32[], y: f32[]) -> f32[] {\n" + Constants("a", 50) +
+                             "  ROOT %s = f32[] add(%x, %y)\n}\n\n";
+  const std::string entry = "ENTRY %e () -> f32[] {\n";
+  const std::string end = "  ROOT %r = f32[] add(%c0, %c1)\n}\n";
+  const std::string body = Constants("c", 60);
+  struct Case {
+    std::string what, text;
+  };
+  const std::vector<Case> cases = {
+      // Inside a body: the line's `=` is the second half's second token, whose name-after-no-
+      // comma test reaches back into the first half.
+      {"an instruction",
+       SplitBefore(module + entry + body, "  %m = f32[] constant(2)\n", body + end)},
+      {"ROOT", SplitBefore(module + entry + body, "  ROOT %m = f32[] constant(2)\n", "}\n")},
+      {"an attribute continued after a comma",
+       SplitBefore(module + entry + body + "  %t = f32[] constant(1),\n",
+                   "  sharding={replicated}\n", body + end)},
+      {"a name continued before its `=`",
+       SplitBefore(module + entry + body + "  %t\n", "  = f32[] constant(1)\n", body + end)},
+      {"blank lines, then an instruction",
+       SplitBefore(module + entry + body, "\n\n  %m = f32[] constant(2)\n", body + end)},
+      {"a comment at column 0 in a body",
+       SplitBefore(module + entry + body, "// note\n  %m = f32[] constant(2)\n", body + end)},
+      {"a computation's closing brace",
+       SplitBefore(module + callee.substr(0, callee.size() - 4), "}\n\n", entry + body + end)},
+      {"a computation's header", SplitBefore(module + callee, entry, body + end)},
+      {"a brace opening a body on a line of its own",
+       SplitBefore(module + callee + "ENTRY %e () -> f32[]\n", "{\n", body + end)},
+      {"a value continued at depth 2",
+       SplitBefore(module + entry + body + "  %t = f32[] constant(1), frontend_attributes={\n",
+                   "    a=\"1\"}\n", body + end)},
+      {"blank lines to the end",
+       SplitBefore(module + entry + body + end, std::string(40, '\n'), "")},
+  };
+  for (const Case& c : cases) {
+    const Lexed one = LexWith(c.text, SIZE_MAX);
+    ASSERT_EQ(one.error, "") << c.what;
+    ASSERT_GE(one.groups.size(), 1u) << c.what;
+    ExpectTwoThreadsLexAsOne(c.text, c.what);
+  }
+}
+
 }  // namespace
 }  // namespace hlocache::hlo
