@@ -880,8 +880,14 @@ class Canonicalizer {
           break;
         }
         case PieceKind::kChannel: {
-          auto [it, inserted] =
-              channel_numbers_.emplace(piece.a, static_cast<int64_t>(channel_numbers_.size() + 1));
+          // Looked up first: when the text is streamed, BodyBytes has numbered every channel,
+          // and an emplace makes (and frees) a node even for a key the map holds.
+          auto it = channel_numbers_.find(piece.a);
+          if (it == channel_numbers_.end()) {
+            it =
+                channel_numbers_.emplace(piece.a, static_cast<int64_t>(channel_numbers_.size() + 1))
+                    .first;
+          }
           w.PutDecimal(it->second);
           break;
         }

@@ -245,6 +245,9 @@ void Parser::AddInstruction(Computation& comp, Instruction&& inst) {
 }
 
 bool Parser::CollectParameters(Computation& comp) {
+  // Numbered 0 to count - 1 when the computation is well formed: one block, sized once, where
+  // growing it a parameter at a time took a few blocks for each of thousands of computations.
+  comp.parameters.assign(parameters_.size(), -1);
   for (const int32_t i : parameters_) {
     const Instruction& inst = comp.instructions[i];
     const int64_t n = inst.parameter_number;
