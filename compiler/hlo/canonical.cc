@@ -880,15 +880,7 @@ class Canonicalizer {
           break;
         }
         case PieceKind::kChannel: {
-          // Looked up first: when the text is streamed, BodyBytes has numbered every channel,
-          // and an emplace makes (and frees) a node even for a key the map holds.
-          auto it = channel_numbers_.find(piece.a);
-          if (it == channel_numbers_.end()) {
-            it =
-                channel_numbers_.emplace(piece.a, static_cast<int64_t>(channel_numbers_.size() + 1))
-                    .first;
-          }
-          w.PutDecimal(it->second);
+          w.PutDecimal(ChannelNumber(piece.a));
           break;
         }
       }
@@ -1003,6 +995,18 @@ class Canonicalizer {
     return bytes;
   }
 
+  // The number channel slot `slot` prints as: the next one at its first appearance in printing
+  // order (the count numbers them all when the text is streamed, and printing finds them).
+  // Looked up before it is added: an emplace makes (and frees) a node even for a slot the map
+  // holds.
+  int64_t ChannelNumber(uint32_t slot) {
+    auto it = channel_numbers_.find(slot);
+    if (it == channel_numbers_.end()) {
+      it = channel_numbers_.emplace(slot, static_cast<int64_t>(channel_numbers_.size() + 1)).first;
+    }
+    return it->second;
+  }
+
   // The digits of the channel numbers of `ci`'s lines, in printing order.
   uint64_t ChannelBytes(const CompInfo& ci) {
     std::vector<int32_t> printed = ci.channel_insts;
@@ -1014,9 +1018,7 @@ class Canonicalizer {
       for (uint32_t p = info.piece_begin; p < info.piece_end; ++p) {
         const Piece& piece = pieces_[p];
         if (piece.kind != PieceKind::kChannel) continue;
-        auto [it, inserted] =
-            channel_numbers_.emplace(piece.a, static_cast<int64_t>(channel_numbers_.size() + 1));
-        bytes += DecimalDigits(static_cast<uint64_t>(it->second));
+        bytes += DecimalDigits(static_cast<uint64_t>(ChannelNumber(piece.a)));
       }
     }
     return bytes;

@@ -100,6 +100,12 @@ class Lexer {
   uint32_t lead_definitions() const { return lead_definitions_; }
   std::span<const Undecided> undecided() const { return {undecided_.data(), undecided_count_}; }
 
+  // Whether the `=` at tokens[k] (k >= 2), at depth 1, completes a `name =` definition: a name
+  // before it, not after a comma (that is an attribute).
+  static bool CompletesDefinition(const std::vector<Token>& tokens, size_t k) {
+    return tokens[k - 1].kind == TokenKind::kIdent && tokens[k - 2].kind != TokenKind::kComma;
+  }
+
   // The tokens of src_ from byte `begin` on, ending with kEnd; room reserved for the tokens of
   // `reserve_bytes` of source.
   Result<std::vector<Token>> Run(size_t begin = 0, size_t reserve_bytes = 0) {
@@ -228,7 +234,7 @@ class Lexer {
           undecided_[undecided_count_++] = {static_cast<uint32_t>(k),
                                             static_cast<uint32_t>(groups_->size())};
         }
-      } else if (out[k - 1].kind == TokenKind::kIdent && out[k - 2].kind != TokenKind::kComma) {
+      } else if (CompletesDefinition(out, k)) {
         ++(groups_->empty() ? lead_definitions_ : groups_->back().definitions);
       }
     }
@@ -454,10 +460,7 @@ void AddSecondHalfsGroups(const std::vector<Token>& tokens, size_t from, const L
   uint32_t lead = second.lead_definitions();
   for (const Lexer::Undecided& u : second.undecided()) {
     const size_t k = from + u.equal;
-    if (k < 2 || tokens[k - 1].kind != TokenKind::kIdent ||
-        tokens[k - 2].kind == TokenKind::kComma) {
-      continue;
-    }
+    if (k < 2 || !Lexer::CompletesDefinition(tokens, k)) continue;
     ++(u.groups_before == 0 ? lead : second_groups[u.groups_before - 1].definitions);
   }
   if (!groups.empty()) groups.back().definitions += lead;
