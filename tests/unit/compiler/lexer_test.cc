@@ -254,13 +254,16 @@ TEST(LexerTest, TwoThreadsLexAsOneWhenSomethingCrossesTheMiddle) {
   ExpectTwoThreadsLexAsOne("`\n" + std::string(100, ' ') + "\n`\n", "two bad bytes");
 }
 
-// `head`, then `line`, then `tail`, with a long comment line before `line` that holds the
-// text's middle: the halves split exactly where `line` starts. The comment is indented (a
-// comment at depth 0 or 1 alike).
+// `head`, then `line`, then `tail`, with a comment line before `line` long enough to hold the
+// text's middle: the halves split exactly where `line` starts (the first line start past the
+// middle, lexer.h). The comment is indented (a comment at depth 0 or 1 alike).
 std::string SplitBefore(const std::string& head, const std::string& line, const std::string& tail) {
   const size_t rest = line.size() + tail.size();
-  const size_t comment = head.size() + 8 > rest ? 64 : rest - head.size() + 64;
-  return head + "  // " + std::string(comment, 'x') + "\n" + line + tail;
+  const size_t comment = (head.size() > rest ? head.size() - rest : rest - head.size()) + 64;
+  std::string text = head + "  // " + std::string(comment, 'x') + "\n" + line + tail;
+  const size_t line_start = text.size() - rest;
+  EXPECT_EQ(text.find('\n', text.size() / 2) + 1, line_start) << "not split before: " << line;
+  return text;
 }
 
 // A body of `n` instructions named `prefix`N, each a constant.
