@@ -40,7 +40,8 @@ class Parser {
         source_(m.source().data()),
         token_count_(static_cast<uint32_t>(m.tokens.size())),
         names_(m.source()),
-        comp_index_(m.source()) {}
+        comp_index_(m.source()),
+        shape_memo_index_(m.source()) {}
 
   Status Run() {
     if (!ParseModuleBody()) return std::move(error_);
@@ -194,7 +195,14 @@ class Parser {
   bool SkipAttributeValue(const Attribute& attr);
   // Value `name` or `{name, name, ...}`: resolves each name to a computation or an instruction.
   bool ResolveNames(const Attribute& attr, bool computations, std::vector<int32_t>& out);
+  // A shape, from the memo when its text was parsed before (shape_memo_).
   bool ParseShape(Shape& shape, int depth);
+  // Where the array shape at pos_ ends (the token after it) if it is a plain one: the element
+  // type, then dimensions (numbers, `<=` bounds, `?`) and at most a layout of numbers; 0 for
+  // any other (a tuple, a layout with tiles or a memory space, a malformed one).
+  uint32_t PlainArrayShapeEnd() const;
+  // An array shape: the type, dimensions and layout, parsed from the tokens.
+  bool ParseArrayShape(Shape& shape);
   // Elements of the list that starts at pos_ and ends at the ')' closing it: commas at its own
   // depth, plus one. A reservation hint only.
   size_t CountListAhead() const;
@@ -221,6 +229,12 @@ class Parser {
   Status error_;
   NameTable names_;       // Current computation's scope.
   NameTable comp_index_;  // Computations defined so far.
+  // Plain array shapes parsed so far, by their text (`bf16[8,128]{1,0}`): a module writes tens
+  // of thousands of shapes in one or two hundred texts, so nearly every shape is a copy of one
+  // parsed before. Text from a token's start to a bracket's end lexes to the same tokens
+  // wherever it stands, so the same text is the same shape. Indexes shape_memo_.
+  NameTable shape_memo_index_;
+  std::vector<Shape> shape_memo_;
 };
 
 }  // namespace hlocache::hlo::parser_internal

@@ -110,6 +110,32 @@ bool Parser::ValidateLiteral(const Shape& shape, TokenRange range) {
   return true;
 }
 
+uint32_t Parser::PlainArrayShapeEnd() const {
+  // The kEnd that closes every token stream stops each loop.
+  uint32_t i = pos_ + 1;
+  if (toks_[i].kind != TokenKind::kLBracket) return 0;
+  for (++i;; ++i) {
+    const TokenKind k = toks_[i].kind;
+    if (k == TokenKind::kRBracket) break;
+    if (k != TokenKind::kInt && k != TokenKind::kComma && k != TokenKind::kLessEq &&
+        k != TokenKind::kOther) {
+      return 0;
+    }
+  }
+  ++i;
+  // A layout, as ParseArrayShape takes it: `{` then a number, ':' or `}`.
+  if (toks_[i].kind != TokenKind::kLBrace) return i;
+  const TokenKind first = toks_[i + 1].kind;
+  if (first != TokenKind::kInt && first != TokenKind::kRBrace) {
+    return first == TokenKind::kColon ? 0 : i;
+  }
+  for (++i;; ++i) {
+    const TokenKind k = toks_[i].kind;
+    if (k == TokenKind::kRBrace) return i + 1;
+    if (k != TokenKind::kInt && k != TokenKind::kComma) return 0;
+  }
+}
+
 bool Parser::ParseShape(Shape& shape, int depth) {
   if (depth > kMaxNesting) return FailHere("shape nested too deeply");
   if (Kind() == TokenKind::kLParen) {
@@ -139,6 +165,26 @@ bool Parser::ParseShape(Shape& shape, int depth) {
     if (!ParseShape(shape.tuple_elements.back(), depth + 1)) return false;
     return Expect(TokenKind::kRParen, "')' closing a buffer shape");
   }
+  const uint32_t end = PlainArrayShapeEnd();
+  if (end == 0) return ParseArrayShape(shape);
+  const uint32_t begin_offset = Peek().offset;
+  const Token& last = toks_[end - 1];
+  const std::string_view text(source_ + begin_offset, last.offset + last.length - begin_offset);
+  const int32_t known = shape_memo_index_.Find(text);
+  if (known >= 0) {
+    shape = shape_memo_[static_cast<size_t>(known)];
+    pos_ = end;
+    return true;
+  }
+  if (!ParseArrayShape(shape)) return false;
+  if (pos_ == end) {  // As it should be; were it not, the memo would not be the parse.
+    shape_memo_index_.Insert(text, static_cast<int32_t>(shape_memo_.size()));
+    shape_memo_.push_back(shape);
+  }
+  return true;
+}
+
+bool Parser::ParseArrayShape(Shape& shape) {
   const std::optional<PrimitiveType> type =
       type_at_ == pos_ ? std::optional<PrimitiveType>(type_found_) : PrimitiveTypeFromName(Text());
   if (!type) return FailHere("expected an element type (f32, s32, pred, ...)");

@@ -269,6 +269,56 @@ TEST(ParserTest, AShapeHasAtMostSixtyFourDimensionsEachKeptInOrder) {
   }
 }
 
+// Shapes written alike are parsed once and copied after: each shape of a module must still be
+// the one its own text gives, whichever texts near it came first (the same dimensions with
+// another layout, none, one written apart, one with tiles, dynamic ones, another type).
+TEST(ParserTest, EveryShapeIsItsOwnTextsWhateverWasWrittenBefore) {
+  const std::vector<std::string> texts = {
+      "f32[2,3]{1,0}",          "f32[2,3]{0,1}", "f32[2,3]", "f32[2,3] {0,1}",
+      "f32[2,3]{1,0:T(2,128)}", "f32[<=2,3]",    "f32[?,3]", "s32[2,3]{1,0}",
+      "f32[2, 3]{1,0}",         "f32[]",         "f32[]{}",  "f32[2,3]{1, 0}"};
+  auto alone = [](const std::string& text) -> Shape {
+    auto m = ParseModule("ENTRY e {\n  ROOT p = " + text + " parameter(0)\n}\n", "one.hlo");
+    EXPECT_THAT(m, IsOk()) << text;
+    return m ? m->computations[0].instructions[0].shape : Shape{};
+  };
+  auto described = [](const Shape& s) {
+    std::string d = CanonicalShapeText(s) + " dynamic:";
+    for (size_t i = 0; i < s.dims.size(); ++i) d += s.IsDynamicDim(i) ? "1" : "0";
+    if (s.layout) d += " details:" + std::string(s.layout->Details());
+    return d;
+  };
+  // Each text twice, forwards then backwards, so that each comes both before and after the rest.
+  std::vector<std::string> order = texts;
+  order.insert(order.end(), texts.rbegin(), texts.rend());
+  std::string header = "ENTRY e (";
+  std::string body;
+  for (size_t i = 0; i < order.size(); ++i) {
+    header += (i ? ", h" : "h") + std::to_string(i) + ": " + order[i];
+    body +=
+        "  p" + std::to_string(i) + " = " + order[i] + " parameter(" + std::to_string(i) + ")\n";
+  }
+  header += ") -> (" + order[0] + ", " + order[2] + ") {\n";
+  body += "  ROOT t = (" + order[0] + ", " + order[2] + ") tuple(p0, p2)\n}\n";
+  auto m = ParseModule(header + body, "alike.hlo");
+  ASSERT_THAT(m, IsOk());
+  const Computation& entry = m->computations[0];
+  ASSERT_EQ(entry.instructions.size(), order.size() + 1);
+  for (size_t i = 0; i < order.size(); ++i) {
+    EXPECT_EQ(described(entry.instructions[i].shape), described(alone(order[i]))) << order[i];
+  }
+  const Shape& tuple = entry.instructions.back().shape;
+  ASSERT_EQ(tuple.tuple_elements.size(), 2u);
+  EXPECT_EQ(described(tuple.tuple_elements[0]), described(alone(order[0])));
+  EXPECT_EQ(described(tuple.tuple_elements[1]), described(alone(order[2])));
+
+  // A text refused is refused wherever it comes: after its valid neighbours too.
+  EXPECT_THAT(ParseModule("ENTRY e {\n  a = f32[2,3]{1,0} parameter(0)\n"
+                          "  ROOT b = f32[2,3]{1,1} parameter(1)\n}\n",
+                          "bad.hlo"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("bad.hlo:3:")));
+}
+
 TEST(ParserTest, AsyncSugarAndScheduledModules) {
   auto m = ParseModule(R"(HloModule m, is_scheduled=true
 ENTRY e {
