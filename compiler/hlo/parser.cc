@@ -309,14 +309,10 @@ bool Parser::ParseInstruction(Computation& comp, bool& saw_root) {
 bool Parser::AtShapeStart() const {
   if (Kind() == TokenKind::kLParen) return true;
   if (Kind() != TokenKind::kIdent) return false;
-  std::string_view t = Text();
-  if (t == "b" && Kind(1) == TokenKind::kLParen) return true;
-  if (Kind(1) != TokenKind::kLBracket) return false;
-  const std::optional<PrimitiveType> type = PrimitiveTypeFromName(t);
-  if (!type) return false;
-  type_at_ = pos_;
-  type_found_ = *type;
-  return true;
+  // A word before '[' can only be an element type (an opcode has '(' after it): its lookup is
+  // left to the shape's parse, which a shape written before skips.
+  if (Kind(1) == TokenKind::kLBracket) return true;
+  return Kind(1) == TokenKind::kLParen && Text() == "b";
 }
 
 // shape? opcode '(' operands ')'. Attributes are parsed by the caller.

@@ -222,10 +222,6 @@ class Parser {
   std::vector<Attribute> attributes_;
   std::vector<int32_t> parameters_;  // The current computation's parameter instructions.
   bool any_shape_missing_ = false;
-  // The element type AtShapeStart found at token type_at_, which ParseShape then reads again
-  // (an instruction's shape: two lookups of the same word otherwise).
-  mutable uint32_t type_at_ = UINT32_MAX;
-  mutable PrimitiveType type_found_ = PrimitiveType::kTuple;
   Status error_;
   NameTable names_;       // Current computation's scope.
   NameTable comp_index_;  // Computations defined so far.

@@ -185,9 +185,13 @@ bool Parser::ParseShape(Shape& shape, int depth) {
 }
 
 bool Parser::ParseArrayShape(Shape& shape) {
-  const std::optional<PrimitiveType> type =
-      type_at_ == pos_ ? std::optional<PrimitiveType>(type_found_) : PrimitiveTypeFromName(Text());
-  if (!type) return FailHere("expected an element type (f32, s32, pred, ...)");
+  const std::optional<PrimitiveType> type = PrimitiveTypeFromName(Text());
+  if (!type) {
+    if (Kind(1) == TokenKind::kLBracket) {
+      return Fail(Peek().offset, "unknown element type '" + std::string(Text()) + "'");
+    }
+    return FailHere("expected an element type (f32, s32, pred, ...)");
+  }
   shape.type = *type;
   Advance();
   if (!Expect(TokenKind::kLBracket, "'[' after the element type")) return false;
