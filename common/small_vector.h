@@ -2,8 +2,9 @@
 //
 // An HLO instruction has one to three operands nearly always, and a parsed module holds tens of
 // thousands of instructions: a heap block per operand list was a third of a large module's
-// allocations (and as many frees when the module goes). SmallVector<int32_t, 4> is as big as a
-// std::vector (24 bytes) and allocates only past four elements. It offers the part of
+// allocations (and as many frees when the module goes); so were a shape's dimensions.
+// SmallVector<int32_t, 4> is as big as a std::vector (24 bytes), SmallVector<int64_t, 4> 16
+// bytes bigger, and both allocate only past four elements. It offers the part of
 // std::vector's interface such lists use; iterators are plain pointers, invalidated as
 // std::vector's are (by growth), and also by moving the vector while its elements are in place.
 //
@@ -16,6 +17,8 @@
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <iterator>
+#include <memory>
 #include <new>
 #include <type_traits>
 #include <vector>
@@ -40,12 +43,19 @@ class SmallVector {
 
   SmallVector() = default;
   SmallVector(std::initializer_list<T> values) { Append(values.begin(), values.size()); }
-  SmallVector(const SmallVector& other) { Append(other.data(), other.size()); }
+  // From a range of elements: pointers, or the iterators of a contiguous container.
+  template <std::contiguous_iterator It>
+  SmallVector(It first, It last) {
+    Append(std::to_address(first), static_cast<size_t>(last - first));
+  }
+  // A std::vector's elements, copied (shapes built from computed dimension lists).
+  SmallVector(const std::vector<T>& values) { Append(values.data(), values.size()); }
+  SmallVector(const SmallVector& other) { CopyFrom(other); }
   SmallVector(SmallVector&& other) noexcept { Take(other); }
   SmallVector& operator=(const SmallVector& other) {
     if (this != &other) {
       clear();
-      Append(other.data(), other.size());
+      CopyFrom(other);
     }
     return *this;
   }
@@ -76,6 +86,11 @@ class SmallVector {
   const_iterator begin() const { return data(); }
   const_iterator end() const { return data() + size_; }
 
+  template <std::contiguous_iterator It>
+  void assign(It first, It last) {
+    clear();
+    Append(std::to_address(first), static_cast<size_t>(last - first));
+  }
   void reserve(size_t count) {
     if (count > capacity_) Grow(count);
   }
@@ -90,6 +105,13 @@ class SmallVector {
   }
   void emplace_back(const T& value) { push_back(value); }
   void pop_back() { --size_; }
+  // Removes the element at `at`; returns the position after it.
+  iterator erase(const_iterator at) {
+    const auto i = static_cast<size_t>(at - data());
+    std::copy(data() + i + 1, data() + size_, data() + i);
+    --size_;
+    return data() + i;
+  }
   void clear() { size_ = 0; }
   void resize(size_t count, const T& value = T()) {
     reserve(count);
@@ -125,12 +147,24 @@ class SmallVector {
     if (OnHeap()) ::operator delete(heap_);
   }
 
+  // Into this empty vector. Elements that fit in place are copied as the whole room, a copy of
+  // fixed size the compiler makes a few moves: one of their exact size was a library call, in
+  // each copy of every shape and operand list.
+  void CopyFrom(const SmallVector& other) {
+    if (other.size_ <= N && !OnHeap()) {
+      std::memcpy(in_place_, other.data(), sizeof(in_place_));  // other's room holds N.
+      size_ = other.size_;
+      return;
+    }
+    Append(other.data(), other.size());
+  }
+
   // Leaves `other` empty, in place.
   void Take(SmallVector& other) {
     if (other.OnHeap()) {
       heap_ = other.heap_;
-    } else if (other.size_ != 0) {
-      std::memcpy(in_place_, other.in_place_, other.size_ * sizeof(T));
+    } else {
+      std::memcpy(in_place_, other.in_place_, sizeof(in_place_));  // As in CopyFrom.
     }
     size_ = other.size_;
     capacity_ = other.capacity_;
@@ -139,7 +173,7 @@ class SmallVector {
   }
 
   union {
-    T in_place_[N];
+    T in_place_[N] = {};  // Zeroed: whole-room copies read no indeterminate bytes.
     T* heap_;
   };
   uint32_t size_ = 0;

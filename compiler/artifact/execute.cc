@@ -15,8 +15,7 @@ namespace {
 
 // For each element of an array of sizes `dims`, in row-major order, its index in a buffer laid
 // out by `bounds` (generated code's layout of dynamic shapes, interp/dynamic_shapes.h).
-std::vector<size_t> PaddedIndices(const std::vector<int64_t>& dims,
-                                  const std::vector<int64_t>& bounds) {
+std::vector<size_t> PaddedIndices(std::span<const int64_t> dims, std::span<const int64_t> bounds) {
   int64_t count = 1;
   for (int64_t d : dims) count *= d;
   std::vector<size_t> out(static_cast<size_t>(count));

@@ -20,7 +20,7 @@ Status Lower(CpuEmitter& e, int32_t index, const Instruction& inst) {
   // Checked by the interpreter's shape rules: both attributes read.
   const auto f = static_cast<size_t>(*m.Int(*inst.FindAttribute("feature_index")));
   const double eps = static_cast<float>(*m.Float(*inst.FindAttribute("epsilon")));
-  const std::vector<int64_t>& dims = e.OperandShape(inst, 0).dims;
+  const auto& dims = e.OperandShape(inst, 0).dims;
   int64_t outer = 1, inner = 1;
   for (size_t d = 0; d < f; ++d) outer *= dims[d];
   for (size_t d = f + 1; d < dims.size(); ++d) inner *= dims[d];

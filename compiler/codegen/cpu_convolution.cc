@@ -40,7 +40,7 @@ Status Lower(CpuEmitter& e, int32_t index, const Instruction& inst) {
   const auto is = hlo::RowMajorStrides(input.dims);
   const auto ks = hlo::RowMajorStrides(kernel.dims);
   const auto os = hlo::RowMajorStrides(inst.shape.dims);
-  auto at = [](const std::vector<int64_t>& v, int64_t k) { return v[static_cast<size_t>(k)]; };
+  auto at = [](std::span<const int64_t> v, int64_t k) { return v[static_cast<size_t>(k)]; };
   const int64_t out_features = at(kernel.dims, dims->kernel_output_feature);
 
   const std::string out = e.Materialize(index, inst);

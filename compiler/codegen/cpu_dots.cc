@@ -68,7 +68,7 @@ Status LowerRaggedDot(CpuEmitter& e, int32_t index, const Instruction& inst) {
       interp::ReadRaggedDotDims(interp::ShapeContext(e.module()), inst, lhs, rhs, sizes));
   const interp::RaggedDotTables t = interp::RaggedDotTablesOf(g, lhs.dims, rhs.dims, sizes.dims);
   const std::string out = e.Materialize(index, inst);
-  auto count = [](const std::vector<int64_t>& v) { return Int(static_cast<int64_t>(v.size())); };
+  auto count = [](std::span<const int64_t> v) { return Int(static_cast<int64_t>(v.size())); };
   e.Emit("  {\n" + IntArray("lb", t.lb) + IntArray("lf", t.lf) + IntArray("lc", t.lc) +
          IntArray("rb", t.rb) + IntArray("rf", t.rf) + IntArray("rc", t.rc) + IntArray("gb", t.gb) +
          IntArray("outer", t.outer) + IntArray("position", t.position) + "    if (!hc_ragged_dot(" +

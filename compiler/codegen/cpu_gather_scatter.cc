@@ -48,7 +48,7 @@ void AddLines(std::string& out, const std::string& pad, const std::string& text)
 // Loops d0 .. d<levels-1> over `extents`, `body` innermost (each may span several lines).
 // `open` goes right inside loop `hook` - 1 (before every loop when `hook` is 0), and `close`
 // after the loops it encloses; what follows an `open` ending in '{' is indented one more step.
-std::string Loops(const std::vector<int64_t>& extents, size_t levels, size_t hook,
+std::string Loops(std::span<const int64_t> extents, size_t levels, size_t hook,
                   const std::string& open, const std::string& close, const std::string& body) {
   std::string out, pad(4, ' ');
   for (size_t l = 0; l <= levels; ++l) {
@@ -162,7 +162,7 @@ std::string WindowOffset(const SliceAddressing& a, const Shape& operand, size_t 
 // How many innermost dimensions of `dims` (the result's or the updates') are window dimensions
 // whose elements are also consecutive in the operand, and how many elements they span.
 std::pair<size_t, int64_t> ContiguousRun(const SliceAddressing& a, const Shape& operand,
-                                         const std::vector<int64_t>& dims) {
+                                         std::span<const int64_t> dims) {
   const auto ostrides = hlo::RowMajorStrides(operand.dims);
   size_t run = 0;
   int64_t length = 1;

@@ -30,7 +30,7 @@ Status Lower(CpuEmitter& e, int32_t index, const Instruction& inst) {
            Int(batches) + ", " + Int(m) + ", " + Bool(options.lower) + ")) return 1;\n");
     return Status::Ok();
   }
-  const std::vector<int64_t>& bd = e.OperandShape(inst, 1).dims;
+  const auto& bd = e.OperandShape(inst, 1).dims;
   const int64_t rows = bd[bd.size() - 2], cols = bd.back();
   const int64_t batches = rows * cols == 0 ? 0 : ElementCount(inst.shape) / (rows * cols);
   e.Emit("  if (!hc_triangular_solve_batches<" + t + ">(" + e.Buffer(inst, 0) + ", " +

@@ -396,7 +396,7 @@ bool Lowering::IsIndexedBroadcast(const Instruction& inst) const {
 }
 
 Result<std::string> Lowering::BroadcastIndex(const Instruction& inst) const {
-  const std::vector<int64_t>& od = inst.shape.dims;
+  const auto& od = inst.shape.dims;
   HLOCACHE_ASSIGN_OR_RETURN(AffineRead read, AffineReadOf(m_, inst, OperandShape(inst, 0).dims));
   // Runs of result dimensions (size-1 ones dropped) that the operand reads as one: adjacent
   // dimensions a, b with coefficient(a) == coefficient(b) * extent(b), both mapped or both not.

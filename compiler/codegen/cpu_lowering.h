@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <optional>
+#include <span>
 
 #include "compiler/codegen/cpu_codegen.h"
 #include "compiler/codegen/cpu_emitter.h"
@@ -233,7 +234,7 @@ class Lowering : public CpuEmitter {
   // Start indices of a dynamic slice or update, clamped so the window stays inside the operand:
   // declares s0, s1, ... and returns the offset expression of the window's first element.
   std::string DynamicStarts(const Instruction& inst, size_t first,
-                            const std::vector<int64_t>& window) {
+                            std::span<const int64_t> window) {
     const auto& in = OperandShape(inst, 0).dims;
     const auto strides = hlo::RowMajorStrides(in);
     std::string offset = "0";
@@ -353,7 +354,7 @@ class Lowering : public CpuEmitter {
   Status Reduce(int32_t index, const Instruction& inst);
   // An f32 sum, maximum or minimum of contiguous rows, folded in vectorized lanes
   // (cpu_core_contractions.cc).
-  bool ReducesRowsInLanes(const Instruction& inst, const std::vector<int64_t>& dims,
+  bool ReducesRowsInLanes(const Instruction& inst, std::span<const int64_t> dims,
                           const char* helper, int64_t folded) const;
   Status ReduceRowsInLanes(int32_t index, const Instruction& inst, const char* helper, int64_t kept,
                            int64_t folded);

@@ -57,7 +57,7 @@ Status LowerSort(CpuEmitter& e, int32_t index, const Instruction& inst) {
   const hlo::Module& m = e.module();
   const int32_t less = m.CalleesOf(inst, "to_apply")[0];
   const auto d = static_cast<size_t>((*m.IntList(*inst.FindAttribute("dimensions")))[0]);
-  const std::vector<int64_t>& dims = e.OperandShape(inst, 0).dims;
+  const auto& dims = e.OperandShape(inst, 0).dims;
   const int64_t length = dims[d];
   int64_t outer = 1, inner = 1;
   for (size_t k = 0; k < d; ++k) outer *= dims[k];

@@ -130,7 +130,7 @@ std::string ElementLiteral(const interp::Literal& value, size_t e) {
          std::to_string(static_cast<uint64_t>(value.GetInt(e))) + "ULL)";
 }
 
-int64_t Product(const std::vector<int64_t>& v) {
+int64_t Product(std::span<const int64_t> v) {
   int64_t p = 1;
   for (int64_t x : v) p *= x;
   return p;
@@ -174,7 +174,7 @@ std::vector<bool> DynamicFlags(const hlo::Shape& s) {
   return out;
 }
 
-std::string IntArray(const std::string& name, const std::vector<int64_t>& v) {
+std::string IntArray(const std::string& name, std::span<const int64_t> v) {
   std::string out = "    static const int64_t " + name + "[] = {";
   for (size_t k = 0; k < v.size(); ++k) out += (k ? ", " : "") + Int(v[k]);
   if (v.empty()) out += "0";
@@ -201,7 +201,7 @@ const char* CompareKey(const hlo::Module& module, const hlo::Instruction& compar
 }
 
 Result<AffineRead> AffineReadOf(const hlo::Module& module, const hlo::Instruction& inst,
-                                const std::vector<int64_t>& operand_dims) {
+                                std::span<const int64_t> operand_dims) {
   const auto is = hlo::RowMajorStrides(operand_dims);
   AffineRead out;
   out.coefficients.assign(inst.shape.dims.size(), 0);
@@ -247,7 +247,7 @@ Result<AffineRead> AffineReadOf(const hlo::Module& module, const hlo::Instructio
   }
 }
 
-std::string NestedLoops(const std::vector<int64_t>& extents, const std::string& body, int indent) {
+std::string NestedLoops(std::span<const int64_t> extents, const std::string& body, int indent) {
   std::string out;
   std::string pad(static_cast<size_t>(indent), ' ');
   for (size_t d = 0; d < extents.size(); ++d) {
@@ -258,7 +258,7 @@ std::string NestedLoops(const std::vector<int64_t>& extents, const std::string& 
   return out + pad + body + "\n";
 }
 
-std::string Affine(const std::string& base, const std::vector<int64_t>& coefficients) {
+std::string Affine(const std::string& base, std::span<const int64_t> coefficients) {
   std::string e = base;
   for (size_t d = 0; d < coefficients.size(); ++d) {
     if (coefficients[d] == 0) continue;

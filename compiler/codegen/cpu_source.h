@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -47,7 +48,7 @@ std::string DoubleLiteral(double v);
 // Element `e` of a literal as a constant expression of its C type.
 std::string ElementLiteral(const interp::Literal& value, size_t e);
 
-int64_t Product(const std::vector<int64_t>& v);
+int64_t Product(std::span<const int64_t> v);
 
 // Elements and bytes of a buffer of an array shape. A dynamic shape's buffer has room for its
 // bounds (ElementCount counts them), then its sizes as int32s, one per dimension (DataBytes is
@@ -68,7 +69,7 @@ std::string BoolArray(const std::string& name, const std::vector<bool>& v);
 std::vector<bool> DynamicFlags(const hlo::Shape& s);
 
 // "    static const int64_t NAME[] = {...};\n" ({0} when empty, which C++ does not allow).
-std::string IntArray(const std::string& name, const std::vector<int64_t>& v);
+std::string IntArray(const std::string& name, std::span<const int64_t> v);
 
 // The prelude's helper (hc_add, hc_mul, hc_max, hc_min) for a computation that is one add,
 // multiply, maximum or minimum of its two scalar parameters of `type` (the usual reducer or
@@ -93,15 +94,14 @@ struct AffineRead {
   std::vector<int64_t> coefficients;  // One per result dimension.
 };
 Result<AffineRead> AffineReadOf(const hlo::Module& module, const hlo::Instruction& inst,
-                                const std::vector<int64_t>& operand_dims);
+                                std::span<const int64_t> operand_dims);
 
 // Nested loops over `extents` (variables d0, d1, ...; innermost last) around `body`, indented
 // by `indent` spaces.
-std::string NestedLoops(const std::vector<int64_t>& extents, const std::string& body,
-                        int indent = 4);
+std::string NestedLoops(std::span<const int64_t> extents, const std::string& body, int indent = 4);
 
 // base + sum over k of d<k> * coefficients[k], omitting zero coefficients.
-std::string Affine(const std::string& base, const std::vector<int64_t>& coefficients);
+std::string Affine(const std::string& base, std::span<const int64_t> coefficients);
 
 // Statements that add to each offset variable of `offsets` (name, strides array name) the
 // row-major digits of `linear` over the dimension array `dims` of `rank` entries, each times

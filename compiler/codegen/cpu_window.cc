@@ -34,10 +34,9 @@ bool Trivial(const WindowDimension& w) {
 // Loops over the placements (o0, o1, ...; `j` counts them) around the window's loops (k0,
 // k1, ...) around `body`, which reads the base element at offset `i`. `before` runs at each
 // placement before its window, `after` after it. Returns the whole block of statements.
-std::string WindowLoops(const std::vector<WindowDimension>& window,
-                        const std::vector<int64_t>& base, const std::vector<int64_t>& placements,
-                        const std::string& before, const std::string& body,
-                        const std::string& after) {
+std::string WindowLoops(const std::vector<WindowDimension>& window, std::span<const int64_t> base,
+                        std::span<const int64_t> placements, const std::string& before,
+                        const std::string& body, const std::string& after) {
   const size_t rank = base.size();
   const std::vector<int64_t> strides = hlo::RowMajorStrides(base);
   std::string out = "  {\n    int64_t j = 0;\n";
@@ -98,13 +97,13 @@ std::string WindowLoops(const std::vector<WindowDimension>& window,
 
 // The placements along each dimension (the shapes were checked, so the window reads).
 std::vector<int64_t> Placements(const std::vector<WindowDimension>& window,
-                                const std::vector<int64_t>& base) {
+                                std::span<const int64_t> base) {
   std::vector<int64_t> p;
   for (size_t d = 0; d < base.size(); ++d) p.push_back(*hlo::WindowPlacements(window[d], base[d]));
   return p;
 }
 
-bool Empty(const std::vector<int64_t>& dims) {
+bool Empty(std::span<const int64_t> dims) {
   for (int64_t d : dims) {
     if (d == 0) return true;
   }
@@ -113,7 +112,7 @@ bool Empty(const std::vector<int64_t>& dims) {
 
 Status LowerReduceWindow(CpuEmitter& e, int32_t index, const Instruction& inst) {
   const size_t n = inst.operands.size() / 2;
-  const std::vector<int64_t>& base = e.OperandShape(inst, 0).dims;
+  const auto& base = e.OperandShape(inst, 0).dims;
   auto window = hlo::ReadWindow(e.module(), inst, base.size());
   if (!window) return e.Malformed(inst, window.error().message());
   const std::vector<int64_t> placements = Placements(*window, base);

@@ -5,8 +5,8 @@
 namespace hlocache::compiler::cuda_lowering_internal {
 
 // The row-major offsets of every index over `group` (sizes and strides), as a device table.
-std::string CudaLowering::OffsetTable(const std::vector<int64_t>& sizes,
-                                      const std::vector<int64_t>& strides) {
+std::string CudaLowering::OffsetTable(std::span<const int64_t> sizes,
+                                      std::span<const int64_t> strides) {
   std::vector<int64_t> offsets;
   std::vector<int64_t> index(sizes.size(), 0);
   const int64_t count = Product(sizes);
@@ -68,8 +68,8 @@ Status CudaLowering::Dot(Frame& f, int32_t index, const Instruction& inst) {
     l_con.Add(lhs.dims[static_cast<size_t>(lc[k])], ls[static_cast<size_t>(lc[k])]);
     r_con.Add(rhs.dims[static_cast<size_t>(rc[k])], rs[static_cast<size_t>(rc[k])]);
   }
-  auto add_free = [](const Shape& s, const std::vector<int64_t>& strides,
-                     const std::vector<int64_t>& b, const std::vector<int64_t>& c, Group& g) {
+  auto add_free = [](const Shape& s, std::span<const int64_t> strides, std::span<const int64_t> b,
+                     std::span<const int64_t> c, Group& g) {
     for (size_t d = 0; d < s.dims.size(); ++d) {
       const auto di = static_cast<int64_t>(d);
       if (std::find(b.begin(), b.end(), di) == b.end() &&

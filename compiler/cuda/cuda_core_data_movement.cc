@@ -5,7 +5,7 @@
 namespace hlocache::compiler::cuda_lowering_internal {
 
 // Statements declaring d0, d1, ... as the row-major digits of `linear` over `dims`.
-std::string CudaLowering::DigitsOf(const std::string& linear, const std::vector<int64_t>& dims) {
+std::string CudaLowering::DigitsOf(const std::string& linear, std::span<const int64_t> dims) {
   std::string out = "    int64_t r_ = " + linear + ";\n";
   for (size_t k = dims.size(); k-- > 0;) {
     const std::string d = "d" + std::to_string(k);
@@ -19,7 +19,7 @@ std::string CudaLowering::DigitsOf(const std::string& linear, const std::vector<
   return out + "    (void)r_;\n";
 }
 
-std::string CudaLowering::AffineOf(const std::string& base, const std::vector<int64_t>& coef) {
+std::string CudaLowering::AffineOf(const std::string& base, std::span<const int64_t> coef) {
   std::string out = base;
   for (size_t k = 0; k < coef.size(); ++k) {
     if (coef[k] != 0) out += " + d" + std::to_string(k) + " * " + Num(coef[k]);

@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 
 #include "compiler/codegen/cpu_source.h"
 #include "compiler/codegen/fusion.h"
@@ -173,13 +174,13 @@ class CudaLowering {
   Result<std::vector<int64_t>> IntList(const Instruction& inst, const char* name) const;
 
   // Statements declaring d0, d1, ... as the row-major digits of `linear` over `dims`.
-  static std::string DigitsOf(const std::string& linear, const std::vector<int64_t>& dims);
-  static std::string AffineOf(const std::string& base, const std::vector<int64_t>& coef);
+  static std::string DigitsOf(const std::string& linear, std::span<const int64_t> dims);
+  static std::string AffineOf(const std::string& base, std::span<const int64_t> coef);
 
   // Start indices of a dynamic slice or update from operand `first` on, clamped so the window
   // stays inside operand 0: statements declaring s0, s1, ...
   std::string DynamicStarts(Frame& f, const Instruction& inst, size_t first,
-                            const std::vector<int64_t>& window, std::set<int64_t>& reads) {
+                            std::span<const int64_t> window, std::set<int64_t>& reads) {
     const auto& in = OperandShape(f, inst, 0).dims;
     std::string out;
     for (size_t d = 0; d < in.size(); ++d) {
@@ -208,7 +209,7 @@ class CudaLowering {
   // ---- Reductions and contractions ------------------------------------------------------------
 
   // The row-major offsets of every index over `group` (sizes and strides), as a device table.
-  std::string OffsetTable(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides);
+  std::string OffsetTable(std::span<const int64_t> sizes, std::span<const int64_t> strides);
 
   // dot: one block computes a 16 x 16 tile of results of one batch index, stepping through the
   // contracting indices 16 at a time through shared memory, summing in k order in double (in

@@ -29,7 +29,7 @@ struct Attributes {
 
 Status BadDims(std::string why) { return InvalidArgument(std::move(why)); }
 
-std::string Text(const std::vector<int64_t>& v) {
+std::string Text(std::span<const int64_t> v) {
   std::string s = "{";
   for (size_t k = 0; k < v.size(); ++k) s += (k ? "," : "") + std::to_string(v[k]);
   return s + "}";
@@ -61,18 +61,18 @@ Result<Attributes> Read(const Module& m, const Instruction& inst, const Names& n
 }
 
 // Strictly ascending (so distinct) and inside [0, rank).
-bool SortedIn(const std::vector<int64_t>& v, int64_t rank) {
+bool SortedIn(std::span<const int64_t> v, int64_t rank) {
   for (size_t k = 0; k < v.size(); ++k) {
     if (v[k] < 0 || v[k] >= rank || (k > 0 && v[k] <= v[k - 1])) return false;
   }
   return true;
 }
 
-bool Contains(const std::vector<int64_t>& v, int64_t x) {
+bool Contains(std::span<const int64_t> v, int64_t x) {
   return std::find(v.begin(), v.end(), x) != v.end();
 }
 
-std::vector<int64_t> Concat(std::vector<int64_t> a, const std::vector<int64_t>& b) {
+std::vector<int64_t> Concat(std::vector<int64_t> a, std::span<const int64_t> b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
 }

@@ -110,6 +110,21 @@ bool Parser::ValidateLiteral(const Shape& shape, TokenRange range) {
   return true;
 }
 
+namespace {
+
+// `from`, an array shape, into `to`: Shape's own assignment also copies a tuple's elements,
+// which as much code again as the rest made the memo's every use pay for.
+void CopyArrayShape(const Shape& from, Shape& to) {
+  to.dims = from.dims;
+  to.dynamic = from.dynamic;
+  to.layout = from.layout;
+  to.tuple_elements.clear();
+  to.type = from.type;
+  to.is_buffer = from.is_buffer;
+}
+
+}  // namespace
+
 uint32_t Parser::PlainArrayShapeEnd() const {
   // The kEnd that closes every token stream stops each loop.
   uint32_t i = pos_ + 1;
@@ -172,7 +187,7 @@ bool Parser::ParseShape(Shape& shape, int depth) {
   const std::string_view text(source_ + begin_offset, last.offset + last.length - begin_offset);
   const int32_t known = shape_memo_index_.Find(text);
   if (known >= 0) {
-    shape = shape_memo_[static_cast<size_t>(known)];
+    CopyArrayShape(shape_memo_[static_cast<size_t>(known)], shape);
     pos_ = end;
     return true;
   }

@@ -92,13 +92,13 @@ void AppendLeafShapes(const Shape& shape, std::vector<const Shape*>& out) {
   }
 }
 
-std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& dims) {
+std::vector<int64_t> RowMajorStrides(std::span<const int64_t> dims) {
   std::vector<int64_t> strides(dims.size(), 1);
   for (size_t i = dims.size(); i-- > 1;) strides[i - 1] = strides[i] * dims[i];
   return strides;
 }
 
-bool AreDistinctDimensions(const std::vector<int64_t>& dims, size_t rank) {
+bool AreDistinctDimensions(std::span<const int64_t> dims, size_t rank) {
   std::vector<bool> seen(rank, false);
   for (int64_t d : dims) {
     if (d < 0 || static_cast<size_t>(d) >= rank || seen[static_cast<size_t>(d)]) return false;

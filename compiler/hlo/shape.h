@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -94,10 +95,14 @@ struct Layout {
   }
 };
 
+// An array shape's dimensions: four kept in place, which nearly every shape needs no more
+// than, so that the tens of thousands of shapes of a large module need no heap block each.
+using Dims = SmallVector<int64_t, 4>;
+
 struct Shape {
   // Array dimensions. For a bounded dynamic dimension (`<=N`) the bound, for an unbounded one
   // (`?`) kUnboundedDim.
-  std::vector<int64_t> dims;
+  Dims dims;
   // Empty when every dimension is static; else one flag per dimension (eight kept in place).
   SmallVector<bool, 8> dynamic;
   std::optional<Layout> layout;
@@ -127,11 +132,11 @@ struct Shape {
 bool HasDynamicLeaf(const Shape& shape);
 
 // Row-major element strides of `dims`: the last dimension's is 1.
-std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& dims);
+std::vector<int64_t> RowMajorStrides(std::span<const int64_t> dims);
 
 // Whether `dims` names distinct dimensions of a shape of rank `rank` (as dimensions={...},
 // permutations and contracting dimensions must).
-bool AreDistinctDimensions(const std::vector<int64_t>& dims, size_t rank);
+bool AreDistinctDimensions(std::span<const int64_t> dims, size_t rank);
 
 // Whether values of the two shapes are interchangeable: layouts aside, the same tree of element
 // types and dimensions.

@@ -38,7 +38,7 @@ Status Evaluator::MoveData(const Instruction& inst, const std::vector<Literal>& 
     }
     const Literal& update = values[inst.operands[1]];
     const auto out_strides = hlo::RowMajorStrides(out.shape().dims);
-    ForEachIndex(update, [&](size_t i, const std::vector<int64_t>& idx) {
+    ForEachIndex(update, [&](size_t i, std::span<const int64_t> idx) {
       int64_t off = 0;
       for (size_t d = 0; d < rank; ++d) off += (idx[d] + starts[d]) * out_strides[d];
       CopyElement(update, i, out, static_cast<size_t>(off));
@@ -49,13 +49,13 @@ Status Evaluator::MoveData(const Instruction& inst, const std::vector<Literal>& 
     HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> dims, Ints(inst, "dimensions"));
     if (dims.size() != 1) return Unsupported(inst, "concatenate without one dimension");
     const auto cd = static_cast<size_t>(dims[0]);
-    ForEachIndex(out, [&](size_t i, const std::vector<int64_t>& idx) {
+    ForEachIndex(out, [&](size_t i, std::span<const int64_t> idx) {
       int64_t pos = idx[cd];
       for (int32_t operand_index : inst.operands) {
         const Literal& part = values[operand_index];
         const int64_t extent = part.shape().dims[cd];
         if (pos < extent) {
-          std::vector<int64_t> src = idx;
+          std::vector<int64_t> src(idx.begin(), idx.end());
           src[cd] = pos;
           CopyElement(part,
                       static_cast<size_t>(Offset(src, hlo::RowMajorStrides(part.shape().dims))),
@@ -80,7 +80,7 @@ Status Evaluator::MoveData(const Instruction& inst, const std::vector<Literal>& 
     for (int64_t d : dims) reversed[static_cast<size_t>(d)] = true;
   }
   const Literal* pad_value = op == Opcode::kPad ? &values[inst.operands[1]] : nullptr;
-  ForEachIndex(out, [&](size_t i, const std::vector<int64_t>& idx) {
+  ForEachIndex(out, [&](size_t i, std::span<const int64_t> idx) {
     int64_t off = 0;
     for (size_t d = 0; d < rank; ++d) {
       int64_t src = idx[d];

@@ -78,7 +78,7 @@ Status Evaluator::Dot(const Instruction& inst, const Literal& lhs, const Literal
   if (lb.size() != rb.size() || lc.size() != rc.size()) return Unsupported(inst, "this dot");
   const auto& ld = lhs.shape().dims;
   const auto& rd = rhs.shape().dims;
-  auto free_dims = [](size_t rank, const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  auto free_dims = [](size_t rank, std::span<const int64_t> a, std::span<const int64_t> b) {
     std::vector<int64_t> f;
     for (size_t d = 0; d < rank; ++d) {
       if (std::find(a.begin(), a.end(), static_cast<int64_t>(d)) == a.end() &&
@@ -92,8 +92,8 @@ Status Evaluator::Dot(const Instruction& inst, const Literal& lhs, const Literal
   const auto ls = hlo::RowMajorStrides(ld), rs = hlo::RowMajorStrides(rd);
   // The offsets, in row-major order, of every index over the dimensions `group` of an
   // operand with dimensions `dims` and strides `strides`.
-  auto offsets = [](const std::vector<int64_t>& group, const std::vector<int64_t>& dims,
-                    const std::vector<int64_t>& strides) {
+  auto offsets = [](std::span<const int64_t> group, std::span<const int64_t> dims,
+                    std::span<const int64_t> strides) {
     std::vector<int64_t> sizes;
     for (int64_t d : group) sizes.push_back(dims[static_cast<size_t>(d)]);
     std::vector<size_t> result;

@@ -117,7 +117,7 @@ const Instruction* Evaluator::OneBinaryOp(int32_t c, PrimitiveType t, bool& swap
 // through the same steps as under the definition, one element at a time.
 Status Evaluator::ReduceAllAtOnce(const Instruction& op, bool swapped, const Literal& in,
                                   const Literal& init, const std::vector<bool>& reduced,
-                                  const std::vector<int64_t>& strides, Literal& out) const {
+                                  std::span<const int64_t> strides, Literal& out) const {
   const auto& in_dims = in.shape().dims;
   std::vector<int64_t> kept_dims, kept_strides, red_dims, red_strides;
   for (size_t d = 0; d < in_dims.size(); ++d) {

@@ -32,7 +32,7 @@ Result<Literal> Eval(EvalContext& ctx, const Instruction& inst,
   HLOCACHE_ASSIGN_OR_RETURN(const double eps, BatchNormEpsilon(ctx, inst));
   HLOCACHE_ASSIGN_OR_RETURN(const int64_t f, ctx.IntOr(inst, "feature_index", -1));
   const Literal& x = *operands[0];
-  const std::vector<int64_t>& dims = x.shape().dims;
+  const auto& dims = x.shape().dims;
   const int64_t features = dims[static_cast<size_t>(f)];
   int64_t outer = 1, inner = 1;
   for (size_t d = 0; d < static_cast<size_t>(f); ++d) outer *= dims[d];

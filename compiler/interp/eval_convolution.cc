@@ -39,7 +39,7 @@ using hlo::Shape;
 using hlo::WindowDimension;
 
 // Steps through the row-major indices of `dims`; false after the last (or for no elements).
-bool Next(std::vector<int64_t>& index, const std::vector<int64_t>& dims) {
+bool Next(std::vector<int64_t>& index, std::span<const int64_t> dims) {
   for (size_t d = dims.size(); d-- > 0;) {
     if (++index[d] < dims[d]) return true;
     index[d] = 0;
@@ -59,7 +59,7 @@ Result<Literal> Eval(EvalContext& ctx, const Instruction& inst,
   const auto is = hlo::RowMajorStrides(input.shape().dims);
   const auto ks = hlo::RowMajorStrides(kernel.shape().dims);
   const auto os = hlo::RowMajorStrides(inst.shape.dims);
-  auto at = [](const std::vector<int64_t>& v, int64_t k) { return v[static_cast<size_t>(k)]; };
+  auto at = [](std::span<const int64_t> v, int64_t k) { return v[static_cast<size_t>(k)]; };
   std::vector<int64_t> in_extent(spatial), out_extent(spatial), window_extent(spatial);
   for (size_t k = 0; k < spatial; ++k) {
     in_extent[k] = at(input.shape().dims, d.input_spatial[k]);

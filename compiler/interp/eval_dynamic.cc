@@ -26,7 +26,7 @@ using hlo::Shape;
 Result<Literal> Eval(EvalContext& ctx, const Instruction& inst,
                      std::span<const Literal* const> operands) {
   const Literal& x = *operands[0];
-  const std::vector<int64_t>& xd = x.shape().dims;
+  const auto& xd = x.shape().dims;
   const Shape& r = inst.shape;
   if (inst.opcode.opcode == Opcode::kGetDimensionSize) {
     HLOCACHE_ASSIGN_OR_RETURN(size_t d, DynamicOpDimension(ctx, inst, xd.size()));
@@ -37,7 +37,7 @@ Result<Literal> Eval(EvalContext& ctx, const Instruction& inst,
   std::vector<int64_t> dims;
   if (inst.opcode.opcode == Opcode::kSetDimensionSize) {
     HLOCACHE_ASSIGN_OR_RETURN(size_t d, DynamicOpDimension(ctx, inst, xd.size()));
-    dims = xd;
+    dims.assign(xd.begin(), xd.end());
     dims[d] = ClampedSize(operands[1]->GetInt(0), xd[d]);
     // The first dims[d] positions along d: row-major over the new dimensions, each element at
     // the same index of x.

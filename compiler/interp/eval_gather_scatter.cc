@@ -34,7 +34,7 @@ using hlo::PrimitiveType;
 using hlo::Shape;
 using hlo::SliceAddressing;
 
-bool Next(std::vector<int64_t>& index, const std::vector<int64_t>& dims) {
+bool Next(std::vector<int64_t>& index, std::span<const int64_t> dims) {
   for (size_t d = dims.size(); d-- > 0;) {
     if (++index[d] < dims[d]) return true;
     index[d] = 0;
@@ -42,7 +42,7 @@ bool Next(std::vector<int64_t>& index, const std::vector<int64_t>& dims) {
   return false;
 }
 
-int64_t Offset(const std::vector<int64_t>& index, const std::vector<int64_t>& strides) {
+int64_t Offset(std::span<const int64_t> index, std::span<const int64_t> strides) {
   int64_t off = 0;
   for (size_t d = 0; d < index.size(); ++d) off += index[d] * strides[d];
   return off;
@@ -67,7 +67,7 @@ int64_t IndexValue(const Literal& indices, size_t i) {
 // The unclamped start vector (one entry per operand dimension) of the position with digits
 // `digits`.
 std::vector<int64_t> StartOf(const SliceAddressing& a, const Literal& indices,
-                             const std::vector<int64_t>& digits, size_t operand_rank) {
+                             std::span<const int64_t> digits, size_t operand_rank) {
   std::vector<int64_t> start(operand_rank, 0);
   const auto& idims = indices.shape().dims;
   std::vector<int64_t> at(idims.size(), 0);

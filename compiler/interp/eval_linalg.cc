@@ -26,11 +26,11 @@ Result<Literal> Eval(EvalContext& ctx, const Instruction& inst,
                      std::span<const Literal* const> operands) {
   HLOCACHE_ASSIGN_OR_RETURN(LinalgOptions options, ReadLinalgOptions(ctx.module(), inst));
   const Literal& a = *operands[0];
-  const std::vector<int64_t>& ad = a.shape().dims;
+  const auto& ad = a.shape().dims;
   const auto m = static_cast<size_t>(ad.back());
   const bool solve = inst.opcode.opcode == Opcode::kTriangularSolve;
   const Literal& target = solve ? *operands[1] : a;
-  const std::vector<int64_t>& bd = target.shape().dims;
+  const auto& bd = target.shape().dims;
   const auto rows = static_cast<size_t>(bd[bd.size() - 2]), cols = static_cast<size_t>(bd.back());
   Literal out(ArrayShape(target.type(), bd));
   const size_t batches = m * m == 0 || rows * cols == 0 ? 0 : a.size() / (m * m);

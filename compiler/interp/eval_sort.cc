@@ -50,7 +50,7 @@ Result<Literal> EvalSort(EvalContext& ctx, const Instruction& inst,
                          std::span<const Literal* const> operands) {
   HLOCACHE_ASSIGN_OR_RETURN(int32_t less, ctx.Callee(inst, "to_apply"));
   HLOCACHE_ASSIGN_OR_RETURN(std::vector<int64_t> dims, ctx.Ints(inst, "dimensions"));
-  const std::vector<int64_t>& shape = operands[0]->shape().dims;
+  const auto& shape = operands[0]->shape().dims;
   const auto d = static_cast<size_t>(dims[0]);
   const int64_t length = shape[d];
   int64_t outer = 1, inner = 1;

@@ -42,7 +42,7 @@ void CopyElement(const Literal& from, size_t i, Literal& to, size_t j) {
 }
 
 // Steps through the row-major indices of `dims`; false after the last (or for no elements).
-bool Next(std::vector<int64_t>& index, const std::vector<int64_t>& dims) {
+bool Next(std::vector<int64_t>& index, std::span<const int64_t> dims) {
   for (size_t d = dims.size(); d-- > 0;) {
     if (++index[d] < dims[d]) return true;
     index[d] = 0;
@@ -50,7 +50,7 @@ bool Next(std::vector<int64_t>& index, const std::vector<int64_t>& dims) {
   return false;
 }
 
-bool Empty(const std::vector<int64_t>& dims) {
+bool Empty(std::span<const int64_t> dims) {
   for (int64_t d : dims) {
     if (d == 0) return true;
   }
@@ -63,7 +63,7 @@ struct Sliding {
   std::vector<int64_t> base, base_strides, placements, sizes;
 
   // The offset in the base of window element `k` placed at `at`, or -1 when it reads nothing.
-  int64_t Offset(const std::vector<int64_t>& at, const std::vector<int64_t>& k) const {
+  int64_t Offset(std::span<const int64_t> at, std::span<const int64_t> k) const {
     int64_t offset = 0;
     for (size_t d = 0; d < base.size(); ++d) {
       const std::optional<int64_t> i = hlo::WindowBaseIndex(window[d], base[d], at[d], k[d]);
@@ -75,10 +75,10 @@ struct Sliding {
 };
 
 Result<Sliding> Slide(const ShapeContext& ctx, const Instruction& inst,
-                      const std::vector<int64_t>& base) {
+                      std::span<const int64_t> base) {
   Sliding s;
   HLOCACHE_RETURN_IF_ERROR(ReadWindowPlacements(ctx, inst, base, s.window, s.placements));
-  s.base = base;
+  s.base.assign(base.begin(), base.end());
   s.base_strides = hlo::RowMajorStrides(base);
   for (const WindowDimension& w : s.window) s.sizes.push_back(w.size);
   return s;
@@ -86,7 +86,7 @@ Result<Sliding> Slide(const ShapeContext& ctx, const Instruction& inst,
 
 // For window element `k` (a row-major index into the window), the results whose window reads
 // an element there and the offsets of those elements in the base.
-void Reads(const Sliding& s, const std::vector<int64_t>& k, std::vector<size_t>& results,
+void Reads(const Sliding& s, std::span<const int64_t> k, std::vector<size_t>& results,
            std::vector<size_t>& offsets) {
   results.clear();
   offsets.clear();

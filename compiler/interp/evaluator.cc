@@ -339,7 +339,7 @@ Result<Literal> Evaluator::Eval(const Instruction& inst, std::vector<Literal>& v
   if (dynamic && inst.shape.IsDynamic()) {
     // The op on its operands' values at their sizes, into a result of the sizes they give.
     std::vector<const Shape*> declared;
-    std::vector<const std::vector<int64_t>*> runtime;
+    std::vector<const hlo::Dims*> runtime;
     for (size_t k = 0; k < inst.operands.size(); ++k) {
       declared.push_back(&DeclaredShape(inst.operands[k]));
       runtime.push_back(&operand(k).shape().dims);
@@ -404,7 +404,7 @@ Result<Literal> Evaluator::EvalInto(const Instruction& inst, std::vector<Literal
       if (d.size() != 1 || d[0] < 0 || d[0] >= out.shape().rank()) {
         return Error(InvalidArgument("bad iota_dimension"));
       }
-      ForEachIndex(out, [&](size_t i, const std::vector<int64_t>& idx) {
+      ForEachIndex(out, [&](size_t i, std::span<const int64_t> idx) {
         Store(out, i, static_cast<double>(idx[static_cast<size_t>(d[0])]), idx[d[0]]);
       });
       return out;
@@ -414,7 +414,7 @@ Result<Literal> Evaluator::EvalInto(const Instruction& inst, std::vector<Literal
       const Literal& in = operand(0);
       if (dims.size() != in.shape().dims.size()) return Error(InvalidArgument("bad broadcast"));
       const auto in_strides = hlo::RowMajorStrides(in.shape().dims);
-      ForEachIndex(out, [&](size_t i, const std::vector<int64_t>& idx) {
+      ForEachIndex(out, [&](size_t i, std::span<const int64_t> idx) {
         int64_t off = 0;
         for (size_t k = 0; k < dims.size(); ++k) off += idx[dims[k]] * in_strides[k];
         CopyElement(in, static_cast<size_t>(off), out, i);
@@ -440,7 +440,7 @@ Result<Literal> Evaluator::EvalInto(const Instruction& inst, std::vector<Literal
       const Literal& in = operand(0);
       const auto in_strides = hlo::RowMajorStrides(in.shape().dims);
       if (perm.size() != in_strides.size()) return Error(InvalidArgument("bad transpose"));
-      ForEachIndex(out, [&](size_t i, const std::vector<int64_t>& idx) {
+      ForEachIndex(out, [&](size_t i, std::span<const int64_t> idx) {
         int64_t off = 0;
         for (size_t k = 0; k < perm.size(); ++k) off += idx[k] * in_strides[perm[k]];
         CopyElement(in, static_cast<size_t>(off), out, i);

@@ -16,6 +16,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <span>
 #include <type_traits>
 
 #include "compiler/interp/eval_context.h"
@@ -33,7 +34,7 @@ using hlo::PrimitiveType;
 using hlo::Shape;
 
 // Steps a row-major multi-index; false after the last one.
-inline bool Next(std::vector<int64_t>& index, const std::vector<int64_t>& dims) {
+inline bool Next(std::vector<int64_t>& index, std::span<const int64_t> dims) {
   for (size_t d = dims.size(); d-- > 0;) {
     if (++index[d] < dims[d]) return true;
     index[d] = 0;
@@ -49,7 +50,7 @@ inline int64_t TotalOrderKey(double v) {
   return bits < 0 ? bits ^ std::numeric_limits<int64_t>::max() : bits;
 }
 
-inline int64_t Offset(const std::vector<int64_t>& index, const std::vector<int64_t>& strides) {
+inline int64_t Offset(std::span<const int64_t> index, std::span<const int64_t> strides) {
   int64_t off = 0;
   for (size_t d = 0; d < index.size(); ++d) off += index[d] * strides[d];
   return off;
@@ -86,7 +87,7 @@ class Evaluator : public EvalContext {
   Result<Literal> CallElementwise(int32_t comp_index, std::span<const Literal> args) override;
 
  private:
-  static Shape ArrayOf(PrimitiveType type, std::vector<int64_t> dims) {
+  static Shape ArrayOf(PrimitiveType type, hlo::Dims dims) {
     Shape s;
     s.type = type;
     s.dims = std::move(dims);
@@ -252,7 +253,7 @@ class Evaluator : public EvalContext {
   // through the same steps as under the definition, one element at a time.
   Status ReduceAllAtOnce(const Instruction& op, bool swapped, const Literal& in,
                          const Literal& init, const std::vector<bool>& reduced,
-                         const std::vector<int64_t>& strides, Literal& out) const;
+                         std::span<const int64_t> strides, Literal& out) const;
 
   // dot: output dims are the batch dims, then lhs's free dims, then rhs's free dims. Each
   // result element sums its products in row-major order of the contracting dimensions,

@@ -23,8 +23,7 @@ Shape DequantizedShape(const Shape& operand, const Shape& scale) {
   return ArrayShape(DequantizedType(operand.type, scale.type), operand.dims);
 }
 
-std::vector<int64_t> ScaleOffsets(const std::vector<int64_t>& dims,
-                                  const std::vector<int64_t>& scale) {
+std::vector<int64_t> ScaleOffsets(std::span<const int64_t> dims, std::span<const int64_t> scale) {
   const std::vector<int64_t> strides = hlo::RowMajorStrides(scale);
   int64_t count = 1;
   for (int64_t d : dims) count *= d;
@@ -44,11 +43,11 @@ std::vector<int64_t> ScaleOffsets(const std::vector<int64_t>& dims,
 
 namespace {
 
-bool Has(const std::vector<int64_t>& v, int64_t d) {
+bool Has(std::span<const int64_t> v, int64_t d) {
   return std::find(v.begin(), v.end(), d) != v.end();
 }
 
-std::vector<int64_t> Joined(std::vector<int64_t> a, const std::vector<int64_t>& b) {
+std::vector<int64_t> Joined(std::vector<int64_t> a, std::span<const int64_t> b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
 }
@@ -56,7 +55,7 @@ std::vector<int64_t> Joined(std::vector<int64_t> a, const std::vector<int64_t>& 
 // The offsets, in row-major order of the index over dimensions `group` of an array of dimensions
 // `dims`, of sum over j of index[j] * coefficient(group[j]).
 template <typename Coefficient>
-std::vector<int64_t> Offsets(const std::vector<int64_t>& group, const std::vector<int64_t>& dims,
+std::vector<int64_t> Offsets(std::span<const int64_t> group, std::span<const int64_t> dims,
                              Coefficient coefficient) {
   int64_t count = 1;
   for (int64_t d : group) count *= dims[static_cast<size_t>(d)];
@@ -146,13 +145,13 @@ Result<RaggedDotDims> ReadRaggedDotDims(const ShapeContext& ctx, const hlo::Inst
   return g;
 }
 
-RaggedDotTables RaggedDotTablesOf(const RaggedDotDims& g, const std::vector<int64_t>& lhs,
-                                  const std::vector<int64_t>& rhs,
-                                  const std::vector<int64_t>& group_sizes) {
+RaggedDotTables RaggedDotTablesOf(const RaggedDotDims& g, std::span<const int64_t> lhs,
+                                  std::span<const int64_t> rhs,
+                                  std::span<const int64_t> group_sizes) {
   const auto ls = hlo::RowMajorStrides(lhs), rs = hlo::RowMajorStrides(rhs);
   const auto ss = hlo::RowMajorStrides(group_sizes);
-  auto in = [](const std::vector<int64_t>& strides) {
-    return [&strides](int64_t d) { return strides[static_cast<size_t>(d)]; };
+  auto in = [](std::span<const int64_t> strides) {
+    return [strides](int64_t d) { return strides[static_cast<size_t>(d)]; };
   };
   // group_sizes' dimension j (its batch dimensions, then the outer ones), or none when it is
   // broadcast.
@@ -167,7 +166,7 @@ RaggedDotTables RaggedDotTablesOf(const RaggedDotDims& g, const std::vector<int6
   t.gb = Offsets(g.lb, lhs, [&](int64_t d) {
     return sizes_stride(static_cast<size_t>(std::find(g.lb.begin(), g.lb.end(), d) - g.lb.begin()));
   });
-  const std::vector<int64_t>& kind = g.contracting ? g.lc : g.lf;
+  const auto& kind = g.contracting ? g.lc : g.lf;
   t.outer = Offsets(kind, lhs, [&](int64_t d) {
     const auto it = std::find(g.outer.begin(), g.outer.end(), d);
     if (it == g.outer.end()) return int64_t{0};

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "common/status.h"
@@ -19,8 +20,7 @@ hlo::PrimitiveType DequantizedType(hlo::PrimitiveType operand, hlo::PrimitiveTyp
 hlo::Shape DequantizedShape(const hlo::Shape& operand, const hlo::Shape& scale);
 // For each element of an operand of dimensions `dims`, in row-major order, the offset of the
 // element of its scale (of dimensions `scale`, each dividing its operand's) that scales it.
-std::vector<int64_t> ScaleOffsets(const std::vector<int64_t>& dims,
-                                  const std::vector<int64_t>& scale);
+std::vector<int64_t> ScaleOffsets(std::span<const int64_t> dims, std::span<const int64_t> scale);
 
 // ragged-dot's dimension numbers, checked against the operands' shapes.
 struct RaggedDotDims {
@@ -50,8 +50,8 @@ struct RaggedDotTables {
   std::vector<int64_t> lb, lf, lc, rb, rf, rc, gb, outer, position;
   int64_t group_stride = 0;
 };
-RaggedDotTables RaggedDotTablesOf(const RaggedDotDims& g, const std::vector<int64_t>& lhs,
-                                  const std::vector<int64_t>& rhs,
-                                  const std::vector<int64_t>& group_sizes);
+RaggedDotTables RaggedDotTablesOf(const RaggedDotDims& g, std::span<const int64_t> lhs,
+                                  std::span<const int64_t> rhs,
+                                  std::span<const int64_t> group_sizes);
 
 }  // namespace hlocache::interp

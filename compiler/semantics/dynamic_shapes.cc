@@ -131,9 +131,9 @@ Result<std::vector<SizeSource>> SizeSources(const ShapeContext& ctx, const hlo::
 
 Result<std::vector<int64_t>> RuntimeDims(const ShapeContext& ctx, const hlo::Instruction& inst,
                                          std::span<const Shape* const> declared,
-                                         std::span<const std::vector<int64_t>* const> runtime) {
+                                         std::span<const hlo::Dims* const> runtime) {
   const Shape& r = inst.shape;
-  std::vector<int64_t> out = r.dims;
+  std::vector<int64_t> out(r.dims.begin(), r.dims.end());
   if (inst.opcode.opcode == Opcode::kReshape) {
     const Shape& in = *declared[0];
     // Flags as bool arrays, as the shared code takes them (std::vector<bool> has no data()).

@@ -65,7 +65,7 @@ std::vector<SizeSource> ElementwiseSizeSources(const hlo::Instruction& inst,
 // transpose with a dynamic result), from its operands' declared shapes and runtime dimensions.
 Result<std::vector<int64_t>> RuntimeDims(const ShapeContext& ctx, const hlo::Instruction& inst,
                                          std::span<const hlo::Shape* const> declared,
-                                         std::span<const std::vector<int64_t>* const> runtime);
+                                         std::span<const hlo::Dims* const> runtime);
 
 // A size from outside the program within [0, bound] (dynamic_dims.h's hc_clamp_dim).
 int64_t ClampedSize(int64_t size, int64_t bound);

@@ -36,7 +36,7 @@ Status CheckSignature(const ShapeContext& ctx, const hlo::Instruction& inst, int
   return Status::Ok();
 }
 
-hlo::Shape ArrayShape(hlo::PrimitiveType type, std::vector<int64_t> dims) {
+hlo::Shape ArrayShape(hlo::PrimitiveType type, hlo::Dims dims) {
   hlo::Shape s;
   s.type = type;
   s.dims = std::move(dims);

@@ -25,6 +25,6 @@ Status CheckSignature(const ShapeContext& ctx, const hlo::Instruction& inst, int
                       const std::string& role);
 
 // An array shape of `type` with dimensions `dims` (a scalar when empty).
-hlo::Shape ArrayShape(hlo::PrimitiveType type, std::vector<int64_t> dims = {});
+hlo::Shape ArrayShape(hlo::PrimitiveType type, hlo::Dims dims = {});
 
 }  // namespace hlocache::interp

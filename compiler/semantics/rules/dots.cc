@@ -70,7 +70,7 @@ Status Check(const ShapeContext& ctx, const Instruction& inst,
   }
   HLOCACHE_RETURN_IF_ERROR(CheckKinds(ctx, inst, lhs, rhs));
   HLOCACHE_ASSIGN_OR_RETURN(RaggedDotDims g, ReadRaggedDotDims(ctx, inst, lhs, rhs, *operands[2]));
-  const std::vector<int64_t>& want = g.result_dims;
+  const auto& want = g.result_dims;
   if (inst.shape.dims != want) {
     return ctx.Malformed(
         inst, "the result is not " + hlo::CanonicalShapeText(ArrayShape(inst.shape.type, want)));

@@ -57,7 +57,7 @@ Status CheckBitcastConvert(const ShapeContext& ctx, const Instruction& inst, con
     // Their elements are a byte each here, not packed: no bytes to regroup.
     return ctx.Unsupported(inst, "bitcast-convert between a sub-byte type and another width");
   }
-  std::vector<int64_t> want = in.dims;
+  std::vector<int64_t> want(in.dims.begin(), in.dims.end());
   if (from > to) {
     want.push_back(from / to);
   } else if (from < to) {

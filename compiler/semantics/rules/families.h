@@ -114,7 +114,7 @@ Result<ScanForm> ReadScanForm(const ShapeContext& ctx, const hlo::Instruction& i
 // window.cc: the window of a windowed op over `base`'s dimensions, and the number of its
 // placements along each.
 Status ReadWindowPlacements(const ShapeContext& ctx, const hlo::Instruction& inst,
-                            const std::vector<int64_t>& base,
+                            std::span<const int64_t> base,
                             std::vector<hlo::WindowDimension>& window,
                             std::vector<int64_t>& placements);
 

@@ -77,7 +77,7 @@ Status CheckTopK(const ShapeContext& ctx, const Instruction& inst,
   if (!largest.empty() && largest != "true" && largest != "false") {
     return ctx.Malformed(inst, "largest is not true or false");
   }
-  std::vector<int64_t> dims = x.dims;
+  std::vector<int64_t> dims(x.dims.begin(), x.dims.end());
   dims.back() = k;
   Shape result;
   result.tuple_elements = {ArrayShape(x.type, dims), ArrayShape(PrimitiveType::kS32, dims)};

@@ -98,7 +98,7 @@ Status Check(const ShapeContext& ctx, const Instruction& inst,
 
 // The window and the number of its placements along each dimension of `base`.
 Status ReadWindowPlacements(const ShapeContext& ctx, const Instruction& inst,
-                            const std::vector<int64_t>& base, std::vector<WindowDimension>& window,
+                            std::span<const int64_t> base, std::vector<WindowDimension>& window,
                             std::vector<int64_t>& placements) {
   auto w = hlo::ReadWindow(ctx.module(), inst, base.size());
   if (!w) return ctx.Malformed(inst, w.error().message());

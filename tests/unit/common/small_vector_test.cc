@@ -94,5 +94,30 @@ TEST(SmallVectorTest, ReserveResizeAndClear) {
   EXPECT_TRUE(v == (Small{1}));
 }
 
+// Built from a range or a std::vector, assigned a range, an element erased: on either side of
+// the in-place room, with the values in order and nothing of the old contents left.
+TEST(SmallVectorTest, RangesVectorsAndErase) {
+  const std::vector<int32_t> six = {1, 2, 3, 4, 5, 6};
+  const Small from_range(six.begin() + 1, six.begin() + 4);
+  EXPECT_EQ(Values(from_range), (std::vector<int32_t>{2, 3, 4}));
+  const Small from_vector = six;
+  EXPECT_EQ(Values(from_vector), six);
+
+  Small v{9, 9};
+  v.assign(six.begin(), six.end());  // Past the room: onto the heap.
+  EXPECT_EQ(Values(v), six);
+  v.assign(six.data() + 4, six.data() + 6);  // Fewer than it had.
+  EXPECT_EQ(Values(v), (std::vector<int32_t>{5, 6}));
+
+  Small w(six.begin(), six.end());
+  auto after = w.erase(w.begin());  // The first.
+  EXPECT_EQ(*after, 2);
+  after = w.erase(w.begin() + 2);  // One inside.
+  EXPECT_EQ(*after, 5);
+  after = w.erase(w.end() - 1);  // The last.
+  EXPECT_EQ(after, w.end());
+  EXPECT_EQ(Values(w), (std::vector<int32_t>{2, 3, 5}));
+}
+
 }  // namespace
 }  // namespace hlocache

@@ -255,7 +255,7 @@ TEST(ParserTest, AShapeHasAtMostSixtyFourDimensionsEachKeptInOrder) {
     if (!m) return Error(m.error());
     const Shape& shape = m->computations[0].instructions[0].shape;
     EXPECT_EQ(shape.IsDynamicDim(rank - 1), dynamic_last);
-    return shape.dims;
+    return std::vector<int64_t>(shape.dims.begin(), shape.dims.end());
   };
   for (const bool dynamic_last : {false, true}) {
     auto dims = shape_of(64, dynamic_last);
