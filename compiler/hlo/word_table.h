@@ -56,8 +56,9 @@ class WordTable {
     int32_t value = -1;
   };
 
-  // Mixes the length with the first and last eight bytes: enough to tell apart the words of one
-  // table, which share long prefixes (all-reduce, all-reduce-start) but not both ends and length.
+  // Mixes the length with the first and last eight bytes (every byte of a shorter word): enough
+  // to tell apart the words of one table, which share long prefixes (all-reduce,
+  // all-reduce-start) but not both ends and length.
   static uint64_t Hash(std::string_view w) {
     uint64_t head = 0;
     uint64_t tail = 0;
@@ -65,8 +66,16 @@ class WordTable {
     if (n >= 8) {
       std::memcpy(&head, w.data(), 8);
       std::memcpy(&tail, w.data() + n - 8, 8);
-    } else {
-      for (size_t i = 0; i < n; ++i) head = (head << 8) | static_cast<unsigned char>(w[i]);
+    } else if (n >= 4) {
+      // Two loads that overlap cover every byte: no loop over them (most words are this short).
+      uint32_t first = 0;
+      uint32_t last = 0;
+      std::memcpy(&first, w.data(), 4);
+      std::memcpy(&last, w.data() + n - 4, 4);
+      head = first | (uint64_t{last} << 32);
+    } else if (n > 0) {
+      const auto byte = [&](size_t k) { return uint64_t{static_cast<unsigned char>(w[k])}; };
+      head = byte(0) | (byte(n / 2) << 8) | (byte(n - 1) << 16);
     }
     uint64_t h = (head * 0x9e3779b97f4a7c15ull) ^ (tail * 0xc2b2ae3d27d4eb4full) ^
                  (n * 0x165667b19e3779f9ull);
