@@ -2,6 +2,8 @@
 // attributes (literals and shapes are in parser_shapes.cc).
 #include "compiler/hlo/parser_impl.h"
 
+#include <optional>
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -228,20 +230,25 @@ size_t Parser::InstructionsInGroup(uint32_t open) {
   return CountInstructionsAhead();
 }
 
-void Parser::AddInstruction(Computation& comp, Instruction&& inst) {
-  if (inst.opcode.opcode == Opcode::kParameter && inst.opcode.phase == AsyncPhase::kNone) {
-    parameters_.push_back(static_cast<int32_t>(comp.instructions.size()));
-  }
-  any_shape_missing_ |= !inst.shape_written;
-  if (listener_ == nullptr) {
-    comp.instructions.push_back(std::move(inst));
-    return;
-  }
-  if (comp.instructions.size() == comp.instructions.capacity()) {
+Instruction& Parser::PlaceInstruction(Computation& comp) {
+  if (listener_ != nullptr && comp.instructions.size() == comp.instructions.capacity()) {
     listener_->InstructionsWillMove(comp);
   }
-  comp.instructions.push_back(std::move(inst));
-  listener_->InstructionAdded(comp);
+  return comp.instructions.emplace_back();
+}
+
+void Parser::InstructionPlaced(Computation& comp) {
+  const Instruction& inst = comp.instructions.back();
+  if (inst.opcode.opcode == Opcode::kParameter && inst.opcode.phase == AsyncPhase::kNone) {
+    parameters_.push_back(static_cast<int32_t>(comp.instructions.size() - 1));
+  }
+  any_shape_missing_ |= !inst.shape_written;
+  if (listener_ != nullptr) listener_->InstructionAdded(comp);
+}
+
+void Parser::AddInstruction(Computation& comp, Instruction&& inst) {
+  PlaceInstruction(comp) = std::move(inst);
+  InstructionPlaced(comp);
 }
 
 bool Parser::CollectParameters(Computation& comp) {
@@ -272,37 +279,67 @@ bool Parser::CollectParameters(Computation& comp) {
 }
 
 bool Parser::ParseInstruction(Computation& comp, bool& saw_root) {
-  Instruction inst;
-  inst.offset = Peek().offset;
+  const uint32_t offset = Peek().offset;
   bool is_root = false;
   if (AtIdent("ROOT")) {
     is_root = true;
-    if (saw_root) return Fail(inst.offset, "more than one ROOT instruction in a computation");
+    if (saw_root) return Fail(offset, "more than one ROOT instruction in a computation");
     saw_root = true;
     Advance();
   }
   if (Kind() != TokenKind::kIdent || Kind(1) != TokenKind::kEqual) {
     return FailHere("expected an instruction 'name = opcode(...)'");
   }
-  inst.name = StripPercent(Text());
-  const uint64_t name_hash = names_.Prefetch(inst.name);
+  const std::string_view name = StripPercent(Text());
+  const uint64_t name_hash = names_.Prefetch(name);
   const uint32_t name_offset = Peek().offset;
   Advance();
   Advance();
-  if (!ParseInstructionRhs(comp, inst, 0)) return false;
+  const uint32_t rhs = pos_;
+  // Parsed where it stays, at the computation's end: parsing it aside and moving it there cost
+  // a twentieth of a large module's parse. An operand written as an instruction of its own
+  // (`add(f32[] multiply(x, y), z)`, rare) takes the place before it; then it is parsed again
+  // aside, its operands placed first.
+  Instruction* inst = &PlaceInstruction(comp);
+  inst->offset = offset;
+  inst->name = name;
+  parsing_in_place_ = true;
+  const bool placed = ParseInstructionRhs(comp, *inst, 0);
+  parsing_in_place_ = false;
+  // A failed parse leaves the computation its whole instructions only (what a listener sees).
+  const auto drop_placed = [&] {
+    if (placed) comp.instructions.pop_back();
+    return false;
+  };
+  std::optional<Instruction> aside;
+  if (!placed) {
+    comp.instructions.pop_back();
+    if (!nested_operand_) return false;
+    nested_operand_ = false;
+    pos_ = rhs;
+    inst = &aside.emplace();
+    inst->offset = offset;
+    inst->name = name;
+    if (!ParseInstructionRhs(comp, *inst, 0)) return false;
+  }
   attributes_.clear();
   while (Kind() == TokenKind::kComma) {
     Advance();
-    if (!ParseInstructionAttribute(inst)) return false;
+    if (!ParseInstructionAttribute(*inst)) return drop_placed();
   }
-  inst.attributes = m_.KeepAttributes(attributes_);
-  const auto index = static_cast<int32_t>(comp.instructions.size());
+  inst->attributes = m_.KeepAttributes(attributes_);
+  const auto index = static_cast<int32_t>(comp.instructions.size() - (placed ? 1 : 0));
   // Named only now, so that its own operands cannot name it.
-  if (!names_.Insert(inst.name, index, name_hash)) {
-    return Fail(name_offset, "duplicate instruction name '" + std::string(inst.name) + "'");
+  if (!names_.Insert(name, index, name_hash)) {
+    Fail(name_offset, "duplicate instruction name '" + std::string(name) + "'");
+    return drop_placed();
   }
   if (is_root) comp.root = index;
-  AddInstruction(comp, std::move(inst));
+  if (placed) {
+    InstructionPlaced(comp);
+  } else {
+    AddInstruction(comp, std::move(*aside));
+  }
   return true;
 }
 
@@ -366,6 +403,10 @@ bool Parser::ParseOperand(Computation& comp, int32_t& operand, int depth) {
   if (Kind() != TokenKind::kIdent) return FailHere("expected an operand name");
   if (Kind(1) == TokenKind::kLParen && ParseOpcodeSpelling(Text()).has_value()) {
     // Nested anonymous instruction: `add(f32[] multiply(x, y), z)`.
+    if (parsing_in_place_) {
+      nested_operand_ = true;  // Its instruction is parsed again, aside (ParseInstruction).
+      return false;
+    }
     pos_ = start;
     Instruction nested;
     nested.offset = Peek().offset;

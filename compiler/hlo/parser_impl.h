@@ -178,6 +178,10 @@ class Parser {
   // it is a parameter, and a shape left to inference. Passes over every instruction for these
   // read a large module's instructions from memory once more each.
   void AddInstruction(Computation& comp, Instruction&& inst);
+  // A new instruction at the end of `comp`, to be parsed in place; InstructionPlaced once it is
+  // whole (the same notes as AddInstruction's).
+  Instruction& PlaceInstruction(Computation& comp);
+  void InstructionPlaced(Computation& comp);
   bool AtShapeStart() const;
   // shape? opcode '(' operands ')'. Attributes are parsed by the caller.
   bool ParseInstructionRhs(Computation& comp, Instruction& inst, int depth);
@@ -222,6 +226,10 @@ class Parser {
   std::vector<Attribute> attributes_;
   std::vector<int32_t> parameters_;  // The current computation's parameter instructions.
   bool any_shape_missing_ = false;
+  // An instruction is being parsed in its place (ParseInstruction), and an operand of it turned
+  // out to be an instruction of its own, which must be placed before it.
+  bool parsing_in_place_ = false;
+  bool nested_operand_ = false;
   Status error_;
   NameTable names_;       // Current computation's scope.
   NameTable comp_index_;  // Computations defined so far.

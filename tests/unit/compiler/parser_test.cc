@@ -195,6 +195,46 @@ TEST(ParserTest, AcceptsShortParsableStyleAndNestedOperands) {
   EXPECT_EQ(m->computations[0].instructions[1].opcode.opcode, Opcode::kConstant);
 }
 
+// An instruction is parsed in its place at the computation's end; an operand written as an
+// instruction of its own must come before its user, wherever in the operands it stands and
+// however deep, with the user's attributes, name and ROOT still its own.
+TEST(ParserTest, NestedOperandsComeBeforeTheirUserWhereverTheyAreWritten) {
+  auto m = ParseModule(R"(ENTRY e {
+  x = f32[] parameter(0)
+  a = f32[] add(x, f32[] multiply(x, f32[] negate(x))), metadata={op_name="a"}
+  b = f32[] add(f32[] abs(x), a)
+  ROOT r = f32[] subtract(b, a), control-predecessors={a}
+})",
+                       "n.hlo");
+  ASSERT_THAT(m, IsOk());
+  const auto& insts = m->computations[0].instructions;
+  std::vector<std::string> order;
+  for (const Instruction& inst : insts) {
+    std::string line = std::string(inst.name.empty() ? "-" : inst.name) + "(";
+    for (int32_t o : inst.operands) line += std::to_string(o) + ",";
+    line += ")";
+    if (!inst.attributes.empty()) line += " " + std::string(inst.attributes[0].name);
+    order.push_back(line);
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"x()", "-(0,)", "-(0,1,)", "a(0,2,) metadata", "-(0,)",
+                                             "b(4,3,)", "r(5,3,) control-predecessors"}));
+  EXPECT_EQ(insts[1].opcode.opcode, Opcode::kNegate);
+  EXPECT_EQ(insts[4].opcode.opcode, Opcode::kAbs);
+  EXPECT_EQ(m->computations[0].root, 6);
+  EXPECT_EQ(insts[6].control_predecessors, (std::vector<int32_t>{3}));
+
+  // Errors after the second parse are reported as they were: where and what.
+  EXPECT_THAT(ParseModule("ENTRY e {\n  x = f32[] parameter(0)\n"
+                          "  ROOT y = f32[] add(f32[] negate(x), %z)\n}\n",
+                          "n.hlo"),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("n.hlo:3:39: error: undefined operand '%z'")));
+  EXPECT_THAT(ParseModule("ENTRY e {\n  x = f32[] parameter(0)\n"
+                          "  x = f32[] add(f32[] negate(x), x)\n  ROOT y = f32[] negate(x)\n}\n",
+                          "n.hlo"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("duplicate instruction name 'x'")));
+}
+
 TEST(ParserTest, ShapesLayoutsTuplesAndDynamicDims) {
   auto m = ParseModule(R"(ENTRY e {
   a = f32[8,128]{1,0:T(8,128)} parameter(0)
