@@ -21,6 +21,7 @@
 #include "compiler/hlo/attributes.h"
 #include "compiler/hlo/lexer.h"
 #include "compiler/hlo/literal_text.h"
+#include "compiler/hlo/name_table.h"
 #include "compiler/hlo/text_writer.h"
 
 namespace hlocache::hlo {
@@ -170,7 +171,7 @@ class Canonicalizer {
   // `m` needs only its header and tokens until Finish: the computations may still be being
   // parsed (canonical_builder.h).
   Canonicalizer(const Module& m, CanonicalOptions options)
-      : m_(&m), options_(options), scheduled_(m.IsScheduled()) {
+      : m_(&m), options_(options), scheduled_(m.IsScheduled()), value_index_(m.source()) {
     // Sized from the source so that big modules fill these without regrowing; see huge_pages.h.
     pieces_.reserve(m_->tokens.size() / 4 + 16);
     AdviseHugePages(pieces_.data(), pieces_.capacity() * sizeof(Piece));
@@ -382,6 +383,34 @@ class Canonicalizer {
         i = SkipDefaultLayoutAfterShape(i, end, out);
       }
     }
+  }
+
+  // AppendValue(value, /*verbatim=*/false) into arena_ (`out`), as a copy of the text it gave
+  // for the same source text before, where there is one. Attribute values repeat (dimension
+  // lists, replica groups, window specs on line after line), and their text is a function of
+  // their tokens alone (AppendValue starts afresh and reads nothing around them), which are a
+  // function of their bytes (text from a token's start to a token's end lexes alike wherever it
+  // stands).
+  void AppendValueOnce(TokenRange value, std::string& out) {
+    if (value.empty()) return;
+    const Token& first = m_->tokens[value.begin];
+    const Token& last = m_->tokens[value.end - 1];
+    const std::string_view source =
+        m_->source().substr(first.offset, size_t{last.offset} + last.length - first.offset);
+    const int32_t known = value_index_.Find(source);
+    if (known >= 0) {
+      const ValueText& v = value_texts_[static_cast<size_t>(known)];
+      const size_t length = v.b - v.a;
+      if (out.capacity() < out.size() + length) out.reserve(2 * (out.size() + length));
+      out.append(out.data() + v.a, length);  // From before out's end: no reallocation now.
+      last_kind_ = v.last_kind;
+      kind_before_last_ = v.kind_before_last;
+      return;
+    }
+    const auto a = static_cast<uint32_t>(out.size());
+    AppendValue(value.begin, value.end, /*verbatim=*/false, out);
+    value_index_.Insert(source, static_cast<int32_t>(value_texts_.size()));
+    value_texts_.push_back({a, static_cast<uint32_t>(out.size()), last_kind_, kind_before_last_});
   }
 
   // Shapes inside attribute values (operand_layout_constraints, outfeed_shape, ...) follow the
@@ -617,8 +646,11 @@ class Canonicalizer {
       } else {
         // AppendValue only ever takes back text it wrote itself (a comma before dropped
         // metadata), never the name before it.
-        AppendValue(a.value.begin, a.value.end,
-                    /*verbatim=*/a.role == AttributeRole::kBackendConfig, out);
+        if (a.role == AttributeRole::kBackendConfig) {
+          AppendValue(a.value.begin, a.value.end, /*verbatim=*/true, out);
+        } else {
+          AppendValueOnce(a.value, out);
+        }
         EndText(begin);
       }
     }
@@ -1072,6 +1104,15 @@ class Canonicalizer {
   std::vector<CompInfo> comps_;
   std::vector<Piece> pieces_;
   std::string arena_;
+  // AppendValueOnce's texts in arena_, and their source texts.
+  struct ValueText {
+    uint32_t a;
+    uint32_t b;
+    TokenKind last_kind;
+    TokenKind kind_before_last;
+  };
+  std::vector<ValueText> value_texts_;
+  NameTable value_index_;
   std::string sig_;
   std::vector<uint32_t> sorted_attrs_;
   std::vector<uint32_t> callee_start_;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "compiler/hlo/parser.h"
 #include "tests/unit/status_matchers.h"
@@ -74,6 +75,57 @@ ENTRY entry /* a comment */ {
 )";
 
 TEST(CanonicalTest, SameProgramSameText) { EXPECT_EQ(Canon(kBase), Canon(kSameProgram)); }
+
+// Attribute values written alike are printed once and copied after. A copy must be what the
+// value's own print gives: the module's text equals that of the module with each repeat spelled
+// apart (so that nothing is copied), and values that only begin alike keep their own text.
+TEST(CanonicalTest, AttributeValuesWrittenAlikePrintAsEachWouldAlone) {
+  struct Transpose {
+    std::string dims;
+    std::string shape;
+    std::string sharding;
+  };
+  auto module = [](const std::vector<Transpose>& ts) {
+    std::string text = "HloModule m\n\nENTRY e {\n  p = f32[2,3,4] parameter(0)\n";
+    std::string operands, shapes;
+    for (size_t i = 0; i < ts.size(); ++i) {
+      const std::string name = "t" + std::to_string(i);
+      text += "  " + name + " = " + ts[i].shape + " transpose(p), dimensions=" + ts[i].dims +
+              ", sharding=" + ts[i].sharding + "\n";
+      operands += (i ? ", " : "") + name;
+      shapes += (i ? ", " : "") + ts[i].shape;
+    }
+    return text + "  ROOT r = (" + shapes + ") tuple(" + operands + ")\n}\n";
+  };
+  const std::string a = "f32[3,2,4]", b = "f32[3,4,2]", c = "f32[4,2,3]";
+  const std::string dropped = "{maximal device=0 metadata={op_name=\"x\"}}";
+  const std::string kept = "{maximal device=0}";
+  const std::string repeated = Canon(module({{"{1,0,2}", a, dropped},
+                                             {"{1,2,0}", b, kept},
+                                             {"{1,0,2}", a, dropped},
+                                             {"{1,2,0}", b, kept},
+                                             {"{2,0,1}", c, dropped}}));
+  const std::string apart =
+      Canon(module({{"{1,0,2}", a, dropped},
+                    {"{1,2,0}", b, kept},
+                    {"{1, 0,2}", a, "{maximal device=0  metadata={op_name=\"x\"}}"},
+                    {"{1,2, 0}", b, "{maximal  device=0}"},
+                    {"{2,0,1}", c, "{maximal device=0 metadata={op_name=\"x\"} }"}}));
+  EXPECT_EQ(repeated, apart);
+  auto count = [&](std::string_view what) {
+    size_t n = 0;
+    for (size_t at = repeated.find(what); at != std::string::npos;
+         at = repeated.find(what, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  EXPECT_EQ(count("dimensions={1,0,2}"), 2u);
+  EXPECT_EQ(count("dimensions={1,2,0}"), 2u);
+  EXPECT_EQ(count("dimensions={2,0,1}"), 1u);
+  EXPECT_EQ(count("sharding={maximal device=0}"), 5u);
+  EXPECT_EQ(count("metadata"), 0u);
+}
 
 TEST(CanonicalTest, TextIsReadableValidHloAndIdempotent) {
   std::string once = Canon(kBase);
