@@ -86,13 +86,17 @@ class NameTable {
     return Mix(h);
   }
 
-  // memcmp(a, b, n) == 0, inline up to 16 bytes (two overlapping loads a side; the first,
-  // middle and last byte below 4) instead of a library call per lookup. Also the word tables'
-  // comparison (word_table.h), whose opcodes and types are mostly of 3 to 8 bytes. Public for
-  // its tests.
+  // memcmp(a, b, n) == 0, inline up to 32 bytes (two or four overlapping loads a side; the
+  // first, middle and last byte below 4) instead of a library call per lookup. Also the word
+  // tables' comparison (word_table.h), whose opcodes and types are mostly of 3 to 8 bytes. Public
+  // for its tests.
   static bool SameBytes(const char* a, const char* b, size_t n) {
     if (n >= 8 && n <= 16) {
       return Load64(a) == Load64(b) && Load64(a + n - 8) == Load64(b + n - 8);
+    }
+    if (n > 16 && n <= 32) {  // Long names (`sharding_constraint.2251`) and shapes' texts.
+      return Load64(a) == Load64(b) && Load64(a + 8) == Load64(b + 8) &&
+             Load64(a + n - 16) == Load64(b + n - 16) && Load64(a + n - 8) == Load64(b + n - 8);
     }
     if (n >= 4 && n < 8) {
       return Load32(a) == Load32(b) && Load32(a + n - 4) == Load32(b + n - 4);
