@@ -389,14 +389,10 @@ class Canonicalizer {
   // for the same source text before, where there is one. Attribute values repeat (dimension
   // lists, replica groups, window specs on line after line), and their text is a function of
   // their tokens alone (AppendValue starts afresh and reads nothing around them), which are a
-  // function of their bytes (text from a token's start to a token's end lexes alike wherever it
-  // stands).
+  // function of their source text (Module::SourceText).
   void AppendValueOnce(TokenRange value, std::string& out) {
     if (value.empty()) return;
-    const Token& first = m_->tokens[value.begin];
-    const Token& last = m_->tokens[value.end - 1];
-    const std::string_view source =
-        m_->source().substr(first.offset, size_t{last.offset} + last.length - first.offset);
+    const std::string_view source = m_->SourceText(value);
     const int32_t known = value_index_.Find(source);
     if (known >= 0) {
       const ValueText& v = value_texts_[static_cast<size_t>(known)];

@@ -118,6 +118,15 @@ class Module {
   const std::string& filename() const { return filename_; }
   std::string_view TokenText(const Token& t) const { return source().substr(t.offset, t.length); }
   std::string_view TokenText(uint32_t index) const { return TokenText(tokens[index]); }
+  // The source bytes from the first token of `range` (not empty) to the end of its last,
+  // whatever lies between them. Text from a token's start to a token's end lexes to the same
+  // tokens wherever it stands, so equal texts are equal token sequences: the parser's shape memo
+  // and the canonicalizer's attribute values are found again by this text.
+  std::string_view SourceText(TokenRange range) const {
+    const Token& first = tokens[range.begin];
+    const Token& last = tokens[range.end - 1];
+    return source().substr(first.offset, size_t{last.offset} + last.length - first.offset);
+  }
   const Attribute* FindAttribute(std::string_view attr_name) const;
   bool IsScheduled() const;
   bool HasElidedConstants() const;

@@ -233,10 +233,10 @@ class Parser {
   Status error_;
   NameTable names_;       // Current computation's scope.
   NameTable comp_index_;  // Computations defined so far.
-  // Plain array shapes parsed so far, by their text (`bf16[8,128]{1,0}`): a module writes tens
-  // of thousands of shapes in one or two hundred texts, so nearly every shape is a copy of one
-  // parsed before. Text from a token's start to a bracket's end lexes to the same tokens
-  // wherever it stands, so the same text is the same shape. Indexes shape_memo_.
+  // Plain array shapes parsed so far, by their source text (`bf16[8,128]{1,0}`,
+  // Module::SourceText: the same text is the same tokens, so the same shape): a module writes
+  // tens of thousands of shapes in one or two hundred texts, so nearly every shape is a copy of
+  // one parsed before. Indexes shape_memo_.
   NameTable shape_memo_index_;
   std::vector<Shape> shape_memo_;
 };

@@ -182,9 +182,7 @@ bool Parser::ParseShape(Shape& shape, int depth) {
   }
   const uint32_t end = PlainArrayShapeEnd();
   if (end == 0) return ParseArrayShape(shape);
-  const uint32_t begin_offset = Peek().offset;
-  const Token& last = toks_[end - 1];
-  const std::string_view text(source_ + begin_offset, last.offset + last.length - begin_offset);
+  const std::string_view text = m_.SourceText({pos_, end});
   const int32_t known = shape_memo_index_.Find(text);
   if (known >= 0) {
     CopyArrayShape(shape_memo_[static_cast<size_t>(known)], shape);
