@@ -102,89 +102,33 @@ class Lexer {
 
   // Whether the `=` at tokens[k] (k >= 2), at depth 1, completes a `name =` definition: a name
   // before it, not after a comma (that is an attribute).
-  static bool CompletesDefinition(const std::vector<Token>& tokens, size_t k) {
+  static bool CompletesDefinition(const Token* tokens, size_t k) {
     return tokens[k - 1].kind == TokenKind::kIdent && tokens[k - 2].kind != TokenKind::kComma;
   }
 
   // The tokens of src_ from byte `begin` on, ending with kEnd; room reserved for the tokens of
-  // `reserve_bytes` of source.
-  Result<std::vector<Token>> Run(size_t begin = 0, size_t reserve_bytes = 0) {
+  // `reserve_bytes` of source. `fast`: whether the common tokens take LexFast (tests compare
+  // the two ways).
+  Result<std::vector<Token>> Run(size_t begin = 0, size_t reserve_bytes = 0, bool fast = true) {
     std::vector<Token> out;
     // Dense modules run about 3.6 source bytes a token; a reservation that covers them keeps the
     // vector from regrowing (a copy, and twice the memory touched). Untouched capacity costs
     // nothing.
     out.reserve(std::max(reserve_bytes, src_.size() - begin) / 3 + 16);
     AdviseHugePages(out.data(), out.capacity() * sizeof(Token));
-    const size_t n = src_.size();
-    size_t i = begin;
+    Cursor at{begin, 0};
     while (true) {
-      // Skip whitespace and comments.
-      while (i < n) {
-        unsigned char ch = src_[i];
-        if (Is(ch, kSpace)) {
-          ++i;
-        } else if (ch == '/' && i + 1 < n && src_[i + 1] == '/') {
-          while (i < n && src_[i] != '\n') ++i;
-        } else if (ch == '/' && i + 1 < n && src_[i + 1] == '*') {
-          size_t end = src_.find("*/", i + 2);
-          if (end == std::string_view::npos) return Fail(i, "unterminated /* comment");
-          i = end + 2;
-        } else {
-          break;
-        }
-      }
-      if (i >= n) break;
-      const size_t start = i;
-      const unsigned char ch = src_[i];
-      if (const TokenKind single = kSingleCharKinds[ch]; single != TokenKind::kEnd) {
-        if (groups_ != nullptr) NoteGroups(out, ch);
-        out.push_back(Token{single, 1, static_cast<uint32_t>(start)});
-        ++i;
-        continue;
-      }
-      TokenKind kind;
-      if (Is(ch, kIdentStart) || ch == '%') {
-        if (ch == '%') {
-          ++i;
-          if (i >= n || !Is(src_[i], kIdentStart)) return Fail(start, "expected a name after '%'");
-        }
-        i = ScanIdentTail(i + 1);
-        kind = TokenKind::kIdent;
-      } else if (Is(ch, kDigit) || (ch == '-' && i + 1 < n && Is(src_[i + 1], kDigit)) ||
-                 (ch == '.' && i + 1 < n && Is(src_[i + 1], kDigit))) {
-        kind = ScanNumber(i);
-      } else if (ch == '-' && (Matches(i + 1, "inf") || Matches(i + 1, "nan"))) {
-        i += 4;
-        kind = TokenKind::kFloat;
-      } else if (ch == '"') {
-        i = StringEnd(i + 1);
-        if (i > n) return Fail(start, "unterminated string");
-        kind = TokenKind::kString;
-      } else if (ch == '-' && i + 1 < n && src_[i + 1] == '>') {
-        i += 2;
-        kind = TokenKind::kArrow;
-      } else if (ch == '<' && i + 1 < n && src_[i + 1] == '=') {
-        i += 2;
-        kind = TokenKind::kLessEq;
-      } else if (ch == '.' && Matches(i, "...")) {
-        i += 3;
-        kind = TokenKind::kEllipsis;
-      } else if (Is(ch, kPunct)) {
-        ++i;
-        kind = PunctKind(ch);
-      } else {
-        char buf[64];
-        if (ch >= 0x20 && ch < 0x7f) {
-          std::snprintf(buf, sizeof buf, "unexpected character '%c'", ch);
-        } else {
-          std::snprintf(buf, sizeof buf, "unexpected byte 0x%02x (not HLO text)", ch);
-        }
-        return Fail(start, buf);
-      }
-      if (i - start > kMaxTokenBytes) return Fail(start, "token longer than 16 MiB");
-      out.push_back(Token{kind, static_cast<uint32_t>(i - start), static_cast<uint32_t>(start)});
+      // The tokens are written through a pointer into room made a chunk at a time (and zeroed,
+      // a store for four tokens), so that the loop checks no capacity per token.
+      if (at.made == out.size()) out.resize(at.made + kChunkTokens);
+      const Stop stop = fast ? LexFast(out.data(), out.data() + out.size(), at) : Stop::kOther;
+      if (stop == Stop::kEnd) break;
+      if (stop == Stop::kFull) continue;
+      if (!LexOne(out.data(), at)) return Error(std::move(error_));
+      if (at.i >= src_.size()) break;
     }
-    out.push_back(Token{TokenKind::kEnd, 0, static_cast<uint32_t>(n)});
+    out.resize(at.made);
+    out.push_back(Token{TokenKind::kEnd, 0, static_cast<uint32_t>(src_.size())});
     return out;
   }
 
@@ -192,11 +136,177 @@ class Lexer {
   // lexed (out[0, from)): for tokens another lexer made, which counted no groups.
   void NoteGroupsOf(const std::vector<Token>& out, size_t from) {
     for (size_t k = from; k < out.size(); ++k) {
-      NoteGroupAt(out, k, kKindChars[static_cast<size_t>(out[k].kind)]);
+      NoteGroupAt(out.data(), k, kKindChars[static_cast<size_t>(out[k].kind)]);
     }
   }
 
  private:
+  static constexpr size_t kChunkTokens = 4096;
+
+  // Where lexing stands: the source position, and the tokens made.
+  struct Cursor {
+    size_t i = 0;
+    size_t made = 0;
+  };
+  enum class Stop : uint8_t {
+    kEnd,    // The source has ended.
+    kFull,   // The room for tokens is used up.
+    kOther,  // At a token LexFast leaves to LexOne.
+  };
+
+  // Lexes the tokens most of a module is made of (punctuation, names, decimal integers, and
+  // the white space between them) into tokens[at.made, ...) until `room_end`, and stops at anything
+  // else: a comment, a string, any other number, an error, a group opening at depth 0, a
+  // definition it cannot yet tell is one. It calls nothing, so that its state stays in
+  // registers: the one loop that did everything kept its position on the stack, a load and a
+  // store per byte. Counts what NoteGroupAt counts for the tokens it makes.
+  Stop LexFast(Token* const tokens, Token* const room_end, Cursor& at) {
+    const char* const s = src_.data();
+    const size_t n = src_.size();
+    const bool counting = groups_ != nullptr;
+    size_t i = at.i;
+    Token* w = tokens + at.made;
+    int64_t depth = depth_;
+    uint32_t definitions = 0;
+    Stop stop = Stop::kOther;
+    while (true) {
+      if (w == room_end) {
+        stop = Stop::kFull;
+        break;
+      }
+      while (i < n && Is(s[i], kSpace)) ++i;
+      if (i >= n) {
+        stop = Stop::kEnd;
+        break;
+      }
+      const unsigned char ch = s[i];
+      if (const TokenKind single = kSingleCharKinds[ch]; single != TokenKind::kEnd) {
+        if (const int8_t change = kDepthChanges[ch]; change != 0) {
+          if (ch == '{' && depth == 0) break;  // A group opens.
+          depth += change;
+        } else if (ch == '=' && depth == 1 && counting) {
+          const auto k = static_cast<size_t>(w - tokens);
+          if (k < 2) break;  // Perhaps undecided.
+          definitions += CompletesDefinition(tokens, k) ? 1 : 0;
+        }
+        *w++ = Token{single, 1, static_cast<uint32_t>(i)};
+        ++i;
+        continue;
+      }
+      size_t end;
+      TokenKind kind = TokenKind::kIdent;
+      if (Is(ch, kIdentStart)) {
+        end = ScanIdentTail(i + 1);
+      } else if (ch == '%' && i + 1 < n && Is(s[i + 1], kIdentStart)) {
+        end = ScanIdentTail(i + 2);
+      } else if (Is(ch, kDigit)) {
+        end = i + 1;
+        while (end < n && Is(s[end], kDigit)) ++end;
+        // Hexadecimal, a float or a digit-led word: ScanNumber's.
+        if (end < n && (Is(s[end], kWordChar) || s[end] == '.')) break;
+        kind = TokenKind::kInt;
+      } else {
+        break;
+      }
+      if (end - i > kMaxTokenBytes) break;
+      *w++ = Token{kind, static_cast<uint32_t>(end - i), static_cast<uint32_t>(i)};
+      i = end;
+    }
+    at.i = i;
+    at.made = static_cast<size_t>(w - tokens);
+    depth_ = depth;
+    if (definitions != 0) {
+      // No group opened on the way: they are the current group's.
+      (groups_->empty() ? lead_definitions_ : groups_->back().definitions) += definitions;
+    }
+    return stop;
+  }
+
+  // Lexes one token (after any white space and comments) into tokens[at.made], which has room
+  // for it, the way every token was once lexed; or none, at the source's end. False on an
+  // error, in error_.
+  bool LexOne(Token* const tokens, Cursor& at) {
+    const size_t n = src_.size();
+    size_t i = at.i;
+    // Skip whitespace and comments.
+    while (i < n) {
+      unsigned char ch = src_[i];
+      if (Is(ch, kSpace)) {
+        ++i;
+      } else if (ch == '/' && i + 1 < n && src_[i + 1] == '/') {
+        while (i < n && src_[i] != '\n') ++i;
+      } else if (ch == '/' && i + 1 < n && src_[i + 1] == '*') {
+        size_t end = src_.find("*/", i + 2);
+        if (end == std::string_view::npos) return Failed(i, "unterminated /* comment");
+        i = end + 2;
+      } else {
+        break;
+      }
+    }
+    at.i = i;
+    if (i >= n) return true;
+    const size_t start = i;
+    const unsigned char ch = src_[i];
+    if (const TokenKind single = kSingleCharKinds[ch]; single != TokenKind::kEnd) {
+      if (groups_ != nullptr) {
+        NoteGroupAt(tokens, at.made, ch);
+      } else {
+        depth_ += kDepthChanges[ch];  // LexFast keeps count of it either way.
+      }
+      tokens[at.made++] = Token{single, 1, static_cast<uint32_t>(start)};
+      at.i = i + 1;
+      return true;
+    }
+    TokenKind kind;
+    if (Is(ch, kIdentStart) || ch == '%') {
+      if (ch == '%') {
+        ++i;
+        if (i >= n || !Is(src_[i], kIdentStart)) return Failed(start, "expected a name after '%'");
+      }
+      i = ScanIdentTail(i + 1);
+      kind = TokenKind::kIdent;
+    } else if (Is(ch, kDigit) || (ch == '-' && i + 1 < n && Is(src_[i + 1], kDigit)) ||
+               (ch == '.' && i + 1 < n && Is(src_[i + 1], kDigit))) {
+      kind = ScanNumber(i);
+    } else if (ch == '-' && (Matches(i + 1, "inf") || Matches(i + 1, "nan"))) {
+      i += 4;
+      kind = TokenKind::kFloat;
+    } else if (ch == '"') {
+      i = StringEnd(i + 1);
+      if (i > n) return Failed(start, "unterminated string");
+      kind = TokenKind::kString;
+    } else if (ch == '-' && i + 1 < n && src_[i + 1] == '>') {
+      i += 2;
+      kind = TokenKind::kArrow;
+    } else if (ch == '<' && i + 1 < n && src_[i + 1] == '=') {
+      i += 2;
+      kind = TokenKind::kLessEq;
+    } else if (ch == '.' && Matches(i, "...")) {
+      i += 3;
+      kind = TokenKind::kEllipsis;
+    } else if (Is(ch, kPunct)) {
+      ++i;
+      kind = PunctKind(ch);
+    } else {
+      char buf[64];
+      if (ch >= 0x20 && ch < 0x7f) {
+        std::snprintf(buf, sizeof buf, "unexpected character '%c'", ch);
+      } else {
+        std::snprintf(buf, sizeof buf, "unexpected byte 0x%02x (not HLO text)", ch);
+      }
+      return Failed(start, buf);
+    }
+    if (i - start > kMaxTokenBytes) return Failed(start, "token longer than 16 MiB");
+    tokens[at.made++] = Token{kind, static_cast<uint32_t>(i - start), static_cast<uint32_t>(start)};
+    at.i = i;
+    return true;
+  }
+
+  bool Failed(size_t offset, std::string_view message) {
+    error_ = Fail(offset, message);
+    return false;
+  }
+
   // The character of each single-character token kind that moves the depth or may complete a
   // definition; 0 (which does neither) for every other kind.
   static constexpr std::array<unsigned char, 32> kKindChars = [] {
@@ -212,16 +322,9 @@ class Lexer {
   }();
   static_assert(static_cast<size_t>(TokenKind::kOther) < 32);
 
-  // Before `ch`'s token is added to `out`: the depth it leaves, a group it opens at depth 0, a
-  // definition it completes at depth 1.
-  [[gnu::always_inline]] void NoteGroups(const std::vector<Token>& out, unsigned char ch) {
-    NoteGroupAt(out, out.size(), ch);
-  }
-
-  // The same for the single-character token `ch` at out[k] (out[0, k) before it). Inlined: it
-  // runs for half of a module's tokens, most of which change nothing.
-  [[gnu::always_inline]] void NoteGroupAt(const std::vector<Token>& out, size_t k,
-                                          unsigned char ch) {
+  // What the single-character token `ch` at tokens[k] (tokens[0, k) before it) does: the depth
+  // it leaves, a group it opens at depth 0, a definition it completes at depth 1.
+  void NoteGroupAt(const Token* tokens, size_t k, unsigned char ch) {
     if (const int8_t change = kDepthChanges[ch]; change != 0) {
       if (ch == '{' && depth_ == 0) OpenGroup(k);
       depth_ += change;
@@ -234,7 +337,7 @@ class Lexer {
           undecided_[undecided_count_++] = {static_cast<uint32_t>(k),
                                             static_cast<uint32_t>(groups_->size())};
         }
-      } else if (CompletesDefinition(out, k)) {
+      } else if (CompletesDefinition(tokens, k)) {
         ++(groups_->empty() ? lead_definitions_ : groups_->back().definitions);
       }
     }
@@ -267,7 +370,7 @@ class Lexer {
   }
 
   // Identifier tail: [A-Za-z0-9_.$] and '-' unless it starts '->'.
-  size_t ScanIdentTail(size_t i) const {
+  [[gnu::always_inline]] size_t ScanIdentTail(size_t i) const {
     const size_t n = src_.size();
     for (;;) {
       i = SkipIdentChars(i);
@@ -284,7 +387,7 @@ class Lexer {
   // (JAX's Gemma 2) to two thirds (Mixtral, torax) of a module's bytes: sixteen at a time where
   // SSE2 is there (every x86-64), where a byte at a time cost a mispredicted branch at each
   // name's end.
-  size_t SkipIdentChars(size_t i) const {
+  [[gnu::always_inline]] size_t SkipIdentChars(size_t i) const {
     const size_t n = src_.size();
 #if defined(__SSE2__)
     const auto* base = reinterpret_cast<const unsigned char*>(src_.data());
@@ -394,6 +497,7 @@ class Lexer {
   uint32_t lead_definitions_ = 0;
   std::array<Undecided, 2> undecided_{};  // Only tokens 0 and 1 can be undecided.
   uint32_t undecided_count_ = 0;
+  Status error_;  // Why LexOne failed.
 };
 
 }  // namespace
@@ -460,7 +564,7 @@ void AddSecondHalfsGroups(const std::vector<Token>& tokens, size_t from, const L
   uint32_t lead = second.lead_definitions();
   for (const Lexer::Undecided& u : second.undecided()) {
     const size_t k = from + u.equal;
-    if (k < 2 || !Lexer::CompletesDefinition(tokens, k)) continue;
+    if (k < 2 || !Lexer::CompletesDefinition(tokens.data(), k)) continue;
     ++(u.groups_before == 0 ? lead : second_groups[u.groups_before - 1].definitions);
   }
   if (!groups.empty()) groups.back().definitions += lead;
@@ -512,6 +616,15 @@ std::optional<Result<std::vector<Token>>> LexInTwo(std::string_view source,
 }
 
 }  // namespace
+
+Result<std::vector<Token>> LexEachTokenAlone(std::string_view source, std::string_view filename,
+                                             std::vector<TopLevelGroup>* groups) {
+  if (source.size() > kMaxSourceBytes) {
+    return Error(InvalidArgument(std::string(filename) + ":1:1: error: file larger than 2 GiB"));
+  }
+  if (groups != nullptr) groups->clear();
+  return Lexer(source, filename, groups).Run(0, 0, /*fast=*/false);
+}
 
 Result<std::vector<Token>> Lex(std::string_view source, std::string_view filename,
                                std::vector<TopLevelGroup>* groups, size_t two_thread_bytes) {

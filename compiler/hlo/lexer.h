@@ -52,4 +52,10 @@ Result<std::vector<Token>> Lex(std::string_view source, std::string_view filenam
                                std::vector<TopLevelGroup>* groups = nullptr,
                                size_t two_thread_bytes = kTwoThreadLexBytes);
 
+// For tests: Lex on one thread with every token lexed the general way. Lex takes the tokens
+// most of a module is made of (punctuation, names, decimal integers) in a loop of their own,
+// which must give the same tokens, groups and errors as this.
+Result<std::vector<Token>> LexEachTokenAlone(std::string_view source, std::string_view filename,
+                                             std::vector<TopLevelGroup>* groups = nullptr);
+
 }  // namespace hlocache::hlo

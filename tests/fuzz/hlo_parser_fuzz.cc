@@ -51,12 +51,11 @@ void CheckStreamed(const Module& module, const std::string& expected) {
   }
 }
 
-// The lexer in two halves gives the tokens, groups and error of one lexer.
-void CheckTwoLexers(const uint8_t* data, size_t size) {
-  const std::string_view source(reinterpret_cast<const char*>(data), size);
-  std::vector<TopLevelGroup> one_groups, two_groups;
-  auto one = Lex(source, "fuzz.hlo", &one_groups, SIZE_MAX);
-  auto two = Lex(source, "fuzz.hlo", &two_groups, /*two_thread_bytes=*/0);
+// Two lexings give the same tokens, groups and error.
+void CheckLexedAlike(const Result<std::vector<Token>>& one,
+                     const std::vector<TopLevelGroup>& one_groups,
+                     const Result<std::vector<Token>>& two,
+                     const std::vector<TopLevelGroup>& two_groups) {
   if (one.has_value() != two.has_value()) std::abort();
   if (!one) {
     if (one.error().message() != two.error().message()) std::abort();
@@ -76,12 +75,26 @@ void CheckTwoLexers(const uint8_t* data, size_t size) {
   }
 }
 
+// One lexer taking each token the general way (without its loop for the common tokens) gives
+// the tokens, groups and error of one lexer, and so does the lexer in two halves (when
+// `two_threads`).
+void CheckLexers(const uint8_t* data, size_t size, bool two_threads) {
+  const std::string_view source(reinterpret_cast<const char*>(data), size);
+  std::vector<TopLevelGroup> one_groups, alone_groups, two_groups;
+  auto one = Lex(source, "fuzz.hlo", &one_groups, SIZE_MAX);
+  auto alone = LexEachTokenAlone(source, "fuzz.hlo", &alone_groups);
+  CheckLexedAlike(one, one_groups, alone, alone_groups);
+  if (!two_threads) return;
+  auto two = Lex(source, "fuzz.hlo", &two_groups, /*two_thread_bytes=*/0);
+  CheckLexedAlike(one, one_groups, two, two_groups);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace hlocache::hlo;
   const bool two_threads = size % 4 == 0;
-  if (two_threads) CheckTwoLexers(data, size);
+  CheckLexers(data, size, two_threads);
   auto module = ParseModule(std::string(reinterpret_cast<const char*>(data), size), "fuzz.hlo");
   if (!module) {
     // Every error is one located line.

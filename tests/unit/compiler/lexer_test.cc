@@ -187,10 +187,19 @@ Lexed LexWith(std::string_view source, size_t two_thread_bytes) {
   return out;
 }
 
-// Lexed on one thread, then in two halves at once.
-void ExpectTwoThreadsLexAsOne(std::string_view source, const std::string& what) {
-  const Lexed one = LexWith(source, SIZE_MAX);
-  const Lexed two = LexWith(source, 0);
+// Every token lexed the general way (LexEachTokenAlone), on one thread.
+Lexed LexAlone(std::string_view source) {
+  Lexed out;
+  auto tokens = LexEachTokenAlone(source, "t.hlo", &out.groups);
+  if (tokens) {
+    out.tokens = std::move(*tokens);
+  } else {
+    out.error = tokens.error().message();
+  }
+  return out;
+}
+
+void ExpectLexedAlike(const Lexed& one, const Lexed& two, const std::string& what) {
   EXPECT_EQ(two.error, one.error) << what;
   ASSERT_EQ(two.tokens.size(), one.tokens.size()) << what;
   for (size_t i = 0; i < one.tokens.size(); ++i) {
@@ -204,6 +213,71 @@ void ExpectTwoThreadsLexAsOne(std::string_view source, const std::string& what) 
     EXPECT_EQ(two.groups[g].open, one.groups[g].open) << what << ": group " << g;
     EXPECT_EQ(two.groups[g].definitions, one.groups[g].definitions) << what << ": group " << g;
   }
+}
+
+// Lexed on one thread, then in two halves at once.
+void ExpectTwoThreadsLexAsOne(std::string_view source, const std::string& what) {
+  ExpectLexedAlike(LexWith(source, SIZE_MAX), LexWith(source, 0), what);
+}
+
+// Lexed as Lex does (the common tokens in a loop of their own), then each token the general
+// way.
+void ExpectFastLoopLexesAsTheGeneralWay(std::string_view source, const std::string& what) {
+  ExpectLexedAlike(LexAlone(source), LexWith(source, SIZE_MAX), what);
+}
+
+TEST(LexerTest, EveryCorpusModuleLexesAlikeWithAndWithoutTheFastLoop) {
+  size_t compared = 0;
+  for (const std::string& file : test_support::CorpusFiles({"hlo", "torch_xla", "invalid"})) {
+    std::ifstream in(file, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    ExpectFastLoopLexesAsTheGeneralWay(text.str(), file);
+    ++compared;
+  }
+  EXPECT_GE(compared, 400u);
+}
+
+// Where the fast loop hands over to the general way: numbers it does not take, names it must
+// refuse, groups opening, definitions among the first tokens, the end of the text right after a
+// token, and the end of its room for tokens (4096 at a time).
+TEST(LexerTest, TheFastLoopHandsOverWhereItMust) {
+  const std::vector<std::string> texts = {
+      "1 12 0x1f 1.5 2e3 3x3 1_1x0_0 0_-1 01bf 7. 1...2 -1 .5 -inf nan 9",
+      "a=1",
+      "x = 1",
+      "= =",
+      "a =",
+      "%a-b- %c-->d %e--f %",
+      "%1",
+      "% a",
+      "{a=b}",
+      "a{b=c}",
+      "{ x = 1, y = 2 } { z = 3 }",
+      "{ { a = b } c = d, e = f }",
+      "} a = b {",
+      "a // c\n= b /* x */ {c=d}",
+      "a\"s\" b",
+      "[1,2]{1,0:T(8,128)}",
+      "a<=b->c",
+      "f32[]\x01",
+      "ENTRY e {\n  p = f32[] parameter(0)\n  ROOT n = f32[] negate(p)\n}",
+      std::string("x = ") + std::string(70, 'a') + "-",
+      "9",
+      "%",
+      "{",
+      "="};
+  for (const std::string& text : texts) ExpectFastLoopLexesAsTheGeneralWay(text, text);
+  // Long enough to fill the room many times over, with definitions on both sides of each edge.
+  std::string module = "HloModule m\n\nENTRY e {\n";
+  for (int i = 0; i < 5000; ++i) {
+    module += "  c" + std::to_string(i) + " = f32[2,3]{1,0} constant({{1,2,3},{4,5,6}})\n";
+  }
+  module += "  ROOT r = f32[] add(c0, c1)\n}\n";
+  ExpectFastLoopLexesAsTheGeneralWay(module, "a long body");
+  const Lexed lexed = LexWith(module, SIZE_MAX);
+  ASSERT_EQ(lexed.groups.size(), 1u);
+  EXPECT_EQ(lexed.groups[0].definitions, 5001u);
 }
 
 TEST(LexerTest, TwoThreadsLexEveryCorpusModuleAsOneDoes) {
