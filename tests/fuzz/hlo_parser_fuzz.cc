@@ -52,9 +52,9 @@ void CheckStreamed(const Module& module, const std::string& expected) {
 }
 
 // Two lexings give the same tokens, groups and error.
-void CheckLexedAlike(const Result<std::vector<Token>>& one,
+void CheckLexedAlike(const hlocache::Result<std::vector<Token>>& one,
                      const std::vector<TopLevelGroup>& one_groups,
-                     const Result<std::vector<Token>>& two,
+                     const hlocache::Result<std::vector<Token>>& two,
                      const std::vector<TopLevelGroup>& two_groups) {
   if (one.has_value() != two.has_value()) std::abort();
   if (!one) {
