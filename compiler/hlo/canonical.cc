@@ -17,7 +17,6 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "common/helper_thread.h"
 #include "common/huge_pages.h"
 #include "compiler/hlo/attributes.h"
 #include "compiler/hlo/lexer.h"
@@ -955,66 +954,35 @@ class Canonicalizer {
   void PrintBody(TextWriter& w, AfterLine after_line) {
     w.Reserve(1);
     EndLine(w, 0);
-    PrintRange(w, {0, 0}, EndPlace(), after_line);
-    after_line(w);
-  }
-
-  // A place in the body: the start of instruction line `line` (in canonical order) of the
-  // computation print_order_[computation]; line 0 is the start of the computation's opening line.
-  struct Place {
-    size_t computation = 0;
-    size_t line = 0;
-  };
-  Place EndPlace() const { return {print_order_.size(), 0}; }
-
-  // The text from `from` up to `to`, into `w`. Reads the canonicalizer only (once every channel
-  // has its number, which BodyBytes gives them), so that two threads may print two ranges at
-  // once.
-  template <typename AfterLine>
-  void PrintRange(TextWriter& w, Place from, Place to, AfterLine after_line) {
-    for (size_t k = from.computation; k < print_order_.size(); ++k) {
-      if (k == to.computation && to.line == 0) break;
-      const int32_t c = print_order_[k];
+    for (int32_t c : print_order_) {
       const Computation& comp = m_->computations[c];
       const CompInfo& ci = comps_[c];
       const std::string_view thread = PrintedThread(comp);
-      const size_t first = k == from.computation ? from.line : 0;
-      const size_t last = k == to.computation ? to.line : ci.order.size();
-      if (first == 0) {
-        // The lines around the body: 21 bytes at most each, and the thread's name.
-        w.Reserve(64 + thread.size());
-        EndLine(w, 0);
-        if (c == m_->entry) w.Put("ENTRY ");
-        w.PutNumbered('c', comp_id_[c]);
-        w.Put(" {");
-        EndLine(w, comp.offset + 1);
-      }
-      for (size_t j = first; j < last; ++j) {
-        PrintInstruction(w, comp, ci, ci.order[j]);
+      // The lines around the body: 21 bytes at most each, and the thread's name.
+      w.Reserve(64 + thread.size());
+      EndLine(w, 0);
+      if (c == m_->entry) w.Put("ENTRY ");
+      w.PutNumbered('c', comp_id_[c]);
+      w.Put(" {");
+      EndLine(w, comp.offset + 1);
+      for (int32_t i : ci.order) {
+        PrintInstruction(w, comp, ci, i);
         after_line(w);
       }
-      if (last == ci.order.size()) {
-        w.Reserve(64 + thread.size());
-        w.Put('}');
-        if (!thread.empty()) {
-          w.Put(", execution_thread=");
-          w.Put(thread);
-        }
-        EndLine(w, 0);
+      w.Reserve(64 + thread.size());
+      w.Put('}');
+      if (!thread.empty()) {
+        w.Put(", execution_thread=");
+        w.Put(thread);
       }
-      if (k == to.computation) break;
+      EndLine(w, 0);
     }
+    after_line(w);
   }
 
   // The text through a buffer of a few tens of kilobytes (which stays in cache) to `sink`,
   // which is told the length first: a key hashes it before the text. The length is counted
   // from what printing will write (BodyBytes), and checked against what it wrote.
-  //
-  // A large text's second half is printed on a thread of its own while this one streams the
-  // first half, then handed to the sink after it: the sink takes the text in order, but
-  // printing it is most of the time a key spends once its module is parsed, and the other CPU
-  // has nothing else to do by then. The half printed aside is held whole (half the text, a few
-  // megabytes for the largest modules) until the sink takes it.
   Status StreamText(CanonicalTextSink& sink) {
     constexpr size_t kChunkBytes = size_t{64} << 10;
     std::string buffer;
@@ -1022,63 +990,21 @@ class Canonicalizer {
     buffer += header_;
     const uint64_t total = buffer.size() + BodyBytes();
     sink.Begin(total);
-    // The text from `split` on goes to `aside`, printed by `printer`, when it can be.
-    Place split = EndPlace();
-    std::string aside;
-    HelperThread printer;
-    if (total >= options_.two_thread_print_bytes && !options_.record_source_lines) {
-      const uint64_t body_bytes = total - buffer.size();
-      split = Halfway(body_bytes);
-      const bool started =
-          split.computation < print_order_.size() && printer.Try([this, split, body_bytes, &aside] {
-            // Room for about half the body at once: grown by doubling, it
-            // would take up to twice that.
-            aside.reserve(body_bytes / 2 + body_bytes / 16);
-            TextWriter w(aside);
-            PrintRange(w, split, EndPlace(), [](TextWriter&) {});
-          });
-      if (!started) split = EndPlace();
-    }
     uint64_t sent = 0;
     TextWriter w(buffer);
-    const auto send_full_buffer = [&](TextWriter& writer) {
+    PrintBody(w, [&](TextWriter& writer) {
       if (writer.written() < kChunkBytes) return;
       sink.Append(writer.Written());
       sent += writer.written();
       writer.Rewind();
-    };
-    w.Reserve(1);
-    EndLine(w, 0);
-    PrintRange(w, {0, 0}, split, send_full_buffer);
+    });
     if (w.written() != 0) sink.Append(w.Written());
     sent += w.written();
-    printer.Join();
-    for (size_t at = 0; at < aside.size(); at += kChunkBytes) {
-      sink.Append(std::string_view(aside).substr(at, kChunkBytes));
-    }
-    sent += aside.size();
     if (sent != total) {
       return Internal(m_->filename() + ": canonical text printed " + std::to_string(sent) +
                       " bytes where " + std::to_string(total) + " were counted");
     }
     return Status::Ok();
-  }
-
-  // About the middle of the body, whose length `body_bytes` BodyBytes counted (printed_bytes_
-  // holds each computation's share): in the computation that holds it, a line as far into
-  // the computation as the middle is into its bytes (its lines taken as alike).
-  Place Halfway(uint64_t body_bytes) const {
-    uint64_t before = 1;  // The header's newline.
-    for (size_t k = 0; k < print_order_.size(); ++k) {
-      const uint64_t bytes = printed_bytes_[k];
-      if (2 * (before + bytes) > body_bytes) {
-        const uint64_t lines = comps_[print_order_[k]].order.size();
-        const uint64_t wanted = body_bytes / 2 > before ? body_bytes / 2 - before : 0;
-        return {k, static_cast<size_t>(lines * wanted / bytes)};
-      }
-      before += bytes;
-    }
-    return EndPlace();
   }
 
   // The bytes PrintBody writes, counted without writing them: each computation's lines as
@@ -1087,10 +1013,7 @@ class Canonicalizer {
   // printing then reads back.
   uint64_t BodyBytes() {
     uint64_t bytes = 1;  // The header's newline.
-    printed_bytes_.clear();
-    printed_bytes_.reserve(print_order_.size());
     for (int32_t c : print_order_) {
-      const uint64_t before = bytes;
       const Computation& comp = m_->computations[c];
       const CompInfo& ci = comps_[c];
       const std::string_view thread = PrintedThread(comp);
@@ -1102,7 +1025,6 @@ class Canonicalizer {
       for (int32_t callee : ci.callees)
         bytes += DecimalDigits(static_cast<uint32_t>(comp_id_[callee]));
       if (!ci.channel_insts.empty()) bytes += ChannelBytes(ci);
-      printed_bytes_.push_back(bytes - before);
     }
     return bytes;
   }
@@ -1201,7 +1123,6 @@ class Canonicalizer {
   std::unordered_map<uint32_t, int64_t> channel_numbers_;
   std::vector<int32_t> comp_id_;
   std::vector<int32_t> print_order_;
-  std::vector<uint64_t> printed_bytes_;  // Each print_order_ computation's, when streamed.
   // OrderInstructions' scratch.
   std::vector<uint8_t> has_user_;
   std::vector<uint8_t> visited_;

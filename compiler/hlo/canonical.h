@@ -21,7 +21,6 @@
 // Thread safety: pure function of the module.
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -46,10 +45,6 @@ class CanonicalTextSink {
   virtual void Append(std::string_view piece) = 0;
 };
 
-// The default CanonicalOptions::two_thread_print_bytes: printing 256 KiB takes about half a
-// millisecond, starting a thread a twentieth of that.
-inline constexpr size_t kTwoThreadPrintBytes = size_t{256} << 10;
-
 struct CanonicalOptions {
   // Elided constants (`{...}`) hide values: two modules with different weights would share a key.
   // Canonicalize refuses them unless this is set.
@@ -59,10 +54,6 @@ struct CanonicalOptions {
   // When set, the text goes to the sink as it is printed and CanonicalModule::text is left
   // empty. Not owned; must outlive the call (for a CanonicalBuilder, until Finish).
   CanonicalTextSink* text_sink = nullptr;
-  // A streamed text this long or longer is printed by two threads (where one can be started):
-  // its second half aside, while the first goes to the sink. Below it, a thread costs more than
-  // it saves. Not with record_source_lines. Tests pass 0.
-  size_t two_thread_print_bytes = kTwoThreadPrintBytes;
 };
 
 struct CanonicalModule {

@@ -43,9 +43,7 @@ void CheckStreamed(const Module& module, const std::string& expected) {
     uint64_t told = 0;
     std::string text;
   } sink;
-  // Printed by two threads, whatever its length: the text from the middle on, aside.
-  auto streamed = Canonicalize(
-      module, {.allow_elided_constants = true, .text_sink = &sink, .two_thread_print_bytes = 0});
+  auto streamed = Canonicalize(module, {.allow_elided_constants = true, .text_sink = &sink});
   if (!streamed || sink.begins != 1 || sink.told != expected.size() || sink.text != expected) {
     std::abort();
   }

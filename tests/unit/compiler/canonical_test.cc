@@ -453,52 +453,6 @@ TEST(CanonicalTest, ASinkIsToldTheTextsLengthThenGivenTheTextInBoundedPieces) {
   }
 }
 
-// Sixty small computations, each with a channel of its own, called from an entry that is
-// about as long as all of them together: the middle of the text falls between computations or
-// in one of them, with channels numbered on both sides of it.
-std::string ManyComputationsWithChannels() {
-  std::string text = "HloModule many\n\n";
-  for (int k = 0; k < 60; ++k) {
-    const std::string channel = std::to_string(900 - k);
-    text += "s" + std::to_string(k) +
-            " {\n x = f32[] parameter(0)\n t = token[] after-all()\n"
-            " s = (f32[], u32[], token[]) send(x, t), channel_id=" +
-            channel + "\n d = token[] send-done(s), channel_id=" + channel +
-            "\n ROOT n = f32[] negate(x), control-predecessors={d}\n}\n\n";
-  }
-  text += "ENTRY e {\n p = f32[] parameter(0)\n v0 = f32[] call(p), to_apply=s0\n";
-  for (int k = 1; k < 60; ++k) {
-    const std::string v = "v" + std::to_string(k);
-    text += " c" + std::to_string(k) + " = f32[] call(p), to_apply=s" + std::to_string(k) + "\n " +
-            v + " = f32[] add(v" + std::to_string(k - 1) + ", c" + std::to_string(k) + ")\n";
-  }
-  text += " ROOT r = f32[] negate(v59)\n}\n";
-  return text;
-}
-
-// Printed by two threads (the threshold 0), the text a sink takes is the text one thread
-// prints, wherever the middle falls.
-TEST(CanonicalTest, ASinkTakesTheSameTextWhenTwoThreadsPrintIt) {
-  for (const std::string& text :
-       {ModuleWithEveryReference(), ManyComputationsWithChannels(),
-        std::string("ENTRY e {\n ROOT p = f32[] parameter(0)\n}\n"),
-        std::string("HloModule two\n\nf {\n ROOT a = f32[] parameter(0)\n}\n\nENTRY e {\n "
-                    "p = f32[] parameter(0)\n ROOT c = f32[] call(p), to_apply=f\n}\n")}) {
-    auto m = ParseModule(text, "t.hlo");
-    ASSERT_THAT(m, IsOk());
-    auto whole = Canonicalize(*m);
-    ASSERT_THAT(whole, IsOk());
-    CollectingSink sink;
-    auto streamed = Canonicalize(*m, {.text_sink = &sink, .two_thread_print_bytes = 0});
-    ASSERT_THAT(streamed, IsOk());
-    EXPECT_EQ(sink.begins, 1);
-    EXPECT_FALSE(sink.appended_before_begin);
-    EXPECT_EQ(sink.told, whole->text.size());
-    EXPECT_EQ(sink.text, whole->text) << text.substr(0, 60);
-    EXPECT_LT(sink.largest_piece, size_t{80} << 10);
-  }
-}
-
 TEST(CanonicalTest, ASinkIsToldNothingWhenTheModuleIsRefused) {
   auto m = ParseModule("ENTRY e {\n ROOT c = f32[1000] constant({...})\n}\n", "w.hlo");
   ASSERT_THAT(m, IsOk());
