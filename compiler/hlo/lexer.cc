@@ -118,8 +118,8 @@ class Lexer {
     AdviseHugePages(out.data(), out.capacity() * sizeof(Token));
     Cursor at{begin, 0};
     while (true) {
-      // The tokens are written through a pointer into room made a chunk at a time (and zeroed,
-      // a store for four tokens), so that the loop checks no capacity per token.
+      // The tokens are written through a pointer into room made a chunk at a time (left unset:
+      // see Token's default constructor), so that the loop checks no capacity per token.
       if (at.made == out.size()) out.resize(at.made + kChunkTokens);
       const Stop stop = fast ? LexFast(out.data(), out.data() + out.size(), at) : Stop::kOther;
       if (stop == Stop::kEnd) break;
@@ -155,9 +155,9 @@ class Lexer {
   };
 
   // Lexes the tokens most of a module is made of (punctuation, names, decimal integers, and
-  // the white space between them) into tokens[at.made, ...) until `room_end`, and stops at anything
-  // else: a comment, a string, any other number, an error, a group opening at depth 0, a
-  // definition it cannot yet tell is one. It calls nothing, so that its state stays in
+  // the white space between them) into tokens[at.made, ...) until `room_end`, and stops at
+  // anything else: a comment, a string, any other number, an error, a group opening at depth
+  // 0, a definition it cannot yet tell is one. It calls nothing, so that its state stays in
   // registers: the one loop that did everything kept its position on the stack, a load and a
   // store per byte. Counts what NoteGroupAt counts for the tokens it makes.
   Stop LexFast(Token* const tokens, Token* const room_end, Cursor& at) {
