@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 
 namespace hlocache::hlo {
@@ -37,7 +38,14 @@ struct Token {
   // Leaves the token unset: the lexer makes room for tokens a few thousand at a time and then
   // writes each one, and zeroing that room first cost 8% of the lexing's instructions.
   Token() noexcept {}  // NOLINT(cppcoreguidelines-pro-type-member-init)
-  constexpr Token(TokenKind k, uint32_t bytes, uint32_t at) : kind(k), length(bytes), offset(at) {}
+  // The kind and length are written as one 32-bit word, in the layout GCC and Clang give the
+  // two bit-fields on little-endian targets (kind in the low byte; TokenTest checks it). Set as
+  // fields, they were a byte store, a load of it back and a second store: 5% of the lexing's
+  // time.
+  Token(TokenKind k, uint32_t bytes, uint32_t at) : offset(at) {
+    const uint32_t head = static_cast<uint32_t>(k) | (bytes << 8);
+    std::memcpy(static_cast<void*>(this), &head, sizeof head);
+  }
 
   TokenKind kind : 8;
   uint32_t length : 24;  // Byte length in the source; the lexer refuses longer tokens.

@@ -29,6 +29,22 @@ std::vector<std::pair<TokenKind, std::string>> Tokens(std::string_view src) {
   return out;
 }
 
+// Token's constructor writes the kind and length as one word, in the layout the ABI gives the
+// bit-fields: each field must read back what it was made with, at the edges of its range.
+TEST(TokenTest, ReadsBackTheKindLengthAndOffsetItWasMadeWith) {
+  for (TokenKind kind :
+       {TokenKind::kEnd, TokenKind::kIdent, TokenKind::kComma, TokenKind::kOther}) {
+    for (uint32_t length : {0u, 1u, 255u, 256u, 65536u, kMaxTokenBytes}) {
+      for (uint32_t offset : {0u, 1u, 0x7fffffffu, 0xffffffffu}) {
+        const Token t(kind, length, offset);
+        EXPECT_EQ(t.kind, kind);
+        EXPECT_EQ(t.length, length);
+        EXPECT_EQ(t.offset, offset);
+      }
+    }
+  }
+}
+
 TEST(LexerTest, NamesKeepDashesAndDotsButStopBeforeArrow) {
   auto t = Tokens("%get-tuple-element.5 b01f_01io->b01f");
   ASSERT_EQ(t.size(), 4u);
