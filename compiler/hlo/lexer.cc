@@ -617,21 +617,29 @@ std::optional<Result<std::vector<Token>>> LexInTwo(std::string_view source,
 
 }  // namespace
 
-Result<std::vector<Token>> LexEachTokenAlone(std::string_view source, std::string_view filename,
-                                             std::vector<TopLevelGroup>* groups) {
+namespace {
+
+// What every lexing starts with: a source too large is refused; `groups` is emptied.
+std::optional<ErrorValue> StartLexing(std::string_view source, std::string_view filename,
+                                      std::vector<TopLevelGroup>* groups) {
   if (source.size() > kMaxSourceBytes) {
     return Error(InvalidArgument(std::string(filename) + ":1:1: error: file larger than 2 GiB"));
   }
   if (groups != nullptr) groups->clear();
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<std::vector<Token>> LexEachTokenAlone(std::string_view source, std::string_view filename,
+                                             std::vector<TopLevelGroup>* groups) {
+  if (auto refused = StartLexing(source, filename, groups)) return std::move(*refused);
   return Lexer(source, filename, groups).Run(0, 0, /*fast=*/false);
 }
 
 Result<std::vector<Token>> Lex(std::string_view source, std::string_view filename,
                                std::vector<TopLevelGroup>* groups, size_t two_thread_bytes) {
-  if (source.size() > kMaxSourceBytes) {
-    return Error(InvalidArgument(std::string(filename) + ":1:1: error: file larger than 2 GiB"));
-  }
-  if (groups != nullptr) groups->clear();
+  if (auto refused = StartLexing(source, filename, groups)) return std::move(*refused);
   if (source.size() >= two_thread_bytes && std::thread::hardware_concurrency() >= 2) {
     if (auto lexed = LexInTwo(source, filename, groups)) return std::move(*lexed);
     if (groups != nullptr) groups->clear();

@@ -242,16 +242,22 @@ void ExpectFastLoopLexesAsTheGeneralWay(std::string_view source, const std::stri
   ExpectLexedAlike(LexAlone(source), LexWith(source, SIZE_MAX), what);
 }
 
-TEST(LexerTest, EveryCorpusModuleLexesAlikeWithAndWithoutTheFastLoop) {
-  size_t compared = 0;
+// Calls `check(text, file)` on each corpus file's text; how many there were.
+template <typename Check>
+size_t ForEachCorpusText(Check check) {
+  size_t files = 0;
   for (const std::string& file : test_support::CorpusFiles({"hlo", "torch_xla", "invalid"})) {
     std::ifstream in(file, std::ios::binary);
     std::stringstream text;
     text << in.rdbuf();
-    ExpectFastLoopLexesAsTheGeneralWay(text.str(), file);
-    ++compared;
+    check(text.str(), file);
+    ++files;
   }
-  EXPECT_GE(compared, 400u);
+  return files;
+}
+
+TEST(LexerTest, EveryCorpusModuleLexesAlikeWithAndWithoutTheFastLoop) {
+  EXPECT_GE(ForEachCorpusText(ExpectFastLoopLexesAsTheGeneralWay), 400u);
 }
 
 // Where the fast loop hands over to the general way: numbers it does not take, names it must
@@ -297,15 +303,7 @@ TEST(LexerTest, TheFastLoopHandsOverWhereItMust) {
 }
 
 TEST(LexerTest, TwoThreadsLexEveryCorpusModuleAsOneDoes) {
-  size_t compared = 0;
-  for (const std::string& file : test_support::CorpusFiles({"hlo", "torch_xla", "invalid"})) {
-    std::ifstream in(file, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    ExpectTwoThreadsLexAsOne(text.str(), file);
-    ++compared;
-  }
-  EXPECT_GE(compared, 400u);
+  EXPECT_GE(ForEachCorpusText(ExpectTwoThreadsLexAsOne), 400u);
 }
 
 // A module whose middle line is `middle`, between enough instructions that the halves split
