@@ -75,6 +75,21 @@ struct CompInfo {
   // When the text is streamed: the bytes of its instructions' lines but for the numbers of
   // callees and channels, which are known only once the module is whole (see BodyBytes).
   uint64_t line_bytes = 0;
+  // Lines printed ahead (Canonicalizer::PrintAhead): [ahead_begin, ahead_end) of its text,
+  // with the numbers [holes_begin, holes_end) of its holes left out.
+  bool printed_ahead = false;
+  uint64_t ahead_begin = 0;
+  uint64_t ahead_end = 0;
+  uint32_t holes_begin = 0;
+  uint32_t holes_end = 0;
+};
+
+// Where a line printed ahead lacks a number known only once the module is whole: a callee's
+// (`c12`, `value` its computation's index) or a channel's (`value` its slot).
+struct Hole {
+  uint64_t at;  // In the text printed ahead.
+  int32_t value;
+  bool channel;
 };
 
 // For each bit width (less one) of a 32-bit number: in the high half, the decimal digits d
@@ -222,7 +237,8 @@ class Canonicalizer {
   }
 
   // The computation last started is whole: its instructions are ordered and it is hashed.
-  void FinishComputation(int32_t root, TokenRange execution_thread) {
+  // `print_ahead`: its lines are printed now as well, when the text is streamed (PrintAhead).
+  void FinishComputation(int32_t root, TokenRange execution_thread, bool print_ahead = false) {
     CompInfo& ci = comps_.back();
     const size_t n = ci.insts.size();
     if (ci.any_control) {
@@ -254,7 +270,24 @@ class Canonicalizer {
     // after the parse, when everything left waits for it.
     if (options_.text_sink != nullptr) {
       for (size_t i = 0; i < n; ++i) ci.line_bytes += LineBytes(ci, static_cast<int32_t>(i), root);
+      if (print_ahead && !options_.record_source_lines) PrintAhead(ci, root);
     }
+  }
+
+  // Prints the lines of a computation just finished, all but the numbers of callees and
+  // channels (holes_), which StreamText puts in. The builder does it while the parser is still
+  // running on the other thread, where the lines of every computation were printed after the
+  // parse, when everything left waits for them: a module made of many computations (torax: 95%
+  // of its text outside the entry) spent a tenth of its key's main thread there.
+  void PrintAhead(CompInfo& ci, int32_t root) {
+    ci.ahead_begin = ahead_.size();
+    ci.holes_begin = static_cast<uint32_t>(holes_.size());
+    TextWriter w(ahead_);
+    for (int32_t i : ci.order) PrintInstruction(w, root, ci, i, 0, &holes_);
+    w.Finish();
+    ci.ahead_end = ahead_.size();
+    ci.holes_end = static_cast<uint32_t>(holes_.size());
+    ci.printed_ahead = true;
   }
 
   // Orders the computations and prints the module. `module` is the one the steps were taken
@@ -866,14 +899,18 @@ class Canonicalizer {
     return bytes;
   }
 
-  // Reads comp.instructions[i] only for control predecessors and source lines: printing runs in
-  // canonical order, and an Instruction is a few hundred bytes, so a read of one is a cache miss
-  // on a large module (as much as the rest of printing its line).
-  void PrintInstruction(TextWriter& w, const Computation& comp, const CompInfo& ci, int32_t i) {
+  // Instruction `i`'s line, `root` being its computation's root; `source_offset_plus_one` is
+  // what EndLine records. Reads no Instruction (nor the computation, which a builder following
+  // the parser may not yet have): printing runs in canonical order, and an Instruction is a few
+  // hundred bytes, so a read of one is a cache miss on a large module (as much as the rest of
+  // printing its line). With `holes`, the numbers of callees and channels are left out and
+  // their places recorded there.
+  void PrintInstruction(TextWriter& w, int32_t root, const CompInfo& ci, int32_t i,
+                        uint32_t source_offset_plus_one, std::vector<Hole>* holes) {
     const InstInfo& info = ci.insts[i];
     w.Reserve(LineBound(info));
     w.Put("  ");
-    if (i == comp.root) w.Put("ROOT ");
+    if (i == root) w.Put("ROOT ");
     w.PutNumbered('i', ci.position[i]);
     w.Put(" = ");
     uint32_t callee_next = 0;
@@ -895,15 +932,20 @@ class Canonicalizer {
           if (braced) w.Put('{');
           for (uint32_t k = 0; k < count; ++k) {
             if (k) w.Put(',');
-            w.PutNumbered('c', comp_id_[ci.callees[info.callees_begin + callee_next++]]);
+            const int32_t callee = ci.callees[info.callees_begin + callee_next++];
+            if (holes != nullptr) {
+              holes->push_back({w.written(), callee, false});
+            } else {
+              w.PutNumbered('c', comp_id_[callee]);
+            }
           }
           if (braced) w.Put('}');
           break;
         }
         case PieceKind::kControl: {
-          std::vector<int32_t> positions;
-          for (int32_t pred : comp.instructions[i].control_predecessors) {
-            positions.push_back(ci.position[pred]);
+          std::vector<int32_t> positions;  // Of the instruction's control predecessors.
+          for (uint32_t k = info.operands_end; k < info.children_end; ++k) {
+            positions.push_back(ci.position[ci.children[k]]);
           }
           std::sort(positions.begin(), positions.end());
           w.Put('{');
@@ -915,12 +957,16 @@ class Canonicalizer {
           break;
         }
         case PieceKind::kChannel: {
-          w.PutDecimal(ChannelNumber(piece.a));
+          if (holes != nullptr) {
+            holes->push_back({w.written(), static_cast<int32_t>(piece.a), true});
+          } else {
+            w.PutDecimal(ChannelNumber(piece.a));
+          }
           break;
         }
       }
     }
-    EndLine(w, options_.record_source_lines ? comp.instructions[i].offset + 1 : 0);
+    EndLine(w, source_offset_plus_one);
   }
 
   void Print() {
@@ -938,7 +984,12 @@ class Canonicalizer {
     AdviseHugePages(out_.text.data(), out_.text.capacity());
     out_.text += header_;
     TextWriter w(out_.text);
-    PrintBody(w, [](TextWriter&) {});
+    PrintBody(
+        w, [](TextWriter&) {},
+        [](TextWriter& writer, std::string_view bytes) {
+          writer.Reserve(bytes.size());
+          writer.Put(bytes);
+        });
     w.Finish();
   }
 
@@ -950,9 +1001,10 @@ class Canonicalizer {
   }
 
   // Everything after the header, into `w`; `after_line(w)` after each instruction's line and at
-  // the end.
-  template <typename AfterLine>
-  void PrintBody(TextWriter& w, AfterLine after_line) {
+  // the end; `put_ahead(w, bytes)` puts bytes of the lines printed ahead (PrintAhead) after what
+  // `w` holds.
+  template <typename AfterLine, typename PutAhead>
+  void PrintBody(TextWriter& w, AfterLine after_line, PutAhead put_ahead) {
     w.Reserve(1);
     EndLine(w, 0);
     for (int32_t c : print_order_) {
@@ -966,9 +1018,15 @@ class Canonicalizer {
       w.PutNumbered('c', comp_id_[c]);
       w.Put(" {");
       EndLine(w, comp.offset + 1);
-      for (int32_t i : ci.order) {
-        PrintInstruction(w, comp, ci, i);
-        after_line(w);
+      if (ci.printed_ahead) {
+        PutPrintedAhead(w, ci, after_line, put_ahead);
+      } else {
+        for (int32_t i : ci.order) {
+          PrintInstruction(w, comp.root, ci, i,
+                           options_.record_source_lines ? comp.instructions[i].offset + 1 : 0,
+                           nullptr);
+          after_line(w);
+        }
       }
       w.Reserve(64 + thread.size());
       w.Put('}');
@@ -981,11 +1039,34 @@ class Canonicalizer {
     after_line(w);
   }
 
+  // A computation's lines printed ahead, with the numbers of their holes put in.
+  template <typename AfterLine, typename PutAhead>
+  void PutPrintedAhead(TextWriter& w, const CompInfo& ci, AfterLine after_line,
+                       PutAhead put_ahead) {
+    const std::string_view ahead(ahead_);
+    uint64_t from = ci.ahead_begin;
+    for (uint32_t h = ci.holes_begin; h < ci.holes_end; ++h) {
+      const Hole& hole = holes_[h];
+      put_ahead(w, ahead.substr(from, hole.at - from));
+      w.Reserve(20);
+      if (hole.channel) {
+        w.PutDecimal(ChannelNumber(static_cast<uint32_t>(hole.value)));
+      } else {
+        w.PutNumbered('c', comp_id_[hole.value]);
+      }
+      after_line(w);  // Many holes close together must not make one long piece.
+      from = hole.at;
+    }
+    put_ahead(w, ahead.substr(from, ci.ahead_end - from));
+    after_line(w);
+  }
+
   // The text through a buffer of a few tens of kilobytes (which stays in cache) to `sink`,
   // which is told the length first: a key hashes it before the text. The length is counted
   // from what printing will write (BodyBytes), and checked against what it wrote.
   Status StreamText(CanonicalTextSink& sink) {
     constexpr size_t kChunkBytes = size_t{64} << 10;
+    constexpr size_t kDirectBytes = size_t{4} << 10;
     std::string buffer;
     buffer.reserve(kChunkBytes + 4096);
     buffer += header_;
@@ -993,12 +1074,30 @@ class Canonicalizer {
     sink.Begin(total);
     uint64_t sent = 0;
     TextWriter w(buffer);
-    PrintBody(w, [&](TextWriter& writer) {
-      if (writer.written() < kChunkBytes) return;
+    const auto flush = [&](TextWriter& writer) {
       sink.Append(writer.Written());
       sent += writer.written();
       writer.Rewind();
-    });
+    };
+    PrintBody(
+        w,
+        [&](TextWriter& writer) {
+          if (writer.written() >= kChunkBytes) flush(writer);
+        },
+        [&](TextWriter& writer, std::string_view bytes) {
+          // Lines printed ahead go to the sink as they are, but for short runs between holes,
+          // which are copied and go with what follows.
+          if (bytes.size() < kDirectBytes) {
+            writer.Reserve(bytes.size());
+            writer.Put(bytes);
+            return;
+          }
+          if (writer.written() != 0) flush(writer);
+          sent += bytes.size();
+          for (; !bytes.empty(); bytes.remove_prefix(std::min(bytes.size(), kChunkBytes))) {
+            sink.Append(bytes.substr(0, kChunkBytes));
+          }
+        });
     if (w.written() != 0) sink.Append(w.Written());
     sent += w.written();
     if (sent != total) {
@@ -1124,6 +1223,9 @@ class Canonicalizer {
   std::unordered_map<uint32_t, int64_t> channel_numbers_;
   std::vector<int32_t> comp_id_;
   std::vector<int32_t> print_order_;
+  // The lines printed ahead, of every computation printed ahead, and their holes (PrintAhead).
+  std::string ahead_;
+  std::vector<Hole> holes_;
   // OrderInstructions' scratch.
   std::vector<uint8_t> has_user_;
   std::vector<uint8_t> visited_;
@@ -1155,8 +1257,9 @@ void CanonicalBuilder::AddInstructions(const Instruction* insts, uint32_t begin,
   impl_->AddInstructions(insts, begin, end);
 }
 
-void CanonicalBuilder::FinishComputation(int32_t root, TokenRange execution_thread) {
-  impl_->FinishComputation(root, execution_thread);
+void CanonicalBuilder::FinishComputation(int32_t root, TokenRange execution_thread,
+                                         bool print_ahead) {
+  impl_->FinishComputation(root, execution_thread, print_ahead);
 }
 
 Result<CanonicalModule> CanonicalBuilder::Finish(const Module& module) {

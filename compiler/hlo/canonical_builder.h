@@ -39,8 +39,11 @@ class CanonicalBuilder {
   // [0, begin) were added before. Operands and control predecessors refer to instructions
   // already added, callees to computations already finished (the parser's order ensures both).
   void AddInstructions(const Instruction* insts, uint32_t begin, uint32_t end);
-  // Every instruction of it was added.
-  void FinishComputation(int32_t root, TokenRange execution_thread);
+  // Every instruction of it was added. `print_ahead`: its lines are printed now too, where the
+  // text is streamed (CanonicalOptions::text_sink, without record_source_lines), rather than in
+  // Finish: a builder that follows a parser does it while the parse goes on. Finish gives the
+  // same either way; what is printed ahead is held until then.
+  void FinishComputation(int32_t root, TokenRange execution_thread, bool print_ahead = false);
   // Every computation was finished: orders them and prints the module.
   Result<CanonicalModule> Finish(const Module& module);
 

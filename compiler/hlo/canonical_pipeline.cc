@@ -126,10 +126,13 @@ class Pipeline final : public ParseListener {
     while (!failed_) {
       if (comp < whole_.size()) {
         const WholeComputation whole = whole_[comp];
+        // Printed while the parser runs; once it has ended, it waits for this thread, and the
+        // lines are printed where they are streamed, without a copy.
+        const bool print_ahead = !ended_;
         lock.unlock();
         if (!started) builder_->StartComputation();
         builder_->AddInstructions(whole.instructions, next, whole.size);
-        builder_->FinishComputation(whole.root, whole.execution_thread);
+        builder_->FinishComputation(whole.root, whole.execution_thread, print_ahead);
         lock.lock();
         consumed_ += whole.size - next;
         ++comp;

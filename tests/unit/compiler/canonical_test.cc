@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "compiler/hlo/canonical_builder.h"
 #include "compiler/hlo/parser.h"
 #include "tests/unit/status_matchers.h"
 
@@ -450,6 +451,32 @@ TEST(CanonicalTest, ASinkIsToldTheTextsLengthThenGivenTheTextInBoundedPieces) {
     // The module's text is larger than one piece, so that the pieces were bounded.
     ASSERT_GT(whole->text.size(), size_t{100} << 10);
     EXPECT_LT(sink.largest_piece, size_t{80} << 10);
+  }
+}
+
+// A builder that prints computations' lines ahead (as it does following a parser) streams the
+// text Canonicalize prints: callee and channel numbers put in at their holes, in printing order.
+TEST(CanonicalTest, LinesPrintedAheadStreamTheTextCanonicalizePrints) {
+  auto m = ParseModule(ModuleWithEveryReference(), "t.hlo");
+  ASSERT_THAT(m, IsOk());
+  auto whole = Canonicalize(*m);
+  ASSERT_THAT(whole, IsOk());
+  // Every computation ahead, every other one, and none.
+  for (const int every : {1, 2, 0}) {
+    CollectingSink sink;
+    CanonicalBuilder builder(*m, {.text_sink = &sink});
+    for (size_t c = 0; c < m->computations.size(); ++c) {
+      const Computation& comp = m->computations[c];
+      builder.StartComputation();
+      builder.AddInstructions(comp.instructions.data(), 0,
+                              static_cast<uint32_t>(comp.instructions.size()));
+      builder.FinishComputation(comp.root, comp.execution_thread, every != 0 && c % every == 0);
+    }
+    auto streamed = builder.Finish(*m);
+    ASSERT_THAT(streamed, IsOk()) << "every " << every;
+    EXPECT_EQ(sink.told, whole->text.size()) << "every " << every;
+    EXPECT_EQ(sink.text, whole->text) << "every " << every;
+    EXPECT_LT(sink.largest_piece, size_t{80} << 10) << "every " << every;
   }
 }
 
