@@ -79,6 +79,9 @@ constexpr std::array<int8_t, 256> MakeDepthChanges() {
 }
 constexpr std::array<int8_t, 256> kDepthChanges = MakeDepthChanges();
 
+// A line that starts with it separates modules in one file (FirstModuleText).
+constexpr std::string_view kSeparatorLine = "\n// -----";
+
 class Lexer {
  public:
   // `depth`: the bracket depth where lexing starts (nonzero for a lexer that starts inside the
@@ -95,6 +98,8 @@ class Lexer {
     uint32_t groups_before = 0;
   };
   int64_t depth() const { return depth_; }
+  // The source ends at `end` (before Run).
+  void EndAt(size_t end) { src_ = src_.substr(0, end); }
   // Definitions counted before this lexer opened a group: those of the group open where it
   // started (a lexer from the source's start drops them, as no group is open there).
   uint32_t lead_definitions() const { return lead_definitions_; }
@@ -582,9 +587,13 @@ void AddSecondHalfsGroups(const std::vector<Token>& tokens, size_t from, const L
 // depth, they are counted again after, from its tokens. Otherwise (a string or comment crosses
 // the line start, or an error is in the first half) the whole source is lexed again on one
 // thread, which finds what one lexer finds.
+//
+// `first_module`: what is lexed is FirstModuleText(source). Each thread looks for the separator
+// in its half; where the first half holds one, the first module is lexed again on one thread.
 std::optional<Result<std::vector<Token>>> LexInTwo(std::string_view source,
                                                    std::string_view filename,
-                                                   std::vector<TopLevelGroup>* groups) {
+                                                   std::vector<TopLevelGroup>* groups,
+                                                   bool first_module) {
   const size_t newline = source.find('\n', source.size() / 2);
   if (newline == std::string_view::npos || newline + 1 >= source.size()) return std::nullopt;
   const size_t split = newline + 1;
@@ -593,8 +602,21 @@ std::optional<Result<std::vector<Token>>> LexInTwo(std::string_view source,
   Lexer second_lexer(source, filename, groups != nullptr ? &second_groups : nullptr, split_depth);
   Result<std::vector<Token>> second = Error(InvalidArgument(""));
   HelperThread second_thread;
-  if (!second_thread.Try([&] { second = second_lexer.Run(split, /*reserve_bytes=*/0); })) {
+  if (!second_thread.Try([&] {
+        // A separator line after the one the split begins (its newline at split or later).
+        const size_t separator =
+            first_module ? source.find(kSeparatorLine, split) : std::string_view::npos;
+        if (separator != std::string_view::npos) second_lexer.EndAt(separator);
+        second = second_lexer.Run(split, /*reserve_bytes=*/0);
+      })) {
     return std::nullopt;  // No thread to be had: one lexer, on this one.
+  }
+  // One before (its newline before split, the line the split begins included): then the first
+  // module ends in the first half, and is lexed on its own.
+  const std::string_view head = source.substr(0, split + kSeparatorLine.size() - 1);
+  if (first_module && FirstModuleText(head).size() < head.size()) {
+    second_thread.Join();
+    return std::nullopt;
   }
   Lexer first_lexer(source.substr(0, split), filename, groups);
   Result<std::vector<Token>> first = first_lexer.Run(0, /*reserve_bytes=*/source.size());
@@ -637,14 +659,37 @@ Result<std::vector<Token>> LexEachTokenAlone(std::string_view source, std::strin
   return Lexer(source, filename, groups).Run(0, 0, /*fast=*/false);
 }
 
-Result<std::vector<Token>> Lex(std::string_view source, std::string_view filename,
-                               std::vector<TopLevelGroup>* groups, size_t two_thread_bytes) {
+namespace {
+
+// Lex(), or with `first_module` Lex(FirstModuleText(source)).
+Result<std::vector<Token>> LexSource(std::string_view source, std::string_view filename,
+                                     std::vector<TopLevelGroup>* groups, size_t two_thread_bytes,
+                                     bool first_module) {
   if (auto refused = StartLexing(source, filename, groups)) return std::move(*refused);
   if (source.size() >= two_thread_bytes && std::thread::hardware_concurrency() >= 2) {
-    if (auto lexed = LexInTwo(source, filename, groups)) return std::move(*lexed);
+    if (auto lexed = LexInTwo(source, filename, groups, first_module)) return std::move(*lexed);
     if (groups != nullptr) groups->clear();
   }
-  return Lexer(source, filename, groups).Run();
+  return Lexer(first_module ? FirstModuleText(source) : source, filename, groups).Run();
+}
+
+}  // namespace
+
+std::string_view FirstModuleText(std::string_view source) {
+  // XLA's tools split multi-module files at lines that start with "// -----".
+  const size_t at = source.starts_with(kSeparatorLine.substr(1)) ? 0 : source.find(kSeparatorLine);
+  return at == std::string_view::npos ? source : source.substr(0, at);
+}
+
+Result<std::vector<Token>> Lex(std::string_view source, std::string_view filename,
+                               std::vector<TopLevelGroup>* groups, size_t two_thread_bytes) {
+  return LexSource(source, filename, groups, two_thread_bytes, /*first_module=*/false);
+}
+
+Result<std::vector<Token>> LexFirstModule(std::string_view source, std::string_view filename,
+                                          std::vector<TopLevelGroup>* groups,
+                                          size_t two_thread_bytes) {
+  return LexSource(source, filename, groups, two_thread_bytes, /*first_module=*/true);
 }
 
 }  // namespace hlocache::hlo

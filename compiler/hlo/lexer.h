@@ -52,6 +52,17 @@ Result<std::vector<Token>> Lex(std::string_view source, std::string_view filenam
                                std::vector<TopLevelGroup>* groups = nullptr,
                                size_t two_thread_bytes = kTwoThreadLexBytes);
 
+// The part of `source` before the first line that starts with "// -----", the separator XLA's
+// tools use between modules in one file; the whole source when there is none.
+std::string_view FirstModuleText(std::string_view source);
+
+// Lex(FirstModuleText(source), ...), the same tokens, groups and errors. On two threads, each
+// looks for the separator in the half it lexes, where looking through the whole source first
+// was a pass over it before lexing could start (half a millisecond on a 4 MB module).
+Result<std::vector<Token>> LexFirstModule(std::string_view source, std::string_view filename,
+                                          std::vector<TopLevelGroup>* groups = nullptr,
+                                          size_t two_thread_bytes = kTwoThreadLexBytes);
+
 // For tests: Lex on one thread with every token lexed the general way. Lex takes the tokens
 // most of a module is made of (punctuation, names, decimal integers) in a loop of their own,
 // which must give the same tokens, groups and errors as this.

@@ -555,12 +555,6 @@ bool Parser::ResolveNames(const Attribute& attr, bool computations, std::vector<
 
 using parser_internal::Parser;
 
-std::string_view FirstModuleText(std::string_view source) {
-  // XLA's tools split multi-module files at lines that start with "// -----".
-  size_t at = source.starts_with("// -----") ? 0 : source.find("\n// -----");
-  return at == std::string_view::npos ? source : source.substr(0, at);
-}
-
 Result<Module> ParseModule(std::string text, std::string filename) {
   return ParseModule(std::move(text), std::move(filename), nullptr);
 }
@@ -569,7 +563,7 @@ Result<Module> ParseModule(std::string text, std::string filename, ParseListener
   auto source = std::make_unique<std::string>(std::move(text));
   Module module(std::move(source), std::move(filename));
   std::vector<TopLevelGroup> groups;
-  auto tokens = Lex(FirstModuleText(module.source()), module.filename(), &groups);
+  auto tokens = LexFirstModule(module.source(), module.filename(), &groups);
   if (!tokens) {
     if (listener != nullptr) listener->ParseEnded();
     return Error(tokens.error());

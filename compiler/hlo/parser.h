@@ -19,6 +19,7 @@
 #include <string_view>
 
 #include "common/status.h"
+#include "compiler/hlo/lexer.h"  // FirstModuleText
 #include "compiler/hlo/module.h"
 
 namespace hlocache::hlo {
@@ -50,10 +51,6 @@ class ParseListener {
 
 // ParseModule, telling `listener` (not owned; may be null) what it parses as it goes.
 Result<Module> ParseModule(std::string text, std::string filename, ParseListener* listener);
-
-// The part of `source` before the first line that starts with "// -----", the separator XLA's
-// tools use between modules in one file; the whole source when there is none.
-std::string_view FirstModuleText(std::string_view source);
 
 // Reads and parses a file ("-" reads standard input).
 Result<Module> ParseModuleFile(const std::string& path);

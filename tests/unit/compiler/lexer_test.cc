@@ -224,6 +224,9 @@ void ExpectLexedAlike(const Lexed& one, const Lexed& two, const std::string& wha
     ASSERT_TRUE(a.kind == b.kind && a.offset == b.offset && a.length == b.length)
         << what << ": token " << i;
   }
+  // After an error, the groups are what was counted before it, which two halves count apart:
+  // nothing reads them.
+  if (!one.error.empty()) return;
   ASSERT_EQ(two.groups.size(), one.groups.size()) << what;
   for (size_t g = 0; g < one.groups.size(); ++g) {
     EXPECT_EQ(two.groups[g].open, one.groups[g].open) << what << ": group " << g;
@@ -403,6 +406,51 @@ TEST(LexerTest, TwoThreadsCountGroupsAsOneWhateverLineTheHalvesMeetAt) {
     ASSERT_GE(one.groups.size(), 1u) << c.what;
     ExpectTwoThreadsLexAsOne(c.text, c.what);
   }
+}
+
+// LexFirstModule on two threads (each half looks for the separator), and Lex of
+// FirstModuleText on one.
+void ExpectFirstModuleLexedAsItsText(const std::string& source, const std::string& what) {
+  Lexed two;
+  auto tokens = LexFirstModule(source, "t.hlo", &two.groups, /*two_thread_bytes=*/0);
+  if (tokens) {
+    two.tokens = std::move(*tokens);
+  } else {
+    two.error = tokens.error().message();
+  }
+  ExpectLexedAlike(LexWith(FirstModuleText(source), SIZE_MAX), two, what);
+}
+
+TEST(LexerTest, TwoThreadsLexTheFirstModuleAsOneLexesItsText) {
+  // What follows a separator does not lex: read, it would be an error.
+  const std::string next = "// -----\nHloModule next\n  \x01\n";
+  const std::string head = "HloModule m\n\nENTRY %e () -> f32[] {\n";
+  const std::string body = Constants("c", 60);
+  const std::string end = "  ROOT %r = f32[] add(%c0, %c1)\n}\n";
+  const std::string line = "  %m = f32[] constant(2)\n";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"no separator", head + body + end},
+      {"a separator first", next + head + body + end},
+      {"one on the line the halves meet at", SplitBefore(head + body, next, body + end)},
+      {"one on the line after it", SplitBefore(head + body, line, next + body + end)},
+      {"one on the line before it", SplitBefore(head + body + next, line, body + end)},
+      {"one last", head + body + end + next},
+      {"one cut short at the end", head + body + end + "\n// ----"},
+      {"one in a string in the second half",
+       SplitBefore(head + body, line,
+                   "  %s = f32[] constant(1), metadata={op_name=\"a\n" + next + "\"}\n" + end)},
+      {"a bad byte before one", SplitBefore(head + "  \x01\n" + body, line, next + end)},
+  };
+  for (const auto& [what, text] : cases) ExpectFirstModuleLexedAsItsText(text, what);
+  // A separator before each line in turn.
+  const std::string text = head + body + end;
+  for (size_t at = 0; at != std::string::npos; at = text.find('\n', at + 1)) {
+    const size_t line_start = at == 0 ? 0 : at + 1;
+    ExpectFirstModuleLexedAsItsText(text.substr(0, line_start) + next + text.substr(line_start),
+                                    "a separator at byte " + std::to_string(line_start));
+  }
+  // The corpus has files of several modules.
+  EXPECT_GE(ForEachCorpusText(ExpectFirstModuleLexedAsItsText), 400u);
 }
 
 }  // namespace
