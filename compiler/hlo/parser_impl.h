@@ -8,6 +8,7 @@
 #include "compiler/hlo/shape_inference.h"
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
@@ -123,33 +124,44 @@ class Parser {
 
   // Skips one balanced group starting at an opening bracket. Leaves pos_ after the closer.
   bool SkipGroup() {
-    std::vector<TokenKind>& closers = closers_;  // Kept between calls: no allocation per value.
-    closers.clear();
+    // The closer each open bracket expects, innermost last, in a stack on the stack: one more
+    // than kMaxNesting fits, for the check that refuses it. Values (metadata, stack frame
+    // tables) are a tenth of a module's tokens; a vector's checks on each push were most of
+    // the cost of skipping them.
+    std::array<TokenKind, kMaxNesting + 1> closers;
+    size_t open = 0;
+    uint32_t pos = pos_;  // Never past the kEnd token, where the walk stops.
+    const auto fail_at = [&](std::string_view message) {
+      pos_ = pos;
+      return FailHere(message);
+    };
     do {
-      switch (Kind()) {
+      const TokenKind k = toks_[pos].kind;
+      switch (k) {
         case TokenKind::kLBrace:
-          closers.push_back(TokenKind::kRBrace);
+          closers[open++] = TokenKind::kRBrace;
           break;
         case TokenKind::kLBracket:
-          closers.push_back(TokenKind::kRBracket);
+          closers[open++] = TokenKind::kRBracket;
           break;
         case TokenKind::kLParen:
-          closers.push_back(TokenKind::kRParen);
+          closers[open++] = TokenKind::kRParen;
           break;
         case TokenKind::kRBrace:
         case TokenKind::kRBracket:
         case TokenKind::kRParen:
-          if (closers.empty() || closers.back() != Kind()) return FailHere("unbalanced brackets");
-          closers.pop_back();
+          if (open == 0 || closers[open - 1] != k) return fail_at("unbalanced brackets");
+          --open;
           break;
         case TokenKind::kEnd:
-          return FailHere("unbalanced brackets: unexpected end of file inside a value");
+          return fail_at("unbalanced brackets: unexpected end of file inside a value");
         default:
           break;
       }
-      if (closers.size() > kMaxNesting) return FailHere("value nested too deeply");
-      Advance();
-    } while (!closers.empty());
+      if (open > static_cast<size_t>(kMaxNesting)) return fail_at("value nested too deeply");
+      ++pos;
+    } while (open != 0);
+    pos_ = pos;
     return true;
   }
 
@@ -220,7 +232,6 @@ class Parser {
   const char* source_;     // m_.source()'s bytes.
   uint32_t token_count_;
   uint32_t pos_ = 0;
-  std::vector<TokenKind> closers_;  // SkipGroup's stack.
   // The attributes of the instruction being parsed, gathered here (kept between instructions:
   // no allocation each) and then copied into the Module at once, exactly sized.
   std::vector<Attribute> attributes_;

@@ -481,6 +481,19 @@ INSTANTIATE_TEST_SUITE_P(
                 "error: value nested too deeply"}),
     [](const ::testing::TestParamInfo<BadCase>& p) { return std::string(p.param.name); });
 
+// A value's brackets nest at most kMaxNesting (200) deep: the one past it is named.
+TEST(ParserTest, ValuesNestTwoHundredBracketsDeepAndNoDeeper) {
+  const auto module = [](int depth) {
+    return "ENTRY e {\n  ROOT a = f32[] parameter(0), backend_config=" + std::string(depth, '{') +
+           std::string(depth, '}') + "\n}\n";
+  };
+  EXPECT_THAT(ParseModule(module(200), "deep.hlo"), IsOk());
+  // The 201st brace is at column 47 + 200 of line 2.
+  EXPECT_THAT(ParseModule(module(201), "deep.hlo"),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("deep.hlo:2:247: error: value nested too deeply")));
+}
+
 TEST(ParserTest, FirstModuleOfASplitFile) {
   auto m = ParseModule(
       "ENTRY a {\n  ROOT x = f32[] parameter(0)\n}\n// -----\nENTRY a {\n"
