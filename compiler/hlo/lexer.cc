@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 #include <thread>
+#include <type_traits>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -626,7 +627,11 @@ std::optional<Result<std::vector<Token>>> LexInTwo(std::string_view source,
   std::vector<Token>& tokens = *first;
   tokens.pop_back();  // The first half's kEnd.
   const size_t from = tokens.size();
-  tokens.insert(tokens.end(), second->begin(), second->end());
+  // One copy of the bytes: Token's constructor, which leaves it unset (token.h), makes it no
+  // trivial type, and insert copied it a token at a time (six instructions each).
+  static_assert(std::is_trivially_copyable_v<Token>);
+  tokens.resize(from + second->size());
+  std::memcpy(tokens.data() + from, second->data(), second->size() * sizeof(Token));
   if (groups != nullptr) {
     if (first_lexer.depth() == split_depth) {
       AddSecondHalfsGroups(tokens, from, second_lexer, std::move(second_groups), *groups);
