@@ -1,10 +1,12 @@
 // libFuzzer target: any bytes through the parser and, when they parse, the canonicalizer and a
 // second round trip of the canonical text. Crashes, hangs, sanitizer reports, a canonical text
 // that does not reparse to itself, and a text streamed to a sink (as keys are made) that is not
-// the text held whole or not as long as the sink was told are all findings. One input in four also
-// goes through the two-thread paths keys are computed with, which must give what one thread gives:
-// the lexer in two halves (the same tokens, groups and error) and ParseAndCanonicalize (the same
-// text or error). One in four, since the threads started per input slow the run.
+// the text held whole or not as long as the sink was told are all findings; the text is streamed
+// twice, the second time with every computation's lines printed ahead, as a builder following
+// the parser prints them. One input in four also goes through the two-thread paths keys are
+// computed with, which must give what one thread gives: the lexer in two halves (the same tokens,
+// groups and error; the first module's too) and ParseAndCanonicalize (the same text or error).
+// One in four, since the threads started per input slow the run.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "compiler/hlo/canonical.h"
+#include "compiler/hlo/canonical_builder.h"
 #include "compiler/hlo/canonical_pipeline.h"
 #include "compiler/hlo/lexer.h"
 #include "compiler/hlo/parser.h"
@@ -31,7 +34,8 @@ void CheckTwoThreads(const uint8_t* data, size_t size, const std::string& expect
   if (got != expected) std::abort();
 }
 
-// What a sink is given (and told first, the length) is the text Canonicalize holds whole.
+// What a sink is given (and told first, the length) is the text Canonicalize holds whole, the
+// lines printed when the module is whole or ahead, each computation's as it is finished.
 void CheckStreamed(const Module& module, const std::string& expected) {
   struct Sink final : CanonicalTextSink {
     void Begin(uint64_t bytes) override {
@@ -42,11 +46,24 @@ void CheckStreamed(const Module& module, const std::string& expected) {
     int begins = 0;
     uint64_t told = 0;
     std::string text;
-  } sink;
-  auto streamed = Canonicalize(module, {.allow_elided_constants = true, .text_sink = &sink});
-  if (!streamed || sink.begins != 1 || sink.told != expected.size() || sink.text != expected) {
-    std::abort();
+  };
+  const auto check = [&](const Sink& sink, bool ok) {
+    if (!ok || sink.begins != 1 || sink.told != expected.size() || sink.text != expected) {
+      std::abort();
+    }
+  };
+  Sink sink;
+  check(sink,
+        Canonicalize(module, {.allow_elided_constants = true, .text_sink = &sink}).has_value());
+  Sink ahead;
+  CanonicalBuilder builder(module, {.allow_elided_constants = true, .text_sink = &ahead});
+  for (const Computation& comp : module.computations) {
+    builder.StartComputation();
+    builder.AddInstructions(comp.instructions.data(), 0,
+                            static_cast<uint32_t>(comp.instructions.size()));
+    builder.FinishComputation(comp.root, comp.execution_thread, /*print_ahead=*/true);
   }
+  check(ahead, builder.Finish(module).has_value());
 }
 
 // Two lexings give the same tokens, groups and error.
@@ -85,6 +102,10 @@ void CheckLexers(const uint8_t* data, size_t size, bool two_threads) {
   if (!two_threads) return;
   auto two = Lex(source, "fuzz.hlo", &two_groups, /*two_thread_bytes=*/0);
   CheckLexedAlike(one, one_groups, two, two_groups);
+  std::vector<TopLevelGroup> first_groups, first_two_groups;
+  auto first = Lex(FirstModuleText(source), "fuzz.hlo", &first_groups, SIZE_MAX);
+  auto first_two = LexFirstModule(source, "fuzz.hlo", &first_two_groups, /*two_thread_bytes=*/0);
+  CheckLexedAlike(first, first_groups, first_two, first_two_groups);
 }
 
 }  // namespace
