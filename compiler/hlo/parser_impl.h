@@ -72,11 +72,13 @@ class Parser {
     if (pos_ + 1 < token_count_) ++pos_;
   }
 
-  bool Fail(uint32_t offset, std::string_view message) {
+  // The error paths are cold and out of line: in line, their string building kept the small
+  // checks that call them (Expect, a call per punctuation token) from being inlined themselves.
+  [[gnu::cold, gnu::noinline]] bool Fail(uint32_t offset, std::string_view message) {
     if (error_.ok()) error_ = ErrorAt(m_.filename(), m_.source(), offset, message);
     return false;
   }
-  bool FailHere(std::string_view message) {
+  [[gnu::cold, gnu::noinline]] bool FailHere(std::string_view message) {
     std::string msg(message);
     if (Kind() == TokenKind::kEnd) {
       msg += ", got end of file";
@@ -90,9 +92,13 @@ class Parser {
     return Fail(Peek().offset, msg);
   }
   bool Expect(TokenKind kind, std::string_view what) {
-    if (Kind() != kind) return FailHere(std::string("expected ") + std::string(what));
+    if (Kind() != kind) [[unlikely]]
+      return ExpectFailed(what);
     Advance();
     return true;
+  }
+  [[gnu::cold, gnu::noinline]] bool ExpectFailed(std::string_view what) {
+    return FailHere(std::string("expected ") + std::string(what));
   }
 
   static std::string_view StripPercent(std::string_view name) {
