@@ -192,9 +192,11 @@ struct Lexed {
   std::vector<TopLevelGroup> groups;
 };
 
-Lexed LexWith(std::string_view source, size_t two_thread_bytes) {
+// What `lex(&groups)` gives: its tokens and groups, or its error's message.
+template <typename LexFn>
+Lexed LexedBy(LexFn lex) {
   Lexed out;
-  auto tokens = Lex(source, "t.hlo", &out.groups, two_thread_bytes);
+  auto tokens = lex(&out.groups);
   if (tokens) {
     out.tokens = std::move(*tokens);
   } else {
@@ -203,16 +205,17 @@ Lexed LexWith(std::string_view source, size_t two_thread_bytes) {
   return out;
 }
 
+Lexed LexWith(std::string_view source, size_t two_thread_bytes) {
+  return LexedBy([&](std::vector<TopLevelGroup>* groups) {
+    return Lex(source, "t.hlo", groups, two_thread_bytes);
+  });
+}
+
 // Every token lexed the general way (LexEachTokenAlone), on one thread.
 Lexed LexAlone(std::string_view source) {
-  Lexed out;
-  auto tokens = LexEachTokenAlone(source, "t.hlo", &out.groups);
-  if (tokens) {
-    out.tokens = std::move(*tokens);
-  } else {
-    out.error = tokens.error().message();
-  }
-  return out;
+  return LexedBy([&](std::vector<TopLevelGroup>* groups) {
+    return LexEachTokenAlone(source, "t.hlo", groups);
+  });
 }
 
 void ExpectLexedAlike(const Lexed& one, const Lexed& two, const std::string& what) {
@@ -411,13 +414,9 @@ TEST(LexerTest, TwoThreadsCountGroupsAsOneWhateverLineTheHalvesMeetAt) {
 // LexFirstModule on two threads (each half looks for the separator), and Lex of
 // FirstModuleText on one.
 void ExpectFirstModuleLexedAsItsText(const std::string& source, const std::string& what) {
-  Lexed two;
-  auto tokens = LexFirstModule(source, "t.hlo", &two.groups, /*two_thread_bytes=*/0);
-  if (tokens) {
-    two.tokens = std::move(*tokens);
-  } else {
-    two.error = tokens.error().message();
-  }
+  const Lexed two = LexedBy([&](std::vector<TopLevelGroup>* groups) {
+    return LexFirstModule(source, "t.hlo", groups, /*two_thread_bytes=*/0);
+  });
   ExpectLexedAlike(LexWith(FirstModuleText(source), SIZE_MAX), two, what);
 }
 
