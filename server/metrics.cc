@@ -146,7 +146,7 @@ std::string Metrics::RenderPrometheus(const Sources& sources) const {
           Seconds(compile_saved_micros));
   counter("hlocache_store_errors_total", "Store failures answered with a 5xx.", load(store_errors));
   gauge("hlocache_requests_in_flight", "Requests being handled now.",
-        static_cast<double>(in_flight.load(std::memory_order_relaxed)));
+        static_cast<double>(in_flight.load(std::memory_order_acquire)));
   gauge("hlocache_compiles_running", "Compiles running now.", static_cast<double>(pool.running));
   gauge("hlocache_compiles_waiting", "Compiles waiting for a worker.",
         static_cast<double>(pool.waiting));
@@ -249,7 +249,7 @@ std::string Metrics::RenderStatsJson(const Sources& sources) const {
   j["bytes_in"] = load(bytes_in);
   j["bytes_out"] = load(bytes_out);
   j["compiles"] = pool.compiles;
-  j["requests_in_flight"] = in_flight.load(std::memory_order_relaxed);
+  j["requests_in_flight"] = in_flight.load(std::memory_order_acquire);
   j["compiles_running"] = pool.running;
   j["compiles_waiting"] = pool.waiting;
   j["compile_failures"] = pool.failures;

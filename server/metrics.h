@@ -63,7 +63,7 @@ class Metrics {
   std::atomic<uint64_t> compile_saved_micros{0};  // Compile time of the artifacts served as hits.
   std::atomic<uint64_t> store_errors{0};          // Store failures answered with 5xx.
   std::atomic<uint64_t> cut_short{0};  // Requests the connection failed during (timeouts, resets).
-  std::atomic<int64_t> in_flight{0};   // Requests routed and not yet answered.
+  std::atomic<int64_t> in_flight{0};   // Routed, and not yet answered, counted and logged.
 
   // What the renderings report beside the counters, read by the caller at one moment.
   struct Sources {

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "cache/dir_lock.h"
@@ -23,6 +24,19 @@ namespace hlocache::server {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Takes a finished request off the in-flight gauge when it goes out of scope, so that the
+// request's counting and logging, done before, are seen by whoever sees the gauge fall.
+class InFlightUntilReturn {
+ public:
+  explicit InFlightUntilReturn(Metrics& metrics) : metrics_(metrics) {}
+  ~InFlightUntilReturn() { metrics_.in_flight.fetch_sub(1, std::memory_order_release); }
+  InFlightUntilReturn(const InFlightUntilReturn&) = delete;
+  InFlightUntilReturn& operator=(const InFlightUntilReturn&) = delete;
+
+ private:
+  Metrics& metrics_;
+};
 
 // When the request on this thread started (after its headers arrived); each connection is
 // served by one thread from start to end.
@@ -78,7 +92,9 @@ class QuickHits final : public QuickAnswerer {
   }
 
   void Done(const QuickRequest& request, const QuickReply& reply, bool sent) override {
-    ctx_.metrics.in_flight.fetch_sub(1, std::memory_order_relaxed);
+    // Counted and logged before it leaves the in-flight gauge: a scrape that sees no other
+    // request in flight sees every finished one counted.
+    InFlightUntilReturn in_flight(ctx_.metrics);
     if (sent && reply.status == 200 && !request.head_only) {
       ctx_.metrics.bytes_out.fetch_add(reply.body.size(), std::memory_order_relaxed);
     }
@@ -176,7 +192,9 @@ void ServerImpl::LogRequest(const httplib::Request& req, const httplib::Response
           ? std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t_request_start)
                 .count()
           : 0;
-  if (t_request_started) ctx_.metrics.in_flight.fetch_sub(1, std::memory_order_relaxed);
+  // Left last, as in QuickHits::Done.
+  std::optional<InFlightUntilReturn> in_flight;
+  if (t_request_started) in_flight.emplace(ctx_.metrics);
   t_request_started = false;
   ctx_.metrics.CountRequest(RouteOf(req.method, req.path), res.status);
   if (!log_) return;

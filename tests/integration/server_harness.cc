@@ -131,6 +131,21 @@ std::unique_ptr<httplib::Client> ServerProcess::TierClient(uint64_t upload_bytes
   return client;
 }
 
+std::string ServerProcess::SettledMetrics(const std::string& token) const {
+  auto client = Client(token);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto metrics = client->Get("/metrics");
+    if (metrics && metrics->status == 200 &&
+        metrics->body.find("\nhlocache_requests_in_flight 1\n") != std::string::npos) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  auto metrics = client->Get("/metrics");
+  return metrics && metrics->status == 200 ? metrics->body : std::string();
+}
+
 int ConnectLoopback(int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
