@@ -603,6 +603,27 @@ class Canonicalizer {
     pieces_.push_back({PieceKind::kText, static_cast<uint32_t>(begin), end});
   }
 
+  // The canonical text of `inst`'s written shape, onto arena_ (`out`). A shape whose text the
+  // parser met before is copied from where the first was printed: most of a large module's
+  // lines repeat a few hundred shapes, and printing one costs ten times its copy.
+  void AppendShapeText(const Instruction& inst, std::string& out) {
+    const int32_t id = inst.shape_text_id;
+    if (id < 0) {
+      AppendCanonicalShape(inst.shape, out);
+      return;
+    }
+    const auto slot = static_cast<size_t>(id);
+    if (slot >= shape_texts_.size()) shape_texts_.resize(slot + 1);
+    ShapeText& printed = shape_texts_[slot];
+    if (printed.length != 0) {
+      out.append(out, printed.at, printed.length);
+      return;
+    }
+    const size_t begin = out.size();
+    AppendCanonicalShape(inst.shape, out);
+    printed = {static_cast<uint32_t>(begin), static_cast<uint32_t>(out.size() - begin)};
+  }
+
   // The instruction's line without its name, as pieces: text is written straight into arena_
   // (no copy through a scratch string), references are pieces of their own.
   void BuildInstruction(const Instruction& inst, InstInfo& info, CompInfo& ci) {
@@ -612,7 +633,7 @@ class Canonicalizer {
     std::string& out = arena_;
     size_t begin = out.size();
     if (inst.shape_written) {
-      AppendCanonicalShape(inst.shape, out);
+      AppendShapeText(inst, out);
       out += ' ';
     }
     out += OpcodeName(inst.opcode.opcode);
@@ -1231,6 +1252,13 @@ class Canonicalizer {
     TokenKind kind_before_last;
   };
   std::vector<ValueText> value_texts_;
+  // Where in arena_ each shape the parser memoized (Instruction::shape_text_id) was first
+  // printed; length 0 until it is (a printed shape is never empty).
+  struct ShapeText {
+    uint32_t at = 0;
+    uint32_t length = 0;
+  };
+  std::vector<ShapeText> shape_texts_;
   NameTable value_index_;
   std::string sig_;
   std::vector<uint32_t> sorted_attrs_;

@@ -77,6 +77,10 @@ struct Instruction {
   TokenRange literal;                         // constant(...): the literal's tokens.
   int64_t parameter_number = -1;              // parameter(N).
   uint32_t offset = 0;                        // Source offset of the instruction's first token.
+  // Equal for instructions whose written shapes are the same text, as the parser's shape memo
+  // tells (the shape was parsed once, then copied): the canonicalizer prints each such shape
+  // once. -1 for a shape the memo does not hold (a tuple, a layout with tiles) or none written.
+  int32_t shape_text_id = -1;
   OpcodeSpelling opcode{Opcode::kParameter};
   bool shape_written = false;   // False when the text left the shape to inference.
   bool shape_inferred = false;  // Filled in by InferMissingShapes (shape_inference.h).

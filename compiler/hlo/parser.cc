@@ -356,7 +356,7 @@ bool Parser::AtShapeStart() const {
 bool Parser::ParseInstructionRhs(Computation& comp, Instruction& inst, int depth) {
   if (depth > kMaxNesting) return FailHere("operands nested too deeply");
   if (AtShapeStart()) {
-    if (!ParseShape(inst.shape, 0)) return false;
+    if (!ParseShape(inst.shape, 0, &inst.shape_text_id)) return false;
     inst.shape_written = true;
   }
   if (Kind() != TokenKind::kIdent) return FailHere("expected an opcode");

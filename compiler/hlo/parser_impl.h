@@ -217,8 +217,9 @@ class Parser {
   bool SkipAttributeValue(const Attribute& attr);
   // Value `name` or `{name, name, ...}`: resolves each name to a computation or an instruction.
   bool ResolveNames(const Attribute& attr, bool computations, std::vector<int32_t>& out);
-  // A shape, from the memo when its text was parsed before (shape_memo_).
-  bool ParseShape(Shape& shape, int depth);
+  // A shape, from the memo when its text was parsed before (shape_memo_). `text_id`, when
+  // given, is set to the shape's memo entry, or -1 when the memo does not hold it.
+  bool ParseShape(Shape& shape, int depth, int32_t* text_id = nullptr);
   // Where the array shape at pos_ ends (the token after it) if it is a plain one: the element
   // type, then dimensions (numbers, `<=` bounds, `?`) and at most a layout of numbers; 0 for
   // any other (a tuple, a layout with tiles or a memory space, a malformed one).

@@ -151,7 +151,7 @@ uint32_t Parser::PlainArrayShapeEnd() const {
   }
 }
 
-bool Parser::ParseShape(Shape& shape, int depth) {
+bool Parser::ParseShape(Shape& shape, int depth, int32_t* text_id) {
   if (depth > kMaxNesting) return FailHere("shape nested too deeply");
   if (Kind() == TokenKind::kLParen) {
     Advance();
@@ -187,12 +187,15 @@ bool Parser::ParseShape(Shape& shape, int depth) {
   if (known >= 0) {
     CopyArrayShape(shape_memo_[static_cast<size_t>(known)], shape);
     pos_ = end;
+    if (text_id != nullptr) *text_id = known;
     return true;
   }
   if (!ParseArrayShape(shape)) return false;
   if (pos_ == end) {  // As it should be; were it not, the memo would not be the parse.
-    shape_memo_index_.Insert(text, static_cast<int32_t>(shape_memo_.size()));
+    const auto id = static_cast<int32_t>(shape_memo_.size());
+    shape_memo_index_.Insert(text, id);
     shape_memo_.push_back(shape);
+    if (text_id != nullptr) *text_id = id;
   }
   return true;
 }

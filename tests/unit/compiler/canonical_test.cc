@@ -128,6 +128,47 @@ TEST(CanonicalTest, AttributeValuesWrittenAlikePrintAsEachWouldAlone) {
   EXPECT_EQ(count("metadata"), 0u);
 }
 
+// A shape whose text the parser met before is printed by copying its first printing: the
+// parser marks such shapes alike (shape_text_id), and the copy must be what printing it gives.
+TEST(CanonicalTest, ShapesWrittenAlikePrintAsEachWouldAlone) {
+  auto module = [](const std::vector<std::string>& shapes) {
+    std::string text = "HloModule m\n\nENTRY e {\n  p = f32[2,3]{1,0} parameter(0)\n";
+    std::string operands, tuple;
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      const std::string name = "n" + std::to_string(i);
+      text += "  " + name + " = " + shapes[i] + " negate(p)\n";
+      operands += (i ? ", " : "") + name;
+      tuple += (i ? ", " : "") + shapes[i];
+    }
+    return text + "  ROOT r = (" + tuple + ") tuple(" + operands + ")\n}\n";
+  };
+  const std::string a = "f32[2,3]{0,1}", b = "f32[<=2,3]", c = "f32[2,3]{1,0}";
+  const std::vector<std::string> repeated = {a, b, a, c, b, a, c};
+  // The same shapes, each spelled so that no two texts are alike: nothing is copied.
+  const std::vector<std::string> apart = {
+      a, b, "f32[2, 3]{0,1}", c, "f32[<=2, 3]", "f32[2,3]{0, 1}", "f32[2,3]{1, 0}"};
+  const auto parsed = ParseModule(module(repeated), "t.hlo");
+  ASSERT_THAT(parsed, IsOk());
+  const std::vector<Instruction>& insts = parsed->computations[0].instructions;
+  // n0 and n2 (a), n1 and n4 (b), n3 and n6 (c) share their texts; the tuple has none.
+  EXPECT_GE(insts[1].shape_text_id, 0);
+  EXPECT_EQ(insts[1].shape_text_id, insts[3].shape_text_id);
+  EXPECT_EQ(insts[2].shape_text_id, insts[5].shape_text_id);
+  EXPECT_EQ(insts[4].shape_text_id, insts[7].shape_text_id);
+  EXPECT_NE(insts[1].shape_text_id, insts[2].shape_text_id);
+  EXPECT_EQ(insts[8].shape_text_id, -1);
+  const std::string text = Canon(module(repeated));
+  EXPECT_EQ(text, Canon(module(apart)));
+  auto count = [&](std::string_view what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("= f32[2,3]{0,1} negate("), 3u) << text;
+  EXPECT_EQ(count("= f32[<=2,3] negate("), 2u) << text;
+  EXPECT_EQ(count("= f32[2,3] negate("), 2u) << text;  // The default layout is dropped.
+}
+
 TEST(CanonicalTest, TextIsReadableValidHloAndIdempotent) {
   std::string once = Canon(kBase);
   EXPECT_THAT(once, HasSubstr("ROOT i"));
