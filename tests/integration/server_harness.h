@@ -47,9 +47,9 @@ class ServerProcess {
   // on: what a server must answer within for hlocache's clients to get their answer.
   std::unique_ptr<httplib::Client> TierClient(uint64_t upload_bytes = 0) const;
   // The body of GET /metrics once every request answered before this call is counted, or ""
-  // when no scrape succeeded. A request is counted just after its reply is sent, so a client
-  // can hold its reply before the count moves: this waits (up to 10 s) for a scrape that
-  // sees no request in flight but its own, and returns the scrape after it.
+  // when no scrape succeeded. A quick-path request is counted just after its reply is sent,
+  // so a client can hold its reply before the count moves: this waits (up to 10 s) for a
+  // scrape that sees no request in flight but its own, and returns the scrape after it.
   std::string SettledMetrics(const std::string& token = "") const;
 
  private:
