@@ -77,6 +77,8 @@ struct CompInfo {
   std::vector<int32_t> channel_insts;  // Instructions with a renumbered channel id, ascending.
   // When the text is streamed: the bytes of its instructions' lines but for the numbers of
   // callees and channels, which are known only once the module is whole (see BodyBytes).
+  // Until the computation is finished, the bytes that do not depend on the order either
+  // (FixedLineBytes), counted as its instructions arrive.
   uint64_t line_bytes = 0;
   // Lines printed ahead (Canonicalizer::PrintAhead): [ahead_begin, ahead_end) of its text,
   // with the numbers [holes_begin, holes_end) of its holes left out.
@@ -236,6 +238,7 @@ class Canonicalizer {
       ci.any_control |= !inst.control_predecessors.empty();
       BuildInstruction(inst, info, ci);
       info.hash = HashInstruction(inst, info, ci);
+      if (options_.text_sink != nullptr) ci.line_bytes += FixedLineBytes(info);
     }
   }
 
@@ -280,7 +283,15 @@ class Canonicalizer {
     // Counted here, where the builder follows the parser on a thread of its own, rather than
     // after the parse, when everything left waits for it.
     if (options_.text_sink != nullptr) {
-      for (size_t i = 0; i < n; ++i) ci.line_bytes += LineBytes(ci, static_cast<int32_t>(i), root);
+      // The rest of the lines' bytes: `ROOT `, and the digits of each instruction's number
+      // and of each reference to it (every child is printed once, as a reference). After the
+      // parse has ended (the entry computation) everything else waits for this, so it walks
+      // the positions and the children, not every line's pieces again as it once did.
+      ci.line_bytes += root >= 0 && static_cast<size_t>(root) < n ? 5 : 0;
+      for (int32_t p : ci.position) ci.line_bytes += DecimalDigits(static_cast<uint32_t>(p));
+      for (int32_t child : ci.children) {
+        ci.line_bytes += DecimalDigits(static_cast<uint32_t>(ci.position[child]));
+      }
       if (print_ahead && !options_.record_source_lines) {
         PrintAhead(ci, root);
         // Its lines are printed: what they were printed from is not read again (but for the
@@ -1195,20 +1206,15 @@ class Canonicalizer {
     return bytes;
   }
 
-  // The bytes of PrintInstruction's line for instruction `i`, newline included, but for the
-  // digits of its callees' and channels' numbers.
-  uint64_t LineBytes(const CompInfo& ci, int32_t i, int32_t root) const {
-    const InstInfo& info = ci.insts[i];
-    // `  [ROOT ]iN = ` and the newline.
-    uint64_t bytes =
-        2 + (i == root ? 5 : 0) + 1 + DecimalDigits(static_cast<uint32_t>(ci.position[i])) + 3 + 1;
-    // `iN` each, `separator` between them.
-    auto references = [&](uint32_t begin, uint32_t end, size_t separator) {
-      uint64_t n = begin == end ? 0 : separator * (end - begin - 1);
-      for (uint32_t k = begin; k < end; ++k) {
-        n += 1 + DecimalDigits(static_cast<uint32_t>(ci.position[ci.children[k]]));
-      }
-      return n;
+  // The bytes of PrintInstruction's line for an instruction that its place in the order does
+  // not decide: all but `ROOT `, the digits of its own number and of the numbers of its
+  // children (FinishComputation adds them), and those of its callees' and channels' numbers
+  // (BodyBytes). Counted as the instruction arrives, on the builder's thread beside the parser.
+  uint64_t FixedLineBytes(const InstInfo& info) const {
+    uint64_t bytes = 2 + 1 + 3 + 1;  // `  iN = ` and the newline, but for N.
+    // `i` each, `separator` between them.
+    auto references = [](uint32_t begin, uint32_t end, uint64_t separator) -> uint64_t {
+      return begin == end ? 0 : separator * (end - begin - 1) + (end - begin);
     };
     for (uint32_t p = info.piece_begin; p < info.piece_end; ++p) {
       const Piece& piece = pieces_[p];
