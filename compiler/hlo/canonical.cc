@@ -465,15 +465,20 @@ class Canonicalizer {
   // lists, replica groups, window specs on line after line), and their text is a function of
   // their tokens alone (AppendValue starts afresh and reads nothing around them), which are a
   // function of their source text (Module::SourceText).
+  // Copies out[a, b), text printed before, onto out's end.
+  static void AppendCopy(uint32_t a, uint32_t b, std::string& out) {
+    const size_t length = b - a;
+    if (out.capacity() < out.size() + length) out.reserve(2 * (out.size() + length));
+    out.append(out.data() + a, length);  // From before out's end: no reallocation now.
+  }
+
   void AppendValueOnce(TokenRange value, std::string& out) {
     if (value.empty()) return;
     const std::string_view source = m_->SourceText(value);
     const int32_t known = value_index_.Find(source);
     if (known >= 0) {
       const ValueText& v = value_texts_[static_cast<size_t>(known)];
-      const size_t length = v.b - v.a;
-      if (out.capacity() < out.size() + length) out.reserve(2 * (out.size() + length));
-      out.append(out.data() + v.a, length);  // From before out's end: no reallocation now.
+      AppendCopy(v.a, v.b, out);
       last_kind_ = v.last_kind;
       kind_before_last_ = v.kind_before_last;
       return;
@@ -626,13 +631,13 @@ class Canonicalizer {
     const auto slot = static_cast<size_t>(id);
     if (slot >= shape_texts_.size()) shape_texts_.resize(slot + 1);
     ShapeText& printed = shape_texts_[slot];
-    if (printed.length != 0) {
-      out.append(out, printed.at, printed.length);
+    if (printed.b != 0) {
+      AppendCopy(printed.a, printed.b, out);
       return;
     }
-    const size_t begin = out.size();
+    printed.a = static_cast<uint32_t>(out.size());
     AppendCanonicalShape(inst.shape, out);
-    printed = {static_cast<uint32_t>(begin), static_cast<uint32_t>(out.size() - begin)};
+    printed.b = static_cast<uint32_t>(out.size());
   }
 
   // The instruction's line without its name, as pieces: text is written straight into arena_
@@ -1258,11 +1263,11 @@ class Canonicalizer {
     TokenKind kind_before_last;
   };
   std::vector<ValueText> value_texts_;
-  // Where in arena_ each shape the parser memoized (Instruction::shape_text_id) was first
-  // printed; length 0 until it is (a printed shape is never empty).
+  // Where in arena_, [a, b), each shape the parser memoized (Instruction::shape_text_id) was
+  // first printed; b is 0 until it is (a printed shape is never empty).
   struct ShapeText {
-    uint32_t at = 0;
-    uint32_t length = 0;
+    uint32_t a = 0;
+    uint32_t b = 0;
   };
   std::vector<ShapeText> shape_texts_;
   NameTable value_index_;

@@ -17,6 +17,13 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
+// How many times `what` occurs in `text`, overlaps included.
+size_t Occurrences(std::string_view text, std::string_view what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 std::string Canon(const std::string& text, bool allow_elided = false) {
   auto m = ParseModule(text, "t.hlo");
   EXPECT_THAT(m, IsOk()) << text;
@@ -113,14 +120,7 @@ TEST(CanonicalTest, AttributeValuesWrittenAlikePrintAsEachWouldAlone) {
                     {"{1,2, 0}", b, "{maximal  device=0}"},
                     {"{2,0,1}", c, "{maximal device=0 metadata={op_name=\"x\"} }"}}));
   EXPECT_EQ(repeated, apart);
-  auto count = [&](std::string_view what) {
-    size_t n = 0;
-    for (size_t at = repeated.find(what); at != std::string::npos;
-         at = repeated.find(what, at + 1)) {
-      ++n;
-    }
-    return n;
-  };
+  auto count = [&](std::string_view what) { return Occurrences(repeated, what); };
   EXPECT_EQ(count("dimensions={1,0,2}"), 2u);
   EXPECT_EQ(count("dimensions={1,2,0}"), 2u);
   EXPECT_EQ(count("dimensions={2,0,1}"), 1u);
@@ -159,11 +159,7 @@ TEST(CanonicalTest, ShapesWrittenAlikePrintAsEachWouldAlone) {
   EXPECT_EQ(insts[8].shape_text_id, -1);
   const std::string text = Canon(module(repeated));
   EXPECT_EQ(text, Canon(module(apart)));
-  auto count = [&](std::string_view what) {
-    size_t n = 0;
-    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-    return n;
-  };
+  auto count = [&](std::string_view what) { return Occurrences(text, what); };
   EXPECT_EQ(count("= f32[2,3]{0,1} negate("), 3u) << text;
   EXPECT_EQ(count("= f32[<=2,3] negate("), 2u) << text;
   EXPECT_EQ(count("= f32[2,3] negate("), 2u) << text;  // The default layout is dropped.
