@@ -2,6 +2,7 @@
 // attributes (literals and shapes are in parser_shapes.cc).
 #include "compiler/hlo/parser_impl.h"
 
+#include <memory>
 #include <optional>
 
 #include <fcntl.h>
@@ -311,13 +312,17 @@ bool Parser::ParseInstruction(Computation& comp, bool& saw_root) {
     if (placed) comp.instructions.pop_back();
     return false;
   };
-  std::optional<Instruction> aside;
+  // On the heap, made only when needed: an empty std::optional<Instruction> on the stack was
+  // still zeroed (272 bytes, a `rep stos`) for every instruction, a third of this function's
+  // own time.
+  std::unique_ptr<Instruction> aside;
   if (!placed) {
     comp.instructions.pop_back();
     if (!nested_operand_) return false;
     nested_operand_ = false;
     pos_ = rhs;
-    inst = &aside.emplace();
+    aside = std::make_unique<Instruction>();
+    inst = aside.get();
     inst->offset = offset;
     inst->name = name;
     if (!ParseInstructionRhs(comp, *inst, 0)) return false;
@@ -363,18 +368,25 @@ bool Parser::ParseInstructionRhs(Computation& comp, Instruction& inst, int depth
   if (Kind(1) == TokenKind::kLBracket) {
     return Fail(Peek().offset, "unknown element type '" + std::string(Text()) + "'");
   }
-  auto spelling = ParseOpcodeSpelling(Text());
-  if (!spelling) {
+  // Kept in a local whose address is never taken, so in registers: held in memory (returned as
+  // an optional, or read back from `inst`), its two bytes were stored one at a time and loaded
+  // as one word while the stores were in flight, a stall at every instruction.
+  OpcodeSpelling spelling{Opcode::kParameter};
+  if (const std::optional<Opcode> plain = OpcodeFromName(Text())) {
+    spelling.opcode = *plain;
+  } else if (const std::optional<OpcodeSpelling> async = ParseOpcodeSpelling(Text())) {
+    spelling = *async;  // `all-reduce-start` is a plain name; `fusion-start` is async sugar.
+  } else {
     return Fail(Peek().offset, "unknown opcode '" + std::string(Text()) + "'");
   }
-  inst.opcode = *spelling;
+  inst.opcode = spelling;
   Advance();
   const uint32_t open_offset = Peek().offset;
   if (!Expect(TokenKind::kLParen, "'(' after the opcode")) return false;
-  if (inst.opcode.phase == AsyncPhase::kNone && inst.opcode.opcode == Opcode::kConstant) {
+  if (spelling.phase == AsyncPhase::kNone && spelling.opcode == Opcode::kConstant) {
     return ParseLiteral(inst, open_offset);
   }
-  if (inst.opcode.phase == AsyncPhase::kNone && inst.opcode.opcode == Opcode::kParameter) {
+  if (spelling.phase == AsyncPhase::kNone && spelling.opcode == Opcode::kParameter) {
     if (!ParseInt(inst.parameter_number)) return false;
     if (inst.parameter_number < 0) return Fail(inst.offset, "negative parameter number");
     return Expect(TokenKind::kRParen, "')' after the parameter number");
