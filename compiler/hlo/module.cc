@@ -48,22 +48,6 @@ const Attribute* Instruction::FindAttribute(std::string_view attr_name) const {
 Module::Module(std::unique_ptr<std::string> source, std::string filename)
     : source_(std::move(source)), filename_(std::move(filename)) {}
 
-std::span<const Attribute> Module::KeepAttributes(std::span<const Attribute> written) {
-  if (written.empty()) return {};
-  // 4096 attributes (128 KiB) a block: a large module's fill a few dozen blocks.
-  constexpr size_t kBlockAttributes = 4096;
-  if (attribute_blocks_.empty() ||
-      attribute_blocks_.back().capacity - attribute_blocks_.back().used < written.size()) {
-    const size_t capacity = std::max(kBlockAttributes, written.size());
-    attribute_blocks_.push_back({std::make_unique<Attribute[]>(capacity), capacity, 0});
-  }
-  AttributeBlock& block = attribute_blocks_.back();
-  Attribute* kept = block.data.get() + block.used;
-  std::copy(written.begin(), written.end(), kept);
-  block.used += written.size();
-  return {kept, written.size()};
-}
-
 const Attribute* Module::FindAttribute(std::string_view attr_name) const {
   return FindIn(attributes, attr_name);
 }

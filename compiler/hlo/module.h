@@ -11,6 +11,7 @@
 // Thread safety: immutable after parsing; concurrent const access is safe.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -72,11 +73,14 @@ struct Instruction {
   // as the source its string_views point into does: one block for thousands of instructions
   // instead of a heap block each.
   std::span<const Attribute> attributes;
-  std::vector<int32_t> callees;               // Computation indices, in written attribute order.
-  std::vector<int32_t> control_predecessors;  // Instruction indices, as written.
-  TokenRange literal;                         // constant(...): the literal's tokens.
-  int64_t parameter_number = -1;              // parameter(N).
-  uint32_t offset = 0;                        // Source offset of the instruction's first token.
+  // Computation indices, in written attribute order; instruction indices, as written. Kept in
+  // the Module as the attributes are (Module::KeepIndices): a large module's thousands of
+  // reduces each allocated and freed a vector for their one callee.
+  std::span<const int32_t> callees;
+  std::span<const int32_t> control_predecessors;
+  TokenRange literal;             // constant(...): the literal's tokens.
+  int64_t parameter_number = -1;  // parameter(N).
+  uint32_t offset = 0;            // Source offset of the instruction's first token.
   // Equal for instructions whose written shapes are the same text, as the parser's shape memo
   // tells (the shape was parsed once, then copied): the canonicalizer prints each such shape
   // once. -1 for a shape the memo does not hold (a tuple, a layout with tiles) or none written.
@@ -148,22 +152,54 @@ class Module {
   // attribute. (inst.callees holds the callees of all such attributes, in written order.)
   std::vector<int32_t> CalleesOf(const Instruction& inst, std::string_view attr_name) const;
 
-  // Copies `written` into storage the Module owns and returns the copy, which stays where it
-  // is (and valid) for the Module's lifetime, moves included: what Instruction::attributes
-  // views. Used by the parser; not thread-safe (the Module is being built).
-  std::span<const Attribute> KeepAttributes(std::span<const Attribute> written);
+  // Copy `written` into storage the Module owns and return the copy, which stays where it is
+  // (and valid) for the Module's lifetime, moves included: what Instruction::attributes,
+  // callees and control_predecessors view. Used by the parser; not thread-safe (the Module is
+  // being built).
+  std::span<const Attribute> KeepAttributes(std::span<const Attribute> written) {
+    return kept_attributes_.Keep(written);
+  }
+  std::span<const int32_t> KeepIndices(std::span<const int32_t> written) {
+    return kept_indices_.Keep(written);
+  }
 
  private:
-  struct AttributeBlock {
-    std::unique_ptr<Attribute[]> data;
-    size_t capacity = 0;
-    size_t used = 0;
+  // Arrays copied into blocks of at least kBlock elements, filled front to back; blocks never
+  // move. One block for thousands of instructions instead of a heap block each.
+  template <typename T, size_t kBlock>
+  class KeptArrays {
+   public:
+    // In line for the usual empty array (most instructions call and control nothing).
+    std::span<const T> Keep(std::span<const T> written) {
+      return written.empty() ? std::span<const T>() : Copy(written);
+    }
+
+   private:
+    [[gnu::noinline]] std::span<const T> Copy(std::span<const T> written) {
+      if (blocks_.empty() || blocks_.back().capacity - blocks_.back().used < written.size()) {
+        const size_t capacity = std::max(kBlock, written.size());
+        blocks_.push_back({std::make_unique<T[]>(capacity), capacity, 0});
+      }
+      Block& block = blocks_.back();
+      T* kept = block.data.get() + block.used;
+      std::copy(written.begin(), written.end(), kept);
+      block.used += written.size();
+      return {kept, written.size()};
+    }
+
+    struct Block {
+      std::unique_ptr<T[]> data;
+      size_t capacity = 0;
+      size_t used = 0;
+    };
+    std::vector<Block> blocks_;
   };
 
   std::unique_ptr<std::string> source_;
   std::string filename_;
-  mutable std::vector<uint32_t> line_starts_;     // Built on first LineOf().
-  std::vector<AttributeBlock> attribute_blocks_;  // Filled front to back; blocks never move.
+  mutable std::vector<uint32_t> line_starts_;    // Built on first LineOf().
+  KeptArrays<Attribute, 4096> kept_attributes_;  // 128 KiB a block.
+  KeptArrays<int32_t, 8192> kept_indices_;       // 32 KiB a block.
 };
 
 }  // namespace hlocache::hlo

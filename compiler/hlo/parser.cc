@@ -328,11 +328,15 @@ bool Parser::ParseInstruction(Computation& comp, bool& saw_root) {
     if (!ParseInstructionRhs(comp, *inst, 0)) return false;
   }
   attributes_.clear();
+  callees_.clear();
+  control_predecessors_.clear();
   while (Kind() == TokenKind::kComma) {
     Advance();
-    if (!ParseInstructionAttribute(*inst)) return drop_placed();
+    if (!ParseInstructionAttribute()) return drop_placed();
   }
   inst->attributes = m_.KeepAttributes(attributes_);
+  inst->callees = m_.KeepIndices(callees_);
+  inst->control_predecessors = m_.KeepIndices(control_predecessors_);
   const auto index = static_cast<int32_t>(comp.instructions.size() - (placed ? 1 : 0));
   // Named only now, so that its own operands cannot name it.
   if (!names_.Insert(name, index, name_hash)) {
@@ -437,7 +441,7 @@ bool Parser::ParseOperand(Computation& comp, int32_t& operand, int depth) {
   return true;
 }
 
-bool Parser::ParseInstructionAttribute(Instruction& inst) {
+bool Parser::ParseInstructionAttribute() {
   if (Kind() != TokenKind::kIdent || Kind(1) != TokenKind::kEqual) {
     return FailHere("expected an attribute 'name=value'");
   }
@@ -456,9 +460,9 @@ bool Parser::ParseInstructionAttribute(Instruction& inst) {
   attr.value.end = pos_;
   attr.role = *role;
   if (attr.role == AttributeRole::kCallee) {
-    if (!ResolveNames(attr, /*computations=*/true, inst.callees)) return false;
+    if (!ResolveNames(attr, /*computations=*/true, callees_)) return false;
   } else if (attr.role == AttributeRole::kControlPredecessors) {
-    if (!ResolveNames(attr, /*computations=*/false, inst.control_predecessors)) {
+    if (!ResolveNames(attr, /*computations=*/false, control_predecessors_)) {
       return false;
     }
   }

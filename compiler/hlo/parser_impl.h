@@ -209,7 +209,7 @@ class Parser {
   // Checks that an array literal's nesting and element counts match the shape. Scalars may be
   // written bare or as (re, im) for complex types; nan payloads `nan(0x..)` are accepted.
   bool ValidateLiteral(const Shape& shape, TokenRange range);
-  bool ParseInstructionAttribute(Instruction& inst);
+  bool ParseInstructionAttribute();
   // An attribute value is one unit (a token or a bracketed group), continued only by the forms
   // XLA prints: more brackets (`f32[2]{0}`, `[2,4]<=[8]T(1,0)`), `<=` and `->` (dim_labels) with
   // the unit after them, and a word after a group (`literal=s32[] 1`). Anything else after a
@@ -239,9 +239,12 @@ class Parser {
   const char* source_;     // m_.source()'s bytes.
   uint32_t token_count_;
   uint32_t pos_ = 0;
-  // The attributes of the instruction being parsed, gathered here (kept between instructions:
-  // no allocation each) and then copied into the Module at once, exactly sized.
+  // The attributes of the instruction being parsed, and the computations and instructions they
+  // name, gathered here (kept between instructions: no allocation each) and then copied into
+  // the Module at once, exactly sized.
   std::vector<Attribute> attributes_;
+  std::vector<int32_t> callees_;
+  std::vector<int32_t> control_predecessors_;
   std::vector<int32_t> parameters_;  // The current computation's parameter instructions.
   bool any_shape_missing_ = false;
   // An instruction is being parsed in its place (ParseInstruction), and an operand of it turned

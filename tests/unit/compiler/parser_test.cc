@@ -1,5 +1,6 @@
 #include "compiler/hlo/parser.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <map>
@@ -42,7 +43,7 @@ TEST(ParserTest, BuildsAWalkableModule) {
   const Instruction& reduce = entry.instructions[entry.root];
   EXPECT_EQ(reduce.opcode.opcode, Opcode::kReduce);
   EXPECT_EQ(reduce.operands, (std::vector<int32_t>{0, 1}));
-  EXPECT_EQ(reduce.callees, (std::vector<int32_t>{0}));
+  EXPECT_THAT(reduce.callees, ::testing::ElementsAre(0));
   ASSERT_NE(reduce.FindAttribute("dimensions"), nullptr);
   EXPECT_EQ(*m->IntList(*reduce.FindAttribute("dimensions")), (std::vector<int64_t>{0}));
   EXPECT_EQ(entry.parameters, (std::vector<int32_t>{0}));
@@ -221,7 +222,7 @@ TEST(ParserTest, NestedOperandsComeBeforeTheirUserWhereverTheyAreWritten) {
   EXPECT_EQ(insts[1].opcode.opcode, Opcode::kNegate);
   EXPECT_EQ(insts[4].opcode.opcode, Opcode::kAbs);
   EXPECT_EQ(m->computations[0].root, 6);
-  EXPECT_EQ(insts[6].control_predecessors, (std::vector<int32_t>{3}));
+  EXPECT_THAT(insts[6].control_predecessors, ::testing::ElementsAre(3));
 
   // Errors after the second parse are reported as they were: where and what.
   EXPECT_THAT(ParseModule("ENTRY e {\n  x = f32[] parameter(0)\n"
