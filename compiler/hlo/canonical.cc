@@ -460,11 +460,6 @@ class Canonicalizer {
     }
   }
 
-  // AppendValue(value, /*verbatim=*/false) into arena_ (`out`), as a copy of the text it gave
-  // for the same source text before, where there is one. Attribute values repeat (dimension
-  // lists, replica groups, window specs on line after line), and their text is a function of
-  // their tokens alone (AppendValue starts afresh and reads nothing around them), which are a
-  // function of their source text (Module::SourceText).
   // Copies out[a, b), text printed before, onto out's end.
   static void AppendCopy(uint32_t a, uint32_t b, std::string& out) {
     const size_t length = b - a;
@@ -472,6 +467,11 @@ class Canonicalizer {
     out.append(out.data() + a, length);  // From before out's end: no reallocation now.
   }
 
+  // AppendValue(value, /*verbatim=*/false) into arena_ (`out`), as a copy of the text it gave
+  // for the same source text before, where there is one. Attribute values repeat (dimension
+  // lists, replica groups, window specs on line after line), and their text is a function of
+  // their tokens alone (AppendValue starts afresh and reads nothing around them), which are a
+  // function of their source text (Module::SourceText).
   void AppendValueOnce(TokenRange value, std::string& out) {
     if (value.empty()) return;
     const std::string_view source = m_->SourceText(value);
