@@ -91,6 +91,15 @@ class Lexer {
         int64_t depth = 0)
       : src_(src), filename_(filename), groups_(groups), depth_(depth) {}
 
+  // Lexes FirstModuleText(src) (before Run): the source ends where a separator line starts.
+  // Found as the lexer goes, not by a search through the source first: a `\n// -----` can only
+  // be at a comment that starts a line, or inside a string or a block comment, each of which
+  // the lexer reaches anyway (a search stopped at each of the source's newlines, a third of a
+  // millisecond a 2 MB half).
+  void StopAtSeparator() { stop_at_separator_ = true; }
+  // Whether the source was found to end at a separator line.
+  bool stopped_at_separator() const { return stopped_at_separator_; }
+
   // A `name =` at depth 1 among the first two tokens this lexer made, which it cannot tell is a
   // definition: whether the tokens before it are a name after no comma is the previous lexer's
   // to know. `groups_before`: the groups this lexer had opened by then.
@@ -99,8 +108,6 @@ class Lexer {
     uint32_t groups_before = 0;
   };
   int64_t depth() const { return depth_; }
-  // The source ends at `end` (before Run).
-  void EndAt(size_t end) { src_ = src_.substr(0, end); }
   // Definitions counted before this lexer opened a group: those of the group open where it
   // started (a lexer from the source's start drops them, as no group is open there).
   uint32_t lead_definitions() const { return lead_definitions_; }
@@ -240,10 +247,20 @@ class Lexer {
       if (Is(ch, kSpace)) {
         ++i;
       } else if (ch == '/' && i + 1 < n && src_[i + 1] == '/') {
+        if (stop_at_separator_ && (i == 0 || src_[i - 1] == '\n') &&
+            Matches(i, kSeparatorLine.substr(1))) {
+          CutAtSeparator(i == 0 ? 0 : i - 1);
+          at.i = src_.size();
+          return true;
+        }
         while (i < n && src_[i] != '\n') ++i;
       } else if (ch == '/' && i + 1 < n && src_[i + 1] == '*') {
         size_t end = src_.find("*/", i + 2);
-        if (end == std::string_view::npos) return Failed(i, "unterminated /* comment");
+        // A separator inside the comment ends the source before the comment does.
+        if (end == std::string_view::npos ||
+            (stop_at_separator_ && CutAtSeparatorWithin(i + 2, end))) {
+          return Failed(i, "unterminated /* comment");
+        }
         i = end + 2;
       } else {
         break;
@@ -279,7 +296,10 @@ class Lexer {
       kind = TokenKind::kFloat;
     } else if (ch == '"') {
       i = StringEnd(i + 1);
-      if (i > n) return Failed(start, "unterminated string");
+      // A separator inside the string ends the source before the string does.
+      if (i > n || (stop_at_separator_ && CutAtSeparatorWithin(start + 1, i - 1))) {
+        return Failed(start, "unterminated string");
+      }
       kind = TokenKind::kString;
     } else if (ch == '-' && i + 1 < n && src_[i + 1] == '>') {
       i += 2;
@@ -355,6 +375,26 @@ class Lexer {
 
   bool Matches(size_t i, std::string_view word) const {
     return src_.substr(i, word.size()) == word;
+  }
+
+  // The source ends at `end`: the newline a separator line follows (or 0, one that starts it).
+  void CutAtSeparator(size_t end) {
+    src_ = src_.substr(0, end);
+    stopped_at_separator_ = true;
+  }
+
+  // For a string or block comment whose contents are src_[begin, end): whether a separator
+  // line starts within them, and then the source is cut there (the string or comment is
+  // unterminated, as in FirstModuleText's source). Such a separator lies wholly within the
+  // contents: it holds neither a quote nor a `*`. Most strings are of one line, and a search
+  // for a newline in them is all they cost.
+  bool CutAtSeparatorWithin(size_t begin, size_t end) {
+    const std::string_view contents = src_.substr(begin, end - begin);
+    if (contents.find('\n') == std::string_view::npos) return false;
+    const size_t at = contents.find(kSeparatorLine);
+    if (at == std::string_view::npos) return false;
+    CutAtSeparator(begin + at);
+    return true;
   }
 
   // Where the string whose contents start at `i` ends (just past its closing quote), or n + 1
@@ -500,6 +540,8 @@ class Lexer {
   std::string_view filename_;
   std::vector<TopLevelGroup>* groups_;  // May be null: nothing counted.
   int64_t depth_ = 0;                   // Bracket depth, for groups_.
+  bool stop_at_separator_ = false;
+  bool stopped_at_separator_ = false;
   uint32_t lead_definitions_ = 0;
   std::array<Undecided, 2> undecided_{};  // Only tokens 0 and 1 can be undecided.
   uint32_t undecided_count_ = 0;
@@ -589,8 +631,9 @@ void AddSecondHalfsGroups(const std::vector<Token>& tokens, size_t from, const L
 // the line start, or an error is in the first half) the whole source is lexed again on one
 // thread, which finds what one lexer finds.
 //
-// `first_module`: what is lexed is FirstModuleText(source). Each thread looks for the separator
-// in its half; where the first half holds one, the first module is lexed again on one thread.
+// `first_module`: what is lexed is FirstModuleText(source). Each lexer stops at a separator
+// line in its half; where the first half holds one, its tokens are all there is, and the
+// second half's are dropped.
 std::optional<Result<std::vector<Token>>> LexInTwo(std::string_view source,
                                                    std::string_view filename,
                                                    std::vector<TopLevelGroup>* groups,
@@ -603,26 +646,18 @@ std::optional<Result<std::vector<Token>>> LexInTwo(std::string_view source,
   Lexer second_lexer(source, filename, groups != nullptr ? &second_groups : nullptr, split_depth);
   Result<std::vector<Token>> second = Error(InvalidArgument(""));
   HelperThread second_thread;
-  if (!second_thread.Try([&] {
-        // A separator line after the one the split begins (its newline at split or later).
-        const size_t separator =
-            first_module ? source.find(kSeparatorLine, split) : std::string_view::npos;
-        if (separator != std::string_view::npos) second_lexer.EndAt(separator);
-        second = second_lexer.Run(split, /*reserve_bytes=*/0);
-      })) {
+  // A separator line that the split begins is the second lexer's: it starts after a newline
+  // there. One that starts before it lies wholly in the first half (it holds no newline).
+  if (first_module) second_lexer.StopAtSeparator();
+  if (!second_thread.Try([&] { second = second_lexer.Run(split, /*reserve_bytes=*/0); })) {
     return std::nullopt;  // No thread to be had: one lexer, on this one.
   }
-  // One before (its newline before split, the line the split begins included): then the first
-  // module ends in the first half, and is lexed on its own.
-  const std::string_view head = source.substr(0, split + kSeparatorLine.size() - 1);
-  if (first_module && FirstModuleText(head).size() < head.size()) {
-    second_thread.Join();
-    return std::nullopt;
-  }
   Lexer first_lexer(source.substr(0, split), filename, groups);
+  if (first_module) first_lexer.StopAtSeparator();
   Result<std::vector<Token>> first = first_lexer.Run(0, /*reserve_bytes=*/source.size());
   second_thread.Join();
   if (!first) return std::nullopt;
+  if (first_lexer.stopped_at_separator()) return first;
   if (!second) return second;
   std::vector<Token>& tokens = *first;
   tokens.pop_back();  // The first half's kEnd.
@@ -675,7 +710,9 @@ Result<std::vector<Token>> LexSource(std::string_view source, std::string_view f
     if (auto lexed = LexInTwo(source, filename, groups, first_module)) return std::move(*lexed);
     if (groups != nullptr) groups->clear();
   }
-  return Lexer(first_module ? FirstModuleText(source) : source, filename, groups).Run();
+  Lexer lexer(source, filename, groups);
+  if (first_module) lexer.StopAtSeparator();
+  return lexer.Run();
 }
 
 }  // namespace

@@ -411,13 +411,16 @@ TEST(LexerTest, TwoThreadsCountGroupsAsOneWhateverLineTheHalvesMeetAt) {
   }
 }
 
-// LexFirstModule on two threads (each half looks for the separator), and Lex of
-// FirstModuleText on one.
+// LexFirstModule, which stops at the separator as it lexes, on two threads and on one, and Lex
+// of FirstModuleText, which is cut there before lexing.
 void ExpectFirstModuleLexedAsItsText(const std::string& source, const std::string& what) {
-  const Lexed two = LexedBy([&](std::vector<TopLevelGroup>* groups) {
-    return LexFirstModule(source, "t.hlo", groups, /*two_thread_bytes=*/0);
-  });
-  ExpectLexedAlike(LexWith(FirstModuleText(source), SIZE_MAX), two, what);
+  const Lexed cut = LexWith(FirstModuleText(source), SIZE_MAX);
+  for (size_t two_thread_bytes : {size_t{0}, SIZE_MAX}) {
+    const Lexed lexed = LexedBy([&](std::vector<TopLevelGroup>* groups) {
+      return LexFirstModule(source, "t.hlo", groups, two_thread_bytes);
+    });
+    ExpectLexedAlike(cut, lexed, what + (two_thread_bytes == 0 ? " (two threads)" : ""));
+  }
 }
 
 TEST(LexerTest, TwoThreadsLexTheFirstModuleAsOneLexesItsText) {
@@ -439,6 +442,23 @@ TEST(LexerTest, TwoThreadsLexTheFirstModuleAsOneLexesItsText) {
        SplitBefore(head + body, line,
                    "  %s = f32[] constant(1), metadata={op_name=\"a\n" + next + "\"}\n" + end)},
       {"a bad byte before one", SplitBefore(head + "  \x01\n" + body, line, next + end)},
+      {"one in a string in the first half",
+       SplitBefore(head + "  %s = f32[] constant(1), metadata={op_name=\"a\n" + next + "\"}\n",
+                   line, body + end)},
+      {"a string of two lines and none in it",
+       SplitBefore(head + "  %s = f32[] constant(1), metadata={op_name=\"a\n// ---\"}\n", line,
+                   body + end + next)},
+      {"one in a block comment in the first half",
+       SplitBefore(head + "  /* a\n" + next + "*/\n" + body, line, end)},
+      {"one in a block comment in the second half",
+       SplitBefore(head + body, line, "  /* a\n" + next + "*/\n" + end)},
+      {"a block comment of two lines and none in it",
+       SplitBefore(head + "  /* a\n// ---- */\n" + body, line, end + next)},
+      {"one after a line comment", SplitBefore(head + body, line, "// x\n" + next + end)},
+      {"one indented, which is no separator",
+       SplitBefore(head + body, line, "  " + next + end + next)},
+      {"one after code on its line, which is no separator",
+       SplitBefore(head + body + "  %n = f32[] constant(3) " + next, line, end + next)},
   };
   for (const auto& [what, text] : cases) ExpectFirstModuleLexedAsItsText(text, what);
   // A separator before each line in turn.
