@@ -92,18 +92,21 @@ void CheckLexedAlike(const hlocache::Result<std::vector<Token>>& one,
 
 // One lexer taking each token the general way (without its loop for the common tokens) gives
 // the tokens, groups and error of one lexer, and so does the lexer in two halves (when
-// `two_threads`).
+// `two_threads`). The lexer that stops at the first module's end as it reaches it gives what
+// lexing the text cut there gives.
 void CheckLexers(const uint8_t* data, size_t size, bool two_threads) {
   const std::string_view source(reinterpret_cast<const char*>(data), size);
   std::vector<TopLevelGroup> one_groups, alone_groups, two_groups;
   auto one = Lex(source, "fuzz.hlo", &one_groups, SIZE_MAX);
   auto alone = LexEachTokenAlone(source, "fuzz.hlo", &alone_groups);
   CheckLexedAlike(one, one_groups, alone, alone_groups);
+  std::vector<TopLevelGroup> first_groups, first_one_groups, first_two_groups;
+  auto first = Lex(FirstModuleText(source), "fuzz.hlo", &first_groups, SIZE_MAX);
+  auto first_one = LexFirstModule(source, "fuzz.hlo", &first_one_groups, SIZE_MAX);
+  CheckLexedAlike(first, first_groups, first_one, first_one_groups);
   if (!two_threads) return;
   auto two = Lex(source, "fuzz.hlo", &two_groups, /*two_thread_bytes=*/0);
   CheckLexedAlike(one, one_groups, two, two_groups);
-  std::vector<TopLevelGroup> first_groups, first_two_groups;
-  auto first = Lex(FirstModuleText(source), "fuzz.hlo", &first_groups, SIZE_MAX);
   auto first_two = LexFirstModule(source, "fuzz.hlo", &first_two_groups, /*two_thread_bytes=*/0);
   CheckLexedAlike(first, first_groups, first_two, first_two_groups);
 }
