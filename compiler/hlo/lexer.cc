@@ -387,11 +387,12 @@ class Lexer {
   // line starts within them, and then the source is cut there (the string or comment is
   // unterminated, as in FirstModuleText's source). Such a separator lies wholly within the
   // contents: it holds neither a quote nor a `*`. Most strings are of one line, and a search
-  // for a newline in them is all they cost.
+  // for a newline in them is all they cost; the separator is looked for from that newline on.
   bool CutAtSeparatorWithin(size_t begin, size_t end) {
     const std::string_view contents = src_.substr(begin, end - begin);
-    if (contents.find('\n') == std::string_view::npos) return false;
-    const size_t at = contents.find(kSeparatorLine);
+    const size_t newline = contents.find('\n');
+    if (newline == std::string_view::npos) return false;
+    const size_t at = contents.find(kSeparatorLine, newline);
     if (at == std::string_view::npos) return false;
     CutAtSeparator(begin + at);
     return true;
