@@ -27,7 +27,8 @@ std::string EncodeGraph(std::string_view canonical_text);
 // 8 MiB is refused; the writer's level keeps to 2 MiB) and a 64 KiB buffer, whatever size the
 // frame declares; nothing is allocated for the declared size.
 //
-// The graph must be one zstd frame that declares its content size (at most 1 GiB), and nothing
+// The graph must be one zstd frame of the current format (RFC 8878; not one of the 0.x
+// formats, not a skippable frame) that declares its content size (at most 1 GiB), and nothing
 // after it. Errors (kDataLoss) from Open for what its header shows, from Next for the rest: a
 // corrupt frame, one that ends early, or content longer or shorter than it declared.
 // Thread safety: none; one graph, one thread.

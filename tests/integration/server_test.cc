@@ -1187,9 +1187,14 @@ TEST_F(ServerTest, VerifyUploadsRefusesAGraphClaimingAGigabyteWithoutTheGigabyte
   compiler::ArtifactHeader header = sample->header;
   const uint64_t before = testing::PeakResidentBytes(server->pid(), /*reset=*/true);
   ASSERT_GT(before, 0u) << "no VmHWM for the server";
-  for (int window_exponent : {-1, 0, 20}) {
-    header.graph_zstd =
-        testing::Base64(testing::ZstdFrame(uint64_t{1} << 30, "x", "", window_exponent));
+  // A gigabyte in one segment, with a window of 1 KiB and of 1 GiB; and a frame of zstd's 0.7
+  // format, whose window the limit on current frames does not bound.
+  for (const std::string& graph :
+       {testing::ZstdFrame(uint64_t{1} << 30, "x"),
+        testing::ZstdFrame(uint64_t{1} << 30, "x", "", /*window_exponent=*/0),
+        testing::ZstdFrame(uint64_t{1} << 30, "x", "", /*window_exponent=*/20),
+        testing::LegacyZstdFrame()}) {
+    header.graph_zstd = testing::Base64(graph);
     auto r = server->Client()->Put(("/v1/artifacts/" + key).c_str(),
                                    compiler::EncodeArtifact(header, sample->payload),
                                    "application/octet-stream");

@@ -129,6 +129,7 @@ TEST(ArtifactGraphTest, TheCarriedGraphRoundTripsAndGarbageIsRefused) {
 }
 
 using hlocache::testing::Base64;
+using hlocache::testing::LegacyZstdFrame;
 using hlocache::testing::PeakResidentBytes;
 using hlocache::testing::ZstdFrame;
 
@@ -176,6 +177,22 @@ TEST(ArtifactGraphTest, AGraphClaimingAGigabyteCostsNoGigabyte) {
     EXPECT_THAT(piece, StatusIs(StatusCode::kDataLoss)) << claim;
   }
   EXPECT_LT(PeakResidentBytes(0, false), before + (64 << 20)) << "before: " << before;
+}
+
+// libzstd still reads the frames of zstd's 0.x formats, and sizes their windows past the limit
+// set for current frames (LegacyZstdFrame asked for 96 MB). The writer writes current frames
+// only, and only those are read.
+TEST(ArtifactGraphTest, AFrameOfAnOlderZstdFormatIsRefusedUnread) {
+  const std::string legacy = LegacyZstdFrame();
+  EXPECT_THAT(GraphReader::Open(Base64(legacy)),
+              StatusIs(StatusCode::kDataLoss, HasSubstr("not a zstd frame of the current format")));
+  EXPECT_THAT(DecodeGraph(Base64(legacy)), StatusIs(StatusCode::kDataLoss));
+  // A skippable frame (its magic's low four bits are free) is no graph either.
+  EXPECT_THAT(DecodeGraph(Base64(std::string("\x50\x2a\x4d\x18\x00\x00\x00\x00", 8) +
+                                 ZstdFrame(5, "hello"))),
+              StatusIs(StatusCode::kDataLoss));
+  // The current format's frame beside them reads.
+  EXPECT_EQ(*DecodeGraph(Base64(ZstdFrame(5, "hello"))), "hello");
 }
 
 TEST(ArtifactGraphTest, AFrameMustHoldWhatItDeclaresAndNothingAfterIt) {
