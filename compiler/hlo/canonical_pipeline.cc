@@ -60,23 +60,34 @@ class Pipeline final : public ParseListener {
   }
 
   void ComputationLeft(const Computation& comp, bool parsed) override {
-    std::unique_lock<std::mutex> lock(mu_);
-    current_ = nullptr;
-    current_size_ = 0;
     if (!parsed) {
       // The parse has failed: nothing the builder would do is wanted, and the array goes.
+      std::unique_lock<std::mutex> lock(mu_);
+      current_ = nullptr;
+      current_size_ = 0;
       failed_ = true;
       WaitUntilNotReadingLocked(lock);
       return;
     }
-    whole_.push_back({comp.instructions.data(), static_cast<uint32_t>(comp.instructions.size()),
-                      comp.root, comp.execution_thread});
+    // Handed over at once only to a builder that has caught up and waits for it; to a busy one,
+    // with the next batch. Taking the lock, and the line the builder spins on, for each of
+    // Mixtral's 3,700 computations cost the parser 0.7 to 2.7 ms (timed) of a 10 to 12 ms parse.
+    // The array stays where it is, and the builder may go on reading the part of it that was
+    // handed over (current_).
+    left_.push_back({comp.instructions.data(), static_cast<uint32_t>(comp.instructions.size()),
+                     comp.root, comp.execution_thread});
+    if (unpublished_ < kBatch && !caught_up_.load(std::memory_order_relaxed)) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    current_ = nullptr;
+    current_size_ = 0;
     PublishLocked();
   }
 
   void ParseEnded() override {
     {
       std::lock_guard<std::mutex> lock(mu_);
+      whole_.insert(whole_.end(), left_.begin(), left_.end());
+      left_.clear();
       ended_ = true;
       handovers_.fetch_add(1, std::memory_order_release);
       work_cv_.notify_one();
@@ -104,6 +115,8 @@ class Pipeline final : public ParseListener {
   };
 
   void PublishLocked() {
+    whole_.insert(whole_.end(), left_.begin(), left_.end());
+    left_.clear();
     published_ += unpublished_;
     unpublished_ = 0;
     handovers_.fetch_add(1, std::memory_order_release);
@@ -122,8 +135,11 @@ class Pipeline final : public ParseListener {
     size_t comp = 0;    // The computation being built: its index in textual order.
     uint32_t next = 0;  // Its next instruction.
     bool started = false;
+    bool caught_up = false;  // What caught_up_ says: stored only when it changes.
     std::unique_lock<std::mutex> lock(mu_);
     while (!failed_) {
+      const bool work = comp < whole_.size() || (current_ != nullptr && current_size_ > next);
+      if (work && caught_up) caught_up_.store(caught_up = false, std::memory_order_relaxed);
       if (comp < whole_.size()) {
         const WholeComputation whole = whole_[comp];
         // Printed while the parser runs; once it has ended, it waits for this thread, and the
@@ -157,6 +173,7 @@ class Pipeline final : public ParseListener {
       }
       if (ended_) break;
       // Caught up with the parser: spin a while for the next batch before sleeping.
+      if (!caught_up) caught_up_.store(caught_up = true, std::memory_order_relaxed);
       const uint64_t seen = handovers_.load(std::memory_order_relaxed);
       lock.unlock();
       bool more = false;
@@ -176,7 +193,9 @@ class Pipeline final : public ParseListener {
   std::optional<CanonicalBuilder> builder_;  // Made once the header is parsed.
   HelperThread worker_;
   bool builds_at_end_ = false;  // No thread could be started.
-  uint32_t unpublished_ = 0;    // Appended since the last batch; the parser's own.
+  // The parser's own: instructions appended, and computations left whole, since the last batch.
+  uint32_t unpublished_ = 0;
+  std::vector<WholeComputation> left_;
 
   std::mutex mu_;
   std::condition_variable work_cv_;  // The builder waits here for instructions.
@@ -194,6 +213,9 @@ class Pipeline final : public ParseListener {
   uint64_t consumed_ = 0;
   bool reading_current_ = false;  // It reads current_'s array, outside the lock.
   bool builder_waiting_ = false;
+  // Whether it has caught up with the parser (spins or sleeps): read by the parser without the
+  // lock, to hand it a whole computation at once.
+  std::atomic<bool> caught_up_{false};
 };
 
 }  // namespace

@@ -96,6 +96,49 @@ TEST(CanonicalPipelineTest, AnErrorLateInALargeComputationIsTheParsersError) {
   for (int round = 0; round < 5; ++round) EXPECT_EQ(TwoThreads(text, {}), expected);
 }
 
+// `count` small computations, a large one (handed over in batches while it is parsed), as many
+// small ones again, and an entry that calls them all in a chain; `bad` replaces the operand of
+// the last small computation's root. The parser hands a busy builder the small computations it
+// leaves whole a batch at a time, and one that waits for work each at once.
+std::string ManyComputations(int count, const std::string& bad = "%p") {
+  std::string text = "HloModule m\n\n";
+  const auto small = [&](int i, const std::string& operand) {
+    text += "%c" + std::to_string(i) + " (p: f32[]) -> f32[] {\n  %p = f32[] parameter(0)\n";
+    text += "  %q = f32[] multiply(%p, %p)\n  ROOT %r = f32[] add(%q, " + operand + ")\n}\n\n";
+  };
+  for (int i = 0; i < count; ++i) small(i, "%p");
+  text += "%big (p: f32[]) -> f32[] {\n  %b0 = f32[] parameter(0)\n";
+  for (int i = 1; i < 1000; ++i) {
+    text += "  %b" + std::to_string(i) + " = f32[] add(%b" + std::to_string(i - 1) + ", %b0)\n";
+  }
+  text += "}\n\n";
+  for (int i = count; i < 2 * count; ++i) small(i, i + 1 == 2 * count ? bad : "%p");
+  text += "ENTRY %e (p: f32[]) -> f32[] {\n  %x = f32[] parameter(0)\n";
+  text += "  %y = f32[] call(%x), to_apply=%big\n";
+  for (int i = 0; i < 2 * count; ++i) {
+    text += "  %y" + std::to_string(i) + " = f32[] call(" +
+            (i == 0 ? std::string("%y") : "%y" + std::to_string(i - 1)) + "), to_apply=%c" +
+            std::to_string(i) + "\n";
+  }
+  text += "}\n";
+  return text;
+}
+
+TEST(CanonicalPipelineTest, ManySmallComputationsHandedOverInBatchesGiveTheSameText) {
+  const std::string text = ManyComputations(2000);
+  const std::string expected = OneThread(text, {});
+  ASSERT_THAT(expected, HasSubstr("to_apply=c3999"));
+  for (int round = 0; round < 5; ++round) EXPECT_EQ(TwoThreads(text, {}), expected);
+}
+
+TEST(CanonicalPipelineTest, AnErrorAfterManySmallComputationsIsTheParsersError) {
+  // Computations left whole before it may not have been handed over yet.
+  const std::string text = ManyComputations(2000, "%undefined");
+  const std::string expected = OneThread(text, {});
+  ASSERT_THAT(expected, HasSubstr("undefined operand '%undefined'"));
+  for (int round = 0; round < 5; ++round) EXPECT_EQ(TwoThreads(text, {}), expected);
+}
+
 // Where no thread can be started (here: every new thread asks for a 16 TiB stack), the lexer
 // and the builder do their work on the calling thread, with the same results; nothing throws.
 TEST(CanonicalPipelineTest, WithoutThreadsToBeHadTheWorkIsDoneOnTheCallingThread) {
