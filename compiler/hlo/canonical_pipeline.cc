@@ -139,9 +139,12 @@ class Pipeline final : public ParseListener {
     bool caught_up = false;  // What caught_up_ says: stored only when it changes.
     std::unique_lock<std::mutex> lock(mu_);
     while (!failed_) {
-      const bool work = comp < whole_.size() || (current_ != nullptr && current_size_ > next);
-      if (work && caught_up) caught_up_.store(caught_up = false, std::memory_order_relaxed);
-      if (comp < whole_.size()) {
+      const bool whole_waits = comp < whole_.size();
+      const bool current_waits = current_ != nullptr && current_size_ > next;
+      if ((whole_waits || current_waits) && caught_up) {
+        caught_up_.store(caught_up = false, std::memory_order_relaxed);
+      }
+      if (whole_waits) {
         const WholeComputation whole = whole_[comp];
         // Printed while the parser runs; once it has ended, it waits for this thread, and the
         // lines are printed where they are streamed, without a copy.
@@ -157,7 +160,7 @@ class Pipeline final : public ParseListener {
         started = false;
         continue;
       }
-      if (current_ != nullptr && current_size_ > next) {
+      if (current_waits) {
         const Instruction* instructions = current_;
         const uint32_t end = current_size_;
         reading_current_ = true;
