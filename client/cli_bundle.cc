@@ -4,6 +4,7 @@
 #include <zstd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -50,13 +51,19 @@ class ZstdWriter {
   std::string buffer_;
 };
 
-// Reads exact byte counts out of one zstd frame in a file.
+// Reads exact byte counts out of the one zstd frame a bundle is (schema/bundle.md). The frame
+// must be of the current format: libzstd still decodes the frames of zstd's 0.x formats and
+// sizes their windows by those formats' rules, past the bound it holds current frames to, so a
+// bundle of a few dozen bytes could make import allocate a hundred megabytes.
 class ZstdReader {
  public:
   explicit ZstdReader(std::FILE* file) : file_(file), ctx_(ZSTD_createDCtx()) {
     in_buffer_.resize(ZSTD_DStreamInSize());
   }
   ~ZstdReader() { ZSTD_freeDCtx(ctx_); }
+  ZstdReader(const ZstdReader&) = delete;
+  ZstdReader& operator=(const ZstdReader&) = delete;
+
   // Appends exactly n bytes to `out`; false at a premature end or corrupt input.
   bool Read(size_t n, std::string& out) {
     while (pending_.size() - pending_pos_ < n) {
@@ -76,30 +83,63 @@ class ZstdReader {
     }
     return false;
   }
+  // Why the last Read or ReadLine failed when it was not the content's end: empty, or a few
+  // words to follow the caller's own.
+  const std::string& failure() const { return failure_; }
 
  private:
   bool Fill() {
     pending_.erase(0, pending_pos_);
     pending_pos_ = 0;
-    if (in_.pos == in_.size) {
-      const size_t got = std::fread(in_buffer_.data(), 1, in_buffer_.size(), file_);
-      if (got == 0) return false;
-      in_ = {in_buffer_.data(), got, 0};
+    if (frame_ended_ || !Buffered(1)) return false;
+    if (!frame_started_) {
+      static constexpr char kMagic[4] = {'\x28', '\xb5', '\x2f', '\xfd'};  // RFC 8878
+      if (!Buffered(sizeof kMagic) ||
+          std::memcmp(in_buffer_.data() + in_.pos, kMagic, sizeof kMagic) != 0) {
+        failure_ = "not a zstd frame of the current format";
+        return false;
+      }
+      frame_started_ = true;
     }
     std::string chunk(ZSTD_DStreamOutSize(), '\0');
     ZSTD_outBuffer out{chunk.data(), chunk.size(), 0};
     const size_t r = ZSTD_decompressStream(ctx_, &out, &in_);
-    if (ZSTD_isError(r)) return false;
+    if (ZSTD_isError(r)) {
+      failure_ = std::string("zstd: ") + ZSTD_getErrorName(r);
+      return false;
+    }
+    // Whatever follows the frame is not read: a second frame could be of any format.
+    frame_ended_ = r == 0;
     pending_.append(chunk.data(), out.pos);
+    return true;
+  }
+  // True once at least n input bytes wait unread, reading the file for more as needed.
+  bool Buffered(size_t n) {
+    while (in_.size - in_.pos < n) {
+      const size_t unread = in_.size - in_.pos;
+      std::memmove(in_buffer_.data(), in_buffer_.data() + in_.pos, unread);
+      const size_t got =
+          std::fread(in_buffer_.data() + unread, 1, in_buffer_.size() - unread, file_);
+      in_ = {in_buffer_.data(), unread + got, 0};
+      if (got == 0) return false;
+    }
     return true;
   }
   std::FILE* file_;
   ZSTD_DCtx* ctx_;
   std::string in_buffer_;
   ZSTD_inBuffer in_{nullptr, 0, 0};
+  bool frame_started_ = false;
+  bool frame_ended_ = false;
   std::string pending_;
   size_t pending_pos_ = 0;
+  std::string failure_;
 };
+
+// The reader's reason for a failed read, in parentheses, to end an error line.
+std::string Because(const ZstdReader& reader) {
+  return reader.failure().empty() ? "" : " (" + reader.failure() + ")";
+}
 
 struct ManifestEntry {
   std::string key;
@@ -201,11 +241,12 @@ int RunImport(const std::string& bundle, const std::string& spec, std::ostream& 
   ZstdReader reader(file.get());
   std::string line;
   if (!reader.ReadLine(line, 64) || line + "\n" != kBundleMagic) {
-    err << "hlocache import: " << bundle << " is not an hlocache bundle\n";
+    err << "hlocache import: " << bundle << " is not an hlocache bundle" << Because(reader) << "\n";
     return 1;
   }
   if (!reader.ReadLine(line, size_t{1} << 30)) {
-    err << "hlocache import: " << bundle << ": the manifest is truncated\n";
+    err << "hlocache import: " << bundle << ": the manifest is truncated" << Because(reader)
+        << "\n";
     return 1;
   }
   const nlohmann::json manifest = nlohmann::json::parse(line, nullptr, false);
@@ -230,7 +271,7 @@ int RunImport(const std::string& bundle, const std::string& spec, std::ostream& 
     const std::string& key = entry.key;
     std::string bytes;
     if (entry.size > (uint64_t{1} << 40) || !reader.Read(entry.size, bytes)) {
-      err << "hlocache import: " << bundle << " ends inside " << key << "\n";
+      err << "hlocache import: " << bundle << " ends inside " << key << Because(reader) << "\n";
       return 1;
     }
     if (Hex128(bytes.data(), bytes.size()) != entry.xxh3) {

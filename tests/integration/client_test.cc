@@ -21,6 +21,7 @@
 #include "client/commands.h"
 #include "common/fast_hash.h"
 #include "compiler/artifact/container.h"
+#include "tests/hostile_graphs.h"
 #include "tests/integration/server_harness.h"
 #include "tests/integration/test_directory.h"
 #include "tests/unit/status_matchers.h"
@@ -412,6 +413,57 @@ TEST_F(ClientTest, AMalformedBundleManifestIsRefusedNamingTheEntry) {
   EXPECT_EQ(client::RunImport(bundle_with(good_entry), (root_ / "accepted").string(), out, err), 0)
       << err.str();
   EXPECT_THAT(out.str(), HasSubstr("imported 1 entries"));
+}
+
+// A bundle is one zstd frame of the current format (schema/bundle.md), and import reads nothing
+// else: libzstd would decode a frame of zstd's 0.x formats with a window no bound holds (28
+// bytes asked for 96 MB), and a second frame after the first could be one of those.
+TEST_F(ClientTest, ABundleIsReadOnlyAsOneZstdFrameOfTheCurrentFormat) {
+  const std::string key = TestKey(91);
+  const std::string artifact = MakeArtifact(key, 300, 91);
+  const std::string head = "hlocache-bundle 1\n{\"entries\":[{\"key\":\"" + key +
+                           "\",\"size\":" + std::to_string(artifact.size()) + ",\"xxh3\":\"" +
+                           Hex128(artifact.data(), artifact.size()) + "\"}]}\n";
+  auto frame = [](const std::string& content) {
+    std::string out(ZSTD_compressBound(content.size()), '\0');
+    out.resize(ZSTD_compress(out.data(), out.size(), content.data(), content.size(), 3));
+    return out;
+  };
+  auto import = [&](const std::string& name, const std::string& bytes, std::string& said) {
+    std::ofstream(root_ / name, std::ios::binary) << bytes;
+    std::ostringstream out, err;
+    const int status =
+        client::RunImport((root_ / name).string(), (root_ / ("cache-" + name)).string(), out, err);
+    said = err.str();
+    return status;
+  };
+  std::string said;
+  ASSERT_EQ(import("whole", frame(head + artifact), said), 0) << said;
+
+  EXPECT_EQ(import("legacy", LegacyZstdFrame(), said), 1);
+  EXPECT_THAT(said,
+              HasSubstr("is not an hlocache bundle (not a zstd frame of the current format)"));
+  // A skippable frame (magic 0x184D2A50, 4 bytes of content) ahead of the bundle.
+  const std::string skippable(
+      "\x50\x2a\x4d\x18\x04\x00\x00\x00"
+      "abcd",
+      12);
+  EXPECT_EQ(import("skippable", skippable + frame(head + artifact), said), 1);
+  EXPECT_THAT(said, HasSubstr("not a zstd frame of the current format"));
+  // The same content split over two frames: the entry lies past the first frame's end.
+  EXPECT_EQ(import("split", frame(head) + frame(artifact), said), 1);
+  EXPECT_THAT(said, HasSubstr("ends inside " + key));
+  EXPECT_EQ(std::count(said.begin(), said.end(), '\n'), 1) << said;
+  auto stored = [&](const std::string& name) -> uint64_t {
+    const fs::path dir = root_ / ("cache-" + name);
+    if (!fs::exists(dir)) return 0;
+    cache::StoreOptions read_only;
+    read_only.read_only = true;
+    auto store = cache::Store::Open(dir, read_only);
+    return store ? (*store)->Stats()->entries : 99;
+  };
+  EXPECT_EQ(stored("whole"), 1u);
+  for (const char* refused : {"legacy", "skippable", "split"}) EXPECT_EQ(stored(refused), 0u);
 }
 
 }  // namespace
