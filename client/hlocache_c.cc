@@ -71,10 +71,9 @@ int hlocache_key(const char* hlo_text, size_t hlo_size, const char* target, char
   try {
     hlocache::keying::KeySettings settings;
     if (target) settings.target = target;
-    auto parsed =
-        hlocache::keying::ParseAndKey(std::string(hlo_text, hlo_size), "module", settings);
-    if (!parsed) return Fail(error, error_size, parsed.error());
-    const std::string& key = parsed->keyed.key.text;
+    auto keyed = hlocache::keying::KeyText(std::string(hlo_text, hlo_size), "module", settings);
+    if (!keyed) return Fail(error, error_size, keyed.error());
+    const std::string& key = keyed->key.text;
     std::memcpy(key_out, key.c_str(), key.size() + 1);
     return 0;
   } catch (const std::exception& e) {

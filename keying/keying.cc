@@ -67,6 +67,14 @@ Result<KeyedModule> Compose(hlo::CanonicalModule canonical, KeySink& sink,
   return out;
 }
 
+// Settings are checked before the work but reported after parse errors, as KeyModule after
+// ParseModule would report them: the text is parsed for its errors alone.
+ErrorValue RefusedSettings(std::string text, std::string filename, Status refused) {
+  auto module = hlo::ParseModule(std::move(text), std::move(filename));
+  if (!module) return Error(module.error());
+  return Error(std::move(refused));
+}
+
 }  // namespace
 
 Result<KeyedModule> KeyModule(const hlo::Module& module, const KeySettings& settings) {
@@ -79,13 +87,8 @@ Result<KeyedModule> KeyModule(const hlo::Module& module, const KeySettings& sett
 
 Result<ParsedAndKeyed> ParseAndKey(std::string text, std::string filename,
                                    const KeySettings& settings) {
-  // Settings are checked before the work but reported after parse errors, as KeyModule after
-  // ParseModule would report them.
-  Status settings_status = ValidateKeySettings(settings);
-  if (!settings_status.ok()) {
-    auto module = hlo::ParseModule(std::move(text), std::move(filename));
-    if (!module) return Error(module.error());
-    return Error(std::move(settings_status));
+  if (Status s = ValidateKeySettings(settings); !s.ok()) {
+    return RefusedSettings(std::move(text), std::move(filename), std::move(s));
   }
   KeySink sink;
   auto parsed = hlo::ParseAndCanonicalize(std::move(text), std::move(filename),
@@ -96,12 +99,21 @@ Result<ParsedAndKeyed> ParseAndKey(std::string text, std::string filename,
   return ParsedAndKeyed{std::move(parsed->module), std::move(*keyed)};
 }
 
+Result<KeyedModule> KeyText(std::string text, std::string filename, const KeySettings& settings) {
+  if (Status s = ValidateKeySettings(settings); !s.ok()) {
+    return RefusedSettings(std::move(text), std::move(filename), std::move(s));
+  }
+  KeySink sink;
+  auto canonical = hlo::CanonicalizeText(std::move(text), std::move(filename),
+                                         CanonicalOptionsOf(settings, &sink));
+  if (!canonical) return Error(canonical.error());
+  return Compose(std::move(*canonical), sink, settings);
+}
+
 Result<KeyedModule> KeyFile(const std::string& path, const KeySettings& settings) {
   auto text = hlo::ReadModuleFile(path);
   if (!text) return Error(text.error());
-  auto keyed = ParseAndKey(std::move(*text), hlo::ModuleFileName(path), settings);
-  if (!keyed) return Error(keyed.error());
-  return std::move(keyed->keyed);
+  return KeyText(std::move(*text), hlo::ModuleFileName(path), settings);
 }
 
 }  // namespace hlocache::keying

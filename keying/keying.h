@@ -51,7 +51,12 @@ struct ParsedAndKeyed {
 Result<ParsedAndKeyed> ParseAndKey(std::string text, std::string filename,
                                    const KeySettings& settings);
 
-// Reads the file ("-" for stdin), then keys it as ParseAndKey does.
+// ParseAndKey for a caller that wants only the key: the same key and errors, and the module is
+// not kept. On a large text the module's memory is freed beside the printing of the canonical
+// text, not after the key, on the thread that waits for it (CanonicalizeText).
+Result<KeyedModule> KeyText(std::string text, std::string filename, const KeySettings& settings);
+
+// Reads the file ("-" for stdin), then keys it as KeyText does.
 Result<KeyedModule> KeyFile(const std::string& path, const KeySettings& settings);
 
 }  // namespace hlocache::keying

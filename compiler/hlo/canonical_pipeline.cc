@@ -242,4 +242,38 @@ Result<ParsedCanonical> ParseAndCanonicalize(std::string text, std::string filen
   return ParsedCanonical{std::move(*module), std::move(*canonical)};
 }
 
+Result<CanonicalModule> CanonicalizeText(std::string text, std::string filename,
+                                         const CanonicalOptions& options, size_t two_thread_bytes) {
+  if (text.size() < two_thread_bytes || std::thread::hardware_concurrency() < 2) {
+    auto module = ParseModule(std::move(text), std::move(filename));
+    if (!module) return Error(module.error());
+    return Canonicalize(*module, options);
+  }
+  Pipeline pipeline(options);
+  auto module = ParseModule(std::move(text), std::move(filename), &pipeline);
+  if (!module) return Error(module.error());
+  // Printing reads what the builder made of the instructions, not the instructions (but for
+  // their source lines, when those are recorded), so they are freed on a second thread while
+  // it runs: a few hundred bytes each, tens of thousands in a large module, written long
+  // enough ago to have left the cache (0.8 ms of Mixtral's 17 ms key, on the thread that
+  // waits for the key).
+  struct Freed {
+    std::vector<Instruction> instructions;
+    std::vector<int32_t> parameters;
+  };
+  std::vector<Freed> freed;
+  HelperThread freer;
+  if (!options.record_source_lines) {
+    freed.reserve(module->computations.size());
+    for (Computation& comp : module->computations) {
+      freed.push_back({std::move(comp.instructions), std::move(comp.parameters)});
+    }
+    // Without a thread, they go with the module, after the print.
+    freer.Try([&freed] { std::vector<Freed>().swap(freed); });
+  }
+  auto canonical = pipeline.Finish(*module);
+  freer.Join();
+  return canonical;
+}
+
 }  // namespace hlocache::hlo

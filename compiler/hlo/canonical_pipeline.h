@@ -7,7 +7,8 @@
 // Contract: the same module, canonical text and error as ParseModule then Canonicalize (a parse
 // error when the text does not parse; else Canonicalize's result), whatever the threads do.
 //
-// Thread safety: pure function; starts and joins one thread of its own per call on large texts.
+// Thread safety: pure functions; each starts and joins threads of its own per call on large
+// texts.
 #pragma once
 
 #include <cstddef>
@@ -34,5 +35,12 @@ inline constexpr size_t kDefaultTwoThreadBytes = size_t{256} << 10;
 Result<ParsedCanonical> ParseAndCanonicalize(std::string text, std::string filename,
                                              const CanonicalOptions& options,
                                              size_t two_thread_bytes = kDefaultTwoThreadBytes);
+
+// ParseAndCanonicalize for a caller that keeps only the canonical form (a key): the same
+// canonical form and error, and the module is gone when it returns. On two threads, the
+// module's instructions are freed on the second one while the first prints the text.
+Result<CanonicalModule> CanonicalizeText(std::string text, std::string filename,
+                                         const CanonicalOptions& options,
+                                         size_t two_thread_bytes = kDefaultTwoThreadBytes);
 
 }  // namespace hlocache::hlo

@@ -64,6 +64,69 @@ TEST(CanonicalPipelineTest, GivesWhatOneThreadGivesOnEveryCorpusModule) {
   EXPECT_GT(canonical_errors, 0u);
 }
 
+// A sink that keeps the text it is given, and the length it was told first.
+class KeptText final : public CanonicalTextSink {
+ public:
+  void Begin(uint64_t text_bytes) override { told_ = text_bytes; }
+  void Append(std::string_view piece) override { text_.append(piece); }
+  // The text, or a note when its length is not the one told.
+  std::string Text() const {
+    return told_ == text_.size() ? text_ : "told " + std::to_string(told_) + " bytes: " + text_;
+  }
+
+ private:
+  uint64_t told_ = 0;
+  std::string text_;
+};
+
+// The text and, when recorded, its lines' source lines, or the error's message.
+std::string Described(const Result<CanonicalModule>& canonical, const std::string& text,
+                      const KeptText* sink) {
+  if (!canonical) {
+    return (ParseModule(text, "t.hlo") ? "canonical error: " : "parse error: ") +
+           canonical.error().message();
+  }
+  std::string out = sink != nullptr ? sink->Text() : canonical->text;
+  for (const uint32_t line : canonical->source_lines) out += " " + std::to_string(line);
+  return out;
+}
+
+// CanonicalizeText frees the module's instructions on a second thread while it prints: the same
+// text (kept whole, or streamed to a sink), the same source lines and the same errors as one
+// thread, on every corpus module.
+TEST(CanonicalPipelineTest, CanonicalizeTextGivesWhatOneThreadGivesOnEveryCorpusModule) {
+  const std::vector<std::string> files = test_support::CorpusFiles({"hlo", "torch_xla", "invalid"});
+  ASSERT_GE(files.size(), 400u) << "corpus not found at " << HLOCACHE_CORPUS_DIR;
+  size_t errors = 0, source_lines = 0;
+  for (const std::string& file : files) {
+    auto text = ReadModuleFile(file);
+    ASSERT_THAT(text, IsOk());
+    for (const bool allow_elided : {false, true}) {
+      for (const bool record_source_lines : {false, true}) {
+        const CanonicalOptions options{.allow_elided_constants = allow_elided,
+                                       .record_source_lines = record_source_lines};
+        auto module = ParseModule(*text, "t.hlo");
+        auto canonical = module ? Canonicalize(*module, options) : Error(module.error());
+        const std::string expected = Described(canonical, *text, nullptr);
+        EXPECT_EQ(Described(CanonicalizeText(*text, "t.hlo", options, /*two_thread_bytes=*/0),
+                            *text, nullptr),
+                  expected)
+            << file;
+        errors += !canonical.has_value();
+        source_lines += canonical.has_value() && !canonical->source_lines.empty();
+        KeptText streamed;
+        CanonicalOptions streaming = options;
+        streaming.text_sink = &streamed;
+        EXPECT_EQ(Described(CanonicalizeText(*text, "t.hlo", streaming, 0), *text, &streamed),
+                  expected)
+            << file << " (streamed)";
+      }
+    }
+  }
+  EXPECT_GT(errors, 0u);
+  EXPECT_GT(source_lines, 0u);
+}
+
 // A computation of `n` instructions, each with a nested anonymous operand: the parser sizes the
 // instruction array by the named instructions, so the nested ones overflow it and it moves to
 // a larger one several times while the second thread reads it.

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/hlo/canonical_pipeline.h"
 #include "compiler/hlo/parser.h"
 #include "keying/keying.h"
 #include "tests/unit/compiler/corpus_files.h"
@@ -130,10 +131,42 @@ TEST(CorpusTest, StreamedKeysAreTheKeysOfTheHeldText) {
     EXPECT_EQ(one_thread->canonical.text, "") << f;
     EXPECT_EQ(one_thread->key.text, whole->key.text) << f;
     EXPECT_EQ(one_thread->key.graph, whole->key.graph) << f;
+    auto key_only = keying::KeyText(*text, f, streamed);
+    ASSERT_THAT(key_only, IsOk()) << f;
+    EXPECT_EQ(key_only->key.text, whole->key.text) << f;
     auto pipelined = keying::ParseAndKey(std::move(*text), f, streamed);
     ASSERT_THAT(pipelined, IsOk()) << f;
     EXPECT_EQ(pipelined->keyed.key.text, whole->key.text) << f;
   }
+}
+
+// Keying from text reports a parse error before invalid settings, as KeyModule after ParseModule
+// would, through both calls that key a text, on a module large enough to take two threads.
+TEST(CorpusTest, KeyingTextReportsParseErrorsBeforeInvalidSettings) {
+  std::vector<std::string> files = test_support::CorpusFiles({"hlo"});
+  ASSERT_FALSE(files.empty());
+  const std::string largest =
+      *std::max_element(files.begin(), files.end(), [](const std::string& a, const std::string& b) {
+        return fs::file_size(a) < fs::file_size(b);
+      });
+  auto text = hlo::ReadModuleFile(largest);
+  ASSERT_THAT(text, IsOk());
+  ASSERT_GT(text->size(), hlo::kDefaultTwoThreadBytes);
+  // An instruction whose operand is never defined, before the last computation's root.
+  std::string broken = *text;
+  const size_t root = broken.rfind("  ROOT ");
+  ASSERT_NE(root, std::string::npos);
+  broken.insert(root, "  broken.0 = f32[] negate(never_defined)\n");
+  keying::KeySettings bad;
+  bad.target = "cpu x86";
+  EXPECT_THAT(keying::KeyText(broken, "m.hlo", bad),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("undefined operand")));
+  EXPECT_THAT(keying::ParseAndKey(broken, "m.hlo", bad),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("undefined operand")));
+  EXPECT_THAT(keying::KeyText(*text, "m.hlo", bad),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("cpu x86")));
+  EXPECT_THAT(keying::ParseAndKey(*text, "m.hlo", bad),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("cpu x86")));
 }
 
 TEST(CorpusTest, InvalidModulesAreRejectedWithALocation) {
