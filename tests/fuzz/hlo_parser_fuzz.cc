@@ -5,7 +5,8 @@
 // twice, the second time with every computation's lines printed ahead, as a builder following
 // the parser prints them. One input in four also goes through the two-thread paths keys are
 // computed with, which must give what one thread gives: the lexer in two halves (the same tokens,
-// groups and error; the first module's too) and ParseAndCanonicalize (the same text or error).
+// groups and error; the first module's too), ParseAndCanonicalize and CanonicalizeText (the same
+// text or error).
 // One in four, since the threads started per input slow the run.
 #include <cstddef>
 #include <cstdint>
@@ -24,14 +25,18 @@ namespace {
 
 using namespace hlocache::hlo;
 
-// The two-thread path gives what ParseModule then Canonicalize gave: `expected` is the text or
-// the error message.
+// The two-thread paths give what ParseModule then Canonicalize gave: `expected` is the text or
+// the error message. CanonicalizeText frees the module's instructions on the second thread
+// while it prints.
 void CheckTwoThreads(const uint8_t* data, size_t size, const std::string& expected) {
-  auto parsed = ParseAndCanonicalize(std::string(reinterpret_cast<const char*>(data), size),
-                                     "fuzz.hlo", {.allow_elided_constants = true},
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  auto parsed = ParseAndCanonicalize(text, "fuzz.hlo", {.allow_elided_constants = true},
                                      /*two_thread_bytes=*/0);
   const std::string got = parsed ? parsed->canonical.text : parsed.error().message();
   if (got != expected) std::abort();
+  auto canonical = CanonicalizeText(text, "fuzz.hlo", {.allow_elided_constants = true},
+                                    /*two_thread_bytes=*/0);
+  if ((canonical ? canonical->text : canonical.error().message()) != expected) std::abort();
 }
 
 // What a sink is given (and told first, the length) is the text Canonicalize holds whole, the
