@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/cpu_relax.h"
 #include "common/helper_thread.h"
 #include "compiler/hlo/canonical_builder.h"
 #include "compiler/hlo/parser.h"
@@ -24,12 +25,6 @@ constexpr uint32_t kBatch = 256;
 // cost the parser a futex call a batch, a tenth of its time on a large module.
 constexpr int kSpinsBeforeSleep = 1000;
 
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
 // Hands the parser's instructions to a CanonicalBuilder on a thread of its own. The parser's
 // side is the ParseListener calls; the builder's side is Work(). Shared state is under mu_.
 class Pipeline final : public ParseListener {
@@ -42,7 +37,10 @@ class Pipeline final : public ParseListener {
   void HeaderParsed(const Module& module) override {
     builder_.emplace(module, options_);
     // Without a thread to be had, the builder takes everything at the end, on this one.
-    builds_at_end_ = !worker_.Try([this] { Work(); });
+    builds_at_end_ = !worker_.Try([this] {
+      Work();
+      work_done_.store(true, std::memory_order_release);
+    });
   }
 
   void InstructionAdded(const Computation& comp) override {
@@ -96,7 +94,9 @@ class Pipeline final : public ParseListener {
     if (builds_at_end_) {
       Work();
     } else {
-      worker_.Join();
+      // Spun for, not joined: the thread that waits here would sleep, and waking it costs
+      // tens of microseconds on a virtual machine. It is joined when the pipeline goes.
+      while (!work_done_.load(std::memory_order_acquire)) CpuRelax();
     }
   }
 
@@ -220,6 +220,8 @@ class Pipeline final : public ParseListener {
   // Whether it has caught up with the parser (spins or sleeps): read by the parser without the
   // lock, to hand it a whole computation at once.
   std::atomic<bool> caught_up_{false};
+  // Set once Work has returned on the builder's thread: all it built is the caller's.
+  std::atomic<bool> work_done_{false};
 };
 
 }  // namespace
