@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "common/cpu_relax.h"
 #include "common/helper_thread.h"
+#include "common/spin_wait.h"
 #include "compiler/hlo/canonical_builder.h"
 #include "compiler/hlo/parser.h"
 
@@ -24,6 +24,8 @@ constexpr uint32_t kBatch = 256;
 // 50 us, as long as the parser takes over a batch. Sleeping at each batch and being woken
 // cost the parser a futex call a batch, a tenth of its time on a large module.
 constexpr int kSpinsBeforeSleep = 1000;
+// How long the parser, at the end, spins for the builder to finish before it blocks.
+constexpr std::chrono::microseconds kEndSpin{2000};
 
 // Hands the parser's instructions to a CanonicalBuilder on a thread of its own. The parser's
 // side is the ParseListener calls; the builder's side is Work(). Shared state is under mu_.
@@ -93,10 +95,13 @@ class Pipeline final : public ParseListener {
     }
     if (builds_at_end_) {
       Work();
-    } else {
-      // Spun for, not joined: the thread that waits here would sleep, and waking it costs
-      // tens of microseconds on a virtual machine. It is joined when the pipeline goes.
-      while (!work_done_.load(std::memory_order_acquire)) CpuRelax();
+    } else if (worker_.running()) {  // None was started when the parse failed before the header.
+      // Spun for a while before it is joined (spin_wait.h): the builder ends a millisecond or
+      // less after the parser on a large module. A thread that has ended is joined when the
+      // pipeline goes.
+      if (!SpinWhile([this] { return !work_done_.load(std::memory_order_acquire); }, kEndSpin)) {
+        worker_.Join();
+      }
     }
   }
 

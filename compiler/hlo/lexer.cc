@@ -15,9 +15,9 @@
 #include <emmintrin.h>
 #endif
 
-#include "common/cpu_relax.h"
 #include "common/helper_thread.h"
 #include "common/huge_pages.h"
+#include "common/spin_wait.h"
 
 namespace hlocache::hlo {
 namespace {
@@ -625,32 +625,38 @@ void AddSecondHalfsGroups(const std::vector<Token>& tokens, size_t from, const L
   }
 }
 
+// How long a lexer's thread spins for the other before it sleeps: the halves take about as long.
+constexpr std::chrono::microseconds kLexerSpin{1000};
+
 // A copy of tokens shared by two threads: the one that made the room copies the first half of
-// them and lets the other copy the rest, or tells it there is nothing to copy. The other waits
-// for the word spinning.
+// them and lets the other copy the rest, or tells it there is nothing to copy.
 class SharedCopy {
  public:
   // The first thread's: copies tokens [0, count / 2) of `from` to `to`, and lets the other copy
-  // the rest. Returns once its own half is copied; the other's is done when it returns.
+  // the rest. Returns once its own half is copied; the other's is done when that thread ends.
   void CopyOurHalf(const Token* from, size_t count, Token* to) {
     from_ = from;
     to_ = to;
     count_ = count;
-    state_.store(kCopy, std::memory_order_release);
+    Tell(kCopy);
     std::memcpy(static_cast<void*>(to), from, count / 2 * sizeof(Token));
   }
-  void Cancel() { state_.store(kNone, std::memory_order_release); }
+  void Cancel() { Tell(kNone); }
   // The other thread's: waits for CopyOurHalf or Cancel, and copies the second half if told.
   void CopyTheirHalf() {
-    int state;
-    while ((state = state_.load(std::memory_order_acquire)) == kWaiting) CpuRelax();
-    if (state == kNone) return;
+    auto waiting = [this] { return state_.load(std::memory_order_acquire) == kWaiting; };
+    if (!SpinWhile(waiting, kLexerSpin)) state_.wait(kWaiting, std::memory_order_acquire);
+    if (state_.load(std::memory_order_acquire) == kNone) return;
     const size_t half = count_ / 2;
     std::memcpy(static_cast<void*>(to_ + half), from_ + half, (count_ - half) * sizeof(Token));
   }
 
  private:
   static constexpr int kWaiting = 0, kCopy = 1, kNone = 2;
+  void Tell(int state) {
+    state_.store(state, std::memory_order_release);
+    state_.notify_one();
+  }
   std::atomic<int> state_{kWaiting};
   const Token* from_ = nullptr;
   Token* to_ = nullptr;
@@ -692,6 +698,7 @@ std::optional<Result<std::vector<Token>>> LexInTwo(std::string_view source,
   if (!second_thread.Try([&] {
         second = second_lexer.Run(split, /*reserve_bytes=*/0);
         second_lexed.store(true, std::memory_order_release);
+        second_lexed.notify_one();
         copy.CopyTheirHalf();
       })) {
     return std::nullopt;  // No thread to be had: one lexer, on this one.
@@ -699,9 +706,10 @@ std::optional<Result<std::vector<Token>>> LexInTwo(std::string_view source,
   Lexer first_lexer(source.substr(0, split), filename, groups);
   if (first_module) first_lexer.StopAtSeparator();
   Result<std::vector<Token>> first = first_lexer.Run(0, /*reserve_bytes=*/source.size());
-  // Spun for, not slept on: the halves take about as long, and waking a thread that sleeps
-  // costs tens of microseconds on a virtual machine.
-  while (!second_lexed.load(std::memory_order_acquire)) CpuRelax();
+  // Spun for a while before it is slept on: the halves take about as long (spin_wait.h).
+  if (!SpinWhile([&] { return !second_lexed.load(std::memory_order_acquire); }, kLexerSpin)) {
+    second_lexed.wait(false, std::memory_order_acquire);
+  }
   if (!first || first_lexer.stopped_at_separator() || !second) {
     copy.Cancel();
     second_thread.Join();

@@ -4,7 +4,13 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/helper_thread.h"
@@ -125,6 +131,57 @@ TEST(CanonicalPipelineTest, CanonicalizeTextGivesWhatOneThreadGivesOnEveryCorpus
   }
   EXPECT_GT(errors, 0u);
   EXPECT_GT(source_lines, 0u);
+}
+
+// Ends the process, failing, unless Done() is called within a minute: for a test whose failure
+// is a hang, which ctest would wait ten minutes for.
+class Watchdog {
+ public:
+  explicit Watchdog(std::string what)
+      : thread_([this, what = std::move(what)] {
+          std::unique_lock<std::mutex> lock(mu_);
+          if (!cv_.wait_for(lock, std::chrono::minutes(1), [this] { return done_; })) {
+            std::fprintf(stderr, "hung for a minute: %s\n", what.c_str());
+            std::_Exit(1);
+          }
+        }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+// A parse that fails before the header has ended (in the lexer, or in a module attribute) never
+// starts the builder's thread: the pipeline must not wait for one (it once spun for it forever;
+// found by the parser's fuzz target).
+TEST(CanonicalPipelineTest, AParseThatFailsBeforeTheHeaderEndsWithItsError) {
+  const std::vector<std::string> texts = {
+      std::string("HloModule m\n\x01\n"),
+      "HloModule m, entry_computation_layout={(f32[2]}\n\nENTRY e {\n  ROOT p = f32[2] "
+      "parameter(0)\n}\n",
+      "HloModule m, no_such_attribute=1\n",
+  };
+  for (const std::string& text : texts) {
+    auto module = ParseModule(text, "t.hlo");
+    ASSERT_FALSE(module.has_value()) << text;
+    Watchdog watchdog(text);
+    auto parsed = ParseAndCanonicalize(text, "t.hlo", {}, /*two_thread_bytes=*/0);
+    ASSERT_FALSE(parsed.has_value()) << text;
+    EXPECT_EQ(parsed.error().message(), module.error().message());
+    auto canonical = CanonicalizeText(text, "t.hlo", {}, /*two_thread_bytes=*/0);
+    ASSERT_FALSE(canonical.has_value()) << text;
+    EXPECT_EQ(canonical.error().message(), module.error().message());
+  }
 }
 
 // A computation of `n` instructions, each with a nested anonymous operand: the parser sizes the

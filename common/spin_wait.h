@@ -1,0 +1,36 @@
+// Short waits for another thread, spun rather than slept: waking a thread that sleeps costs tens
+// of microseconds on a virtual machine, as much as the waits a key's two threads have between
+// them. Each spin is bounded in time, after which the caller blocks as it would have: two
+// threads that share one CPU (a process held to one, or more threads than CPUs) must not spin
+// for long while the one waited for cannot run.
+//
+// Thread safety: any thread.
+#pragma once
+
+#include <chrono>
+
+namespace hlocache {
+
+// A hint to the CPU that the caller spins (x86's `pause`): the spinning core leaves the loop
+// without a memory-order misprediction and yields to a hyperthread sibling. Nothing elsewhere.
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Spins while `keep_waiting()` holds, for at most `budget`. Returns true when it stopped holding,
+// false when the budget ran out first (the caller then blocks).
+template <typename KeepWaiting>
+bool SpinWhile(KeepWaiting keep_waiting, std::chrono::microseconds budget) {
+  const auto deadline = std::chrono::steady_clock::now() + budget;
+  while (true) {
+    for (int i = 0; i < 64; ++i) {
+      if (!keep_waiting()) return true;
+      CpuRelax();
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return !keep_waiting();
+  }
+}
+
+}  // namespace hlocache
