@@ -1,8 +1,8 @@
 // Short waits for another thread, spun rather than slept: waking a thread that sleeps costs tens
-// of microseconds on a virtual machine, as much as the waits a key's two threads have between
-// them. Each spin is bounded in time, after which the caller blocks as it would have: two
-// threads that share one CPU (a process held to one, or more threads than CPUs) must not spin
-// for long while the one waited for cannot run.
+// of microseconds on a virtual machine, longer than some waits between a key's two threads last.
+// Each spin is bounded in time, after which the caller blocks as it would have: two threads that
+// share one CPU (a process held to one, or more threads than CPUs) must not spin for long while
+// the one waited for cannot run.
 //
 // Thread safety: any thread.
 #pragma once
