@@ -703,6 +703,13 @@ std::optional<Result<std::vector<Token>>> LexInTwo(std::string_view source,
       })) {
     return std::nullopt;  // No thread to be had: one lexer, on this one.
   }
+  // Should this thread leave before it has told the second (an exception), it tells it there
+  // is nothing to copy, before the thread's join, which would otherwise wait for it forever.
+  // Telling it again once it has ended changes nothing.
+  struct CancelOnExit {
+    SharedCopy& copy;
+    ~CancelOnExit() { copy.Cancel(); }
+  } cancel_on_exit{copy};
   Lexer first_lexer(source.substr(0, split), filename, groups);
   if (first_module) first_lexer.StopAtSeparator();
   Result<std::vector<Token>> first = first_lexer.Run(0, /*reserve_bytes=*/source.size());
