@@ -17,6 +17,7 @@
 #include "client/commands.h"
 #include "common/fast_hash.h"
 #include "common/status.h"
+#include "common/zstd_frame.h"
 
 namespace hlocache::client {
 namespace {
@@ -93,9 +94,8 @@ class ZstdReader {
     pending_pos_ = 0;
     if (frame_ended_ || !Buffered(1)) return false;
     if (!frame_started_) {
-      static constexpr char kMagic[4] = {'\x28', '\xb5', '\x2f', '\xfd'};  // RFC 8878
-      if (!Buffered(sizeof kMagic) ||
-          std::memcmp(in_buffer_.data() + in_.pos, kMagic, sizeof kMagic) != 0) {
+      if (!Buffered(4) ||
+          !StartsCurrentZstdFrame(std::string_view(in_buffer_).substr(in_.pos, 4))) {
         failure_ = "not a zstd frame of the current format";
         return false;
       }

@@ -3,7 +3,7 @@
 #include <openssl/evp.h>
 #include <zstd.h>
 
-#include <cstring>
+#include "common/zstd_frame.h"
 
 namespace hlocache::compiler {
 namespace {
@@ -45,11 +45,9 @@ Result<std::unique_ptr<GraphReader>> GraphReader::Open(std::string_view encoded)
   size_t size = static_cast<size_t>(n);
   for (size_t i = encoded.size(); i > 0 && encoded[i - 1] == '='; --i) --size;
   compressed.resize(size);
-  // Only the current format's frames, which the writer writes: libzstd also reads the 0.x
-  // formats' and sizes their windows by their own rules, past kMaxWindowLog (28 bytes of a 0.7
-  // frame asked for 96 MB), and a skippable frame holds no graph.
-  static constexpr char kMagic[4] = {'\x28', '\xb5', '\x2f', '\xfd'};  // RFC 8878: 0xFD2FB528.
-  if (size < sizeof kMagic || std::memcmp(compressed.data(), kMagic, sizeof kMagic) != 0) {
+  // Only the current format's frames, which the writer writes: the 0.x formats' windows are
+  // not held to kMaxWindowLog, and a skippable frame holds no graph.
+  if (!StartsCurrentZstdFrame(compressed)) {
     return Error(DataLoss("the artifact's graph is not a zstd frame of the current format"));
   }
   const unsigned long long claimed = ZSTD_getFrameContentSize(compressed.data(), size);
