@@ -375,21 +375,30 @@ TEST_F(ClientTest, PrewarmThenExportThenImportGivesTheSameKeysAndBytes) {
   EXPECT_FALSE(be.str().empty());
 }
 
+// A bundle manifest's entry (schema/bundle.md) for `artifact` stored under `key`.
+std::string ManifestEntry(const std::string& key, const std::string& artifact) {
+  return "{\"key\":\"" + key + "\",\"size\":" + std::to_string(artifact.size()) + ",\"xxh3\":\"" +
+         Hex128(artifact.data(), artifact.size()) + "\"}";
+}
+
+// `content` as one zstd frame, as `hlocache export` writes a bundle.
+std::string ZstdFrame(const std::string& content) {
+  std::string frame(ZSTD_compressBound(content.size()), '\0');
+  frame.resize(ZSTD_compress(frame.data(), frame.size(), content.data(), content.size(), 3));
+  return frame;
+}
+
 // A bundle comes from elsewhere (a CI job's artifact): a manifest of the wrong shape is refused
 // as a whole with one line that names the entry, and nothing is stored. Each of these ended the
 // import with "internal error: [json.exception.type_error...]".
 TEST_F(ClientTest, AMalformedBundleManifestIsRefusedNamingTheEntry) {
   const std::string key = TestKey(90);
   const std::string artifact = MakeArtifact(key, 300, 90);
-  const std::string good_entry = "{\"key\":\"" + key +
-                                 "\",\"size\":" + std::to_string(artifact.size()) + ",\"xxh3\":\"" +
-                                 Hex128(artifact.data(), artifact.size()) + "\"}";
+  const std::string good_entry = ManifestEntry(key, artifact);
   auto bundle_with = [&](const std::string& entries) {
     const std::string content = "hlocache-bundle 1\n{\"entries\":[" + entries + "]}\n" + artifact;
-    std::string frame(ZSTD_compressBound(content.size()), '\0');
-    frame.resize(ZSTD_compress(frame.data(), frame.size(), content.data(), content.size(), 3));
     const fs::path path = root_ / "manifest.bundle";
-    std::ofstream(path, std::ios::binary) << frame;
+    std::ofstream(path, std::ios::binary) << ZstdFrame(content);
     return path.string();
   };
   const std::vector<std::pair<std::string, std::string>> cases = {
@@ -421,14 +430,8 @@ TEST_F(ClientTest, AMalformedBundleManifestIsRefusedNamingTheEntry) {
 TEST_F(ClientTest, ABundleIsReadOnlyAsOneZstdFrameOfTheCurrentFormat) {
   const std::string key = TestKey(91);
   const std::string artifact = MakeArtifact(key, 300, 91);
-  const std::string head = "hlocache-bundle 1\n{\"entries\":[{\"key\":\"" + key +
-                           "\",\"size\":" + std::to_string(artifact.size()) + ",\"xxh3\":\"" +
-                           Hex128(artifact.data(), artifact.size()) + "\"}]}\n";
-  auto frame = [](const std::string& content) {
-    std::string out(ZSTD_compressBound(content.size()), '\0');
-    out.resize(ZSTD_compress(out.data(), out.size(), content.data(), content.size(), 3));
-    return out;
-  };
+  const std::string head =
+      "hlocache-bundle 1\n{\"entries\":[" + ManifestEntry(key, artifact) + "]}\n";
   auto import = [&](const std::string& name, const std::string& bytes, std::string& said) {
     std::ofstream(root_ / name, std::ios::binary) << bytes;
     std::ostringstream out, err;
@@ -438,7 +441,7 @@ TEST_F(ClientTest, ABundleIsReadOnlyAsOneZstdFrameOfTheCurrentFormat) {
     return status;
   };
   std::string said;
-  ASSERT_EQ(import("whole", frame(head + artifact), said), 0) << said;
+  ASSERT_EQ(import("whole", ZstdFrame(head + artifact), said), 0) << said;
 
   EXPECT_EQ(import("legacy", LegacyZstdFrame(), said), 1);
   EXPECT_THAT(said,
@@ -448,10 +451,10 @@ TEST_F(ClientTest, ABundleIsReadOnlyAsOneZstdFrameOfTheCurrentFormat) {
       "\x50\x2a\x4d\x18\x04\x00\x00\x00"
       "abcd",
       12);
-  EXPECT_EQ(import("skippable", skippable + frame(head + artifact), said), 1);
+  EXPECT_EQ(import("skippable", skippable + ZstdFrame(head + artifact), said), 1);
   EXPECT_THAT(said, HasSubstr("not a zstd frame of the current format"));
   // The same content split over two frames: the entry lies past the first frame's end.
-  EXPECT_EQ(import("split", frame(head) + frame(artifact), said), 1);
+  EXPECT_EQ(import("split", ZstdFrame(head) + ZstdFrame(artifact), said), 1);
   EXPECT_THAT(said, HasSubstr("ends inside " + key));
   EXPECT_EQ(std::count(said.begin(), said.end(), '\n'), 1) << said;
   auto stored = [&](const std::string& name) -> uint64_t {
