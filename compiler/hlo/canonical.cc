@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <bit>
 #include <cctype>
 #include <charconv>
@@ -18,6 +19,7 @@
 #include <xxhash.h>
 
 #include "common/huge_pages.h"
+#include "common/spin_wait.h"
 #include "compiler/hlo/attributes.h"
 #include "compiler/hlo/lexer.h"
 #include "compiler/hlo/literal_text.h"
@@ -95,6 +97,34 @@ struct Hole {
   uint64_t at;  // In the text printed ahead.
   int32_t value;
   bool channel;
+};
+
+// The lines of one large computation, finished once the parse has ended (the entry, last in the
+// text), printed by two threads at once: everything else waits for them. Finish takes runs of
+// lines from the front and prints them where the text goes; the builder's thread
+// (PrintSharedFromBack) takes runs from the back into a text of its own, holes left for the
+// numbers of callees and channels as in lines printed ahead. They meet where their speeds put
+// them: Finish starts later (it orders the computations, counts the text and puts the lines
+// printed ahead first; CanonicalizeText frees the instructions before it), and how much later
+// differs by module.
+struct SharedLines {
+  int32_t comp = -1;  // Its index; -1 when no computation's lines are shared.
+  int32_t root = -1;
+  size_t run_lines = 1;  // Lines a thread takes at a time (CanonicalOptions::shared_run_lines).
+  // The runs no thread took yet: [front, back), front in the low 32 bits, back in the high.
+  std::atomic<uint64_t> unclaimed{0};
+  // Set (and notified) once the back has printed every run it took: what follows is whole.
+  std::atomic<bool> back_done{false};
+  // What the back printed, its last run first.
+  struct Run {
+    uint64_t begin;  // In text.
+    uint64_t end;
+    uint32_t holes_begin;  // In holes.
+    uint32_t holes_end;
+  };
+  std::string text;
+  std::vector<Hole> holes;
+  std::vector<Run> back;
 };
 
 // For each bit width (less one) of a 32-bit number: in the high half, the decimal digits d
@@ -204,7 +234,7 @@ class Canonicalizer {
     for (const Computation& comp : m_->computations) {
       StartComputation();
       AddInstructions(comp.instructions.data(), 0, static_cast<uint32_t>(comp.instructions.size()));
-      FinishComputation(comp.root, comp.execution_thread);
+      FinishComputation(comp.root, ThreadText(comp.execution_thread));
     }
     return Finish(*m_);
   }
@@ -242,9 +272,16 @@ class Canonicalizer {
     }
   }
 
+  // The written execution thread of a computation (its string token, quotes and all), or empty.
+  std::string_view ThreadText(TokenRange execution_thread) const {
+    return execution_thread.empty() ? std::string_view() : m_->TokenText(execution_thread.begin);
+  }
+
   // The computation last started is whole: its instructions are ordered and it is hashed.
-  // `print_ahead`: its lines are printed now as well, when the text is streamed (PrintAhead).
-  void FinishComputation(int32_t root, TokenRange execution_thread, bool print_ahead = false) {
+  // `execution_thread`: ThreadText's. `print_ahead`: its lines are printed now as well, when the
+  // text is streamed (PrintAhead). Reads nothing of the module.
+  bool FinishComputation(int32_t root, std::string_view execution_thread, bool print_ahead = false,
+                         bool share_print = false) {
     CompInfo& ci = comps_.back();
     const size_t n = ci.insts.size();
     if (ci.any_control) {
@@ -278,7 +315,7 @@ class Canonicalizer {
     sig_.clear();
     AppendHash(ci.insts[root].hash);
     for (int32_t i : ci.order) AppendHash(ci.insts[i].hash);
-    if (!execution_thread.empty()) sig_ += m_->TokenText(execution_thread.begin);
+    sig_ += execution_thread;
     ci.hash = XXH3_64bits(sig_.data(), sig_.size());
     // Counted here, where the builder follows the parser on a thread of its own, rather than
     // after the parse, when everything left waits for it.
@@ -306,7 +343,36 @@ class Canonicalizer {
           std::vector<int32_t>().swap(ci.position);
         }
       }
+      if (share_print && !print_ahead && !options_.record_source_lines &&
+          n >= std::max<size_t>(options_.shared_print_lines, 1)) {
+        ShareLines(static_cast<int32_t>(comps_.size() - 1), root);
+        return true;
+      }
     }
+    return false;
+  }
+
+  // See CanonicalBuilder::PrintSharedFromBack. Reads only what the builder made of the
+  // computations (never the module, which may be moving or gone meanwhile), and writes only
+  // shared_'s text, holes and runs, which Finish reads once back_done says they are whole.
+  void PrintSharedFromBack() {
+    if (shared_.comp >= 0) {
+      const CompInfo& ci = comps_[shared_.comp];
+      TextWriter w(shared_.text);
+      for (uint32_t run; ClaimBackRun(run);) {
+        SharedLines::Run printed{w.written(), 0, static_cast<uint32_t>(shared_.holes.size()), 0};
+        const auto [first, last] = RunLines(run);
+        for (size_t k = first; k < last; ++k) {
+          PrintInstruction(w, shared_.root, ci, ci.order[k], 0, &shared_.holes);
+        }
+        printed.end = w.written();
+        printed.holes_end = static_cast<uint32_t>(shared_.holes.size());
+        shared_.back.push_back(printed);
+      }
+      w.Finish();
+    }
+    shared_.back_done.store(true, std::memory_order_release);
+    shared_.back_done.notify_all();
   }
 
   // Prints the lines of a computation just finished, all but the numbers of callees and
@@ -350,6 +416,80 @@ class Canonicalizer {
   }
 
  private:
+  // The lines of computation `comp` are to be printed from both ends at once: Finish takes runs
+  // of them from the front, PrintSharedFromBack from the back (SharedLines).
+  void ShareLines(int32_t comp, int32_t root) {
+    const CompInfo& ci = comps_[comp];
+    shared_.comp = comp;
+    shared_.root = root;
+    // 512 lines (the default) are about 25 us of printing on a large module's lines: the
+    // threads end within that of each other, and take the shared word only every so often.
+    shared_.run_lines = std::max<size_t>(options_.shared_run_lines, 1);
+    const size_t runs = (ci.order.size() + shared_.run_lines - 1) / shared_.run_lines;
+    shared_.unclaimed.store(static_cast<uint64_t>(runs) << 32, std::memory_order_relaxed);
+    // Room for every line but the digits of callees and channels (holes): what the back can
+    // print, plus one line's bound (TextWriter::Reserve asks a line's bound past the last).
+    shared_.text.reserve(ci.line_bytes + 4096);
+  }
+
+  // Takes the first run of shared lines no one took: false when none is left.
+  bool ClaimFrontRun(uint32_t& run) {
+    uint64_t ends = shared_.unclaimed.load(std::memory_order_relaxed);
+    while (true) {
+      const auto front = static_cast<uint32_t>(ends);
+      const auto back = static_cast<uint32_t>(ends >> 32);
+      if (front >= back) return false;
+      if (shared_.unclaimed.compare_exchange_weak(ends, ends + 1, std::memory_order_relaxed)) {
+        run = front;
+        return true;
+      }
+    }
+  }
+
+  // Takes the last run of shared lines no one took: false when none is left.
+  bool ClaimBackRun(uint32_t& run) {
+    uint64_t ends = shared_.unclaimed.load(std::memory_order_relaxed);
+    while (true) {
+      const auto front = static_cast<uint32_t>(ends);
+      const auto back = static_cast<uint32_t>(ends >> 32);
+      if (front >= back) return false;
+      if (shared_.unclaimed.compare_exchange_weak(ends, ends - (uint64_t{1} << 32),
+                                                  std::memory_order_relaxed)) {
+        run = back - 1;
+        return true;
+      }
+    }
+  }
+
+  // Lines [first, last) in the order of the shared computation.
+  std::pair<size_t, size_t> RunLines(uint32_t run) const {
+    const size_t first = size_t{run} * shared_.run_lines;
+    return {first, std::min(first + shared_.run_lines, comps_[shared_.comp].order.size())};
+  }
+
+  // Finish's side of a shared computation: runs of lines from the front, printed into `w`,
+  // then, once PrintSharedFromBack has ended, the runs it printed, in the text's order.
+  template <typename AfterLine, typename PutAhead>
+  void PrintShared(TextWriter& w, const CompInfo& ci, AfterLine after_line, PutAhead put_ahead) {
+    for (uint32_t run; ClaimFrontRun(run);) {
+      const auto [first, last] = RunLines(run);
+      for (size_t k = first; k < last; ++k) {
+        PrintInstruction(w, shared_.root, ci, ci.order[k], 0, nullptr);
+        after_line(w);
+      }
+    }
+    // The back's last run is a few tens of microseconds of printing: spun for, then slept.
+    if (!SpinWhile([this] { return !shared_.back_done.load(std::memory_order_acquire); },
+                   std::chrono::microseconds(2000))) {
+      shared_.back_done.wait(false, std::memory_order_acquire);
+    }
+    // Claimed from the last run down: the text's order is the reverse.
+    for (auto run = shared_.back.rbegin(); run != shared_.back.rend(); ++run) {
+      PutWithHoles(w, shared_.text, run->begin, run->end, shared_.holes, run->holes_begin,
+                   run->holes_end, after_line, put_ahead);
+    }
+  }
+
   // ---- token rendering ----
   // A token's text as printed: names lose their '%'. What the printer drops, decisions on the
   // token must ignore too (`%s32[3]{0}` is a shape, `%metadata={}` is metadata).
@@ -1072,7 +1212,10 @@ class Canonicalizer {
       w.Put(" {");
       EndLine(w, comp.offset + 1);
       if (ci.printed_ahead) {
-        PutPrintedAhead(w, ci, after_line, put_ahead);
+        PutWithHoles(w, ahead_, ci.ahead_begin, ci.ahead_end, holes_, ci.holes_begin, ci.holes_end,
+                     after_line, put_ahead);
+      } else if (c == shared_.comp) {
+        PrintShared(w, ci, after_line, put_ahead);
       } else {
         for (int32_t i : ci.order) {
           PrintInstruction(w, comp.root, ci, i,
@@ -1092,14 +1235,15 @@ class Canonicalizer {
     after_line(w);
   }
 
-  // A computation's lines printed ahead, with the numbers of their holes put in.
+  // Lines printed ahead, ahead[begin, end), with the numbers of their holes
+  // [holes_begin, holes_end) put in.
   template <typename AfterLine, typename PutAhead>
-  void PutPrintedAhead(TextWriter& w, const CompInfo& ci, AfterLine after_line,
-                       PutAhead put_ahead) {
-    const std::string_view ahead(ahead_);
-    uint64_t from = ci.ahead_begin;
-    for (uint32_t h = ci.holes_begin; h < ci.holes_end; ++h) {
-      const Hole& hole = holes_[h];
+  void PutWithHoles(TextWriter& w, std::string_view ahead, uint64_t begin, uint64_t end,
+                    const std::vector<Hole>& holes, uint32_t holes_begin, uint32_t holes_end,
+                    AfterLine after_line, PutAhead put_ahead) {
+    uint64_t from = begin;
+    for (uint32_t h = holes_begin; h < holes_end; ++h) {
+      const Hole& hole = holes[h];
       put_ahead(w, ahead.substr(from, hole.at - from));
       w.Reserve(20);
       if (hole.channel) {
@@ -1110,7 +1254,7 @@ class Canonicalizer {
       after_line(w);  // Many holes close together must not make one long piece.
       from = hole.at;
     }
-    put_ahead(w, ahead.substr(from, ci.ahead_end - from));
+    put_ahead(w, ahead.substr(from, end - from));
     after_line(w);
   }
 
@@ -1281,6 +1425,7 @@ class Canonicalizer {
   // The lines printed ahead, of every computation printed ahead, and their holes (PrintAhead).
   std::string ahead_;
   std::vector<Hole> holes_;
+  SharedLines shared_;  // The computation whose lines two threads print, if any.
   // OrderInstructions' scratch.
   std::vector<uint8_t> has_user_;
   std::vector<uint8_t> visited_;
@@ -1312,10 +1457,18 @@ void CanonicalBuilder::AddInstructions(const Instruction* insts, uint32_t begin,
   impl_->AddInstructions(insts, begin, end);
 }
 
-void CanonicalBuilder::FinishComputation(int32_t root, TokenRange execution_thread,
-                                         bool print_ahead) {
-  impl_->FinishComputation(root, execution_thread, print_ahead);
+bool CanonicalBuilder::FinishComputation(int32_t root, TokenRange execution_thread,
+                                         bool print_ahead, bool share_print) {
+  return impl_->FinishComputation(root, impl_->ThreadText(execution_thread), print_ahead,
+                                  share_print);
 }
+
+bool CanonicalBuilder::FinishComputation(int32_t root, std::string_view execution_thread,
+                                         bool print_ahead, bool share_print) {
+  return impl_->FinishComputation(root, execution_thread, print_ahead, share_print);
+}
+
+void CanonicalBuilder::PrintSharedFromBack() { impl_->PrintSharedFromBack(); }
 
 Result<CanonicalModule> CanonicalBuilder::Finish(const Module& module) {
   return impl_->Finish(module);

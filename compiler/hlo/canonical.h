@@ -54,6 +54,14 @@ struct CanonicalOptions {
   // When set, the text goes to the sink as it is printed and CanonicalModule::text is left
   // empty. Not owned; must outlive the call (for a CanonicalBuilder, until Finish).
   CanonicalTextSink* text_sink = nullptr;
+  // Where the text is streamed without source lines and a builder follows the parser on a
+  // thread of its own (canonical_pipeline.h), the lines of the computation it finishes last (the
+  // entry, in XLA's dumps) are printed by both threads at once when there are at least this
+  // many, each thread taking runs of `shared_run_lines` (at least 1) at a time. Below a few
+  // thousand lines a second thread saves less than handing the text over costs; tests lower
+  // both, to share the lines of small modules too.
+  size_t shared_print_lines = 4096;
+  size_t shared_run_lines = 512;
 };
 
 struct CanonicalModule {

@@ -10,11 +10,13 @@
 // Ownership: the builder reads the module it was constructed on (its header attributes, tokens
 // and source, which must be final by then) until Finish, and the instruction arrays passed to
 // AddInstructions only during that call; Finish reads `module`, which may be that module
-// moved. Thread safety: none; one thread at a time, any thread.
+// moved. Thread safety: one thread at a time, any thread; but for PrintSharedFromBack, which
+// may run beside Finish.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <string_view>
 
 #include "common/status.h"
 #include "compiler/hlo/canonical.h"
@@ -43,7 +45,23 @@ class CanonicalBuilder {
   // text is streamed (CanonicalOptions::text_sink, without record_source_lines), rather than in
   // Finish: a builder that follows a parser does it while the parse goes on. Finish gives the
   // same either way; what is printed ahead is held until then.
-  void FinishComputation(int32_t root, TokenRange execution_thread, bool print_ahead = false);
+  //
+  // `share_print` (not with print_ahead; for one computation at most, the last): where the text
+  // is streamed without source lines and the computation is large, its lines are to be printed
+  // by two threads at once, Finish taking them from the front and PrintSharedFromBack from the
+  // back. Returns whether they are; if so, PrintSharedFromBack must be called.
+  bool FinishComputation(int32_t root, TokenRange execution_thread, bool print_ahead = false,
+                         bool share_print = false);
+  // The same, with the text of the execution thread's token (the module's, quotes and all;
+  // empty for none): reads nothing of the module, which may then be moving on another thread.
+  bool FinishComputation(int32_t root, std::string_view execution_thread, bool print_ahead,
+                         bool share_print);
+  // Prints the shared lines (FinishComputation) from the back until it meets Finish, or all of
+  // them when Finish has not started; does nothing when no lines are shared. Called once, after
+  // the last FinishComputation. It may run while Finish runs on another thread (Finish waits for
+  // it to end before it returns its text), and reads nothing of the module: the module may move,
+  // or lose its instructions, once the last FinishComputation has returned.
+  void PrintSharedFromBack();
   // Every computation was finished: orders them and prints the module.
   Result<CanonicalModule> Finish(const Module& module);
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -37,12 +38,10 @@ class Pipeline final : public ParseListener {
   Pipeline& operator=(const Pipeline&) = delete;
 
   void HeaderParsed(const Module& module) override {
+    module_ = &module;
     builder_.emplace(module, options_);
     // Without a thread to be had, the builder takes everything at the end, on this one.
-    builds_at_end_ = !worker_.Try([this] {
-      Work();
-      work_done_.store(true, std::memory_order_release);
-    });
+    builds_at_end_ = !worker_.Try([this] { Work(); });
   }
 
   void InstructionAdded(const Computation& comp) override {
@@ -75,8 +74,12 @@ class Pipeline final : public ParseListener {
     // parse.
     // The array stays where it is, and the builder may go on reading the part of it that was
     // handed over (current_).
-    left_.push_back({comp.instructions.data(), static_cast<uint32_t>(comp.instructions.size()),
-                     comp.root, comp.execution_thread});
+    // The thread's text is looked up here, where the module is sure to be where it was: the
+    // builder may finish the last computation after the module has moved.
+    left_.push_back(
+        {comp.instructions.data(), static_cast<uint32_t>(comp.instructions.size()), comp.root,
+         comp.execution_thread.empty() ? std::string_view()
+                                       : module_->TokenText(comp.execution_thread.begin)});
     if (unpublished_ < kBatch && !caught_up_.load(std::memory_order_relaxed)) return;
     std::lock_guard<std::mutex> lock(mu_);
     current_ = nullptr;
@@ -84,11 +87,15 @@ class Pipeline final : public ParseListener {
     PublishLocked();
   }
 
-  void ParseEnded() override {
+  void ParseEnded(bool parsed) override {
     {
       std::lock_guard<std::mutex> lock(mu_);
       whole_.insert(whole_.end(), left_.begin(), left_.end());
       left_.clear();
+      // Every computation is in whole_ now, the last one too: the builder must not take its
+      // array again through current_ once it has built it from there.
+      current_ = nullptr;
+      current_size_ = 0;
       ended_ = true;
       handovers_.fetch_add(1, std::memory_order_release);
       work_cv_.notify_one();
@@ -96,19 +103,27 @@ class Pipeline final : public ParseListener {
     if (builds_at_end_) {
       Work();
     } else if (worker_.running()) {  // None was started when the parse failed before the header.
-      // Spun for a while before it is joined (spin_wait.h): the builder ends a millisecond or
-      // less after the parser on a large module. A thread that has ended is joined when the
-      // pipeline goes.
-      if (!SpinWhile([this] { return !work_done_.load(std::memory_order_acquire); }, kEndSpin)) {
-        worker_.Join();
-      }
+      // After a parse that succeeded, the parser's thread goes on once the builder has read the
+      // last instruction: while the builder orders the last computation (most of a millisecond
+      // for a large entry), the module may move and its instructions be freed. After one that
+      // failed, the module goes, and the builder is waited for whole. The thread itself is
+      // joined when the pipeline goes: it may still print shared lines (Work).
+      WaitFor(parsed ? released_ : built_);
     }
   }
+
+  // Whether the builder has built every computation (it may still print shared lines, which
+  // Finish waits for). Once it has, print_shared() is known.
+  bool built() const { return built_.load(std::memory_order_acquire); }
+  // Whether the builder's thread prints the lines of the last computation beside Finish
+  // (CanonicalBuilder::FinishComputation's share_print), and so is busy until Finish ends.
+  bool print_shared() const { return print_shared_; }
 
   // After a parse that succeeded: `module` is the parsed module (moved since). A parse that
   // succeeds has told HeaderParsed; were it not so, the module is canonicalized here whole.
   Result<CanonicalModule> Finish(const Module& module) {
     if (!builder_) return Canonicalize(module, options_);
+    if (worker_.running()) WaitFor(built_);
     return builder_->Finish(module);
   }
 
@@ -117,8 +132,21 @@ class Pipeline final : public ParseListener {
     const Instruction* instructions;
     uint32_t size;
     int32_t root;
-    TokenRange execution_thread;
+    std::string_view execution_thread;  // The token's text, in the source; empty for none.
   };
+
+  // Spun for a while before it blocks (spin_wait.h): what the parser's thread waits for here
+  // ends a millisecond or less after the parse on a large module.
+  static void WaitFor(const std::atomic<bool>& flag) {
+    if (!SpinWhile([&flag] { return !flag.load(std::memory_order_acquire); }, kEndSpin)) {
+      flag.wait(false, std::memory_order_acquire);
+    }
+  }
+
+  static void Set(std::atomic<bool>& flag) {
+    flag.store(true, std::memory_order_release);
+    flag.notify_all();
+  }
 
   void PublishLocked() {
     whole_.insert(whole_.end(), left_.begin(), left_.end());
@@ -152,12 +180,19 @@ class Pipeline final : public ParseListener {
       if (whole_waits) {
         const WholeComputation whole = whole_[comp];
         // Printed while the parser runs; once it has ended, it waits for this thread, and the
-        // lines are printed where they are streamed, without a copy.
+        // lines are printed where they are streamed, without a copy: those of the last
+        // computation, by this thread and Finish's at once, when there is a thread (and they
+        // are many).
         const bool print_ahead = !ended_;
+        const bool last = ended_ && comp + 1 == whole_.size();
         lock.unlock();
         if (!started) builder_->StartComputation();
         builder_->AddInstructions(whole.instructions, next, whole.size);
-        builder_->FinishComputation(whole.root, whole.execution_thread, print_ahead);
+        if (last) Set(released_);  // No instruction is read from here on.
+        if (builder_->FinishComputation(whole.root, whole.execution_thread, print_ahead,
+                                        /*share_print=*/last && !builds_at_end_)) {
+          print_shared_ = true;
+        }
         lock.lock();
         consumed_ += whole.size - next;
         ++comp;
@@ -196,6 +231,11 @@ class Pipeline final : public ParseListener {
       work_cv_.wait(lock);
       builder_waiting_ = false;
     }
+    lock.unlock();
+    // Every computation is built; what is left (the shared lines) reads nothing of the module.
+    Set(released_);
+    Set(built_);
+    builder_->PrintSharedFromBack();
   }
 
   const CanonicalOptions options_;
@@ -225,8 +265,14 @@ class Pipeline final : public ParseListener {
   // Whether it has caught up with the parser (spins or sleeps): read by the parser without the
   // lock, to hand it a whole computation at once.
   std::atomic<bool> caught_up_{false};
-  // Set once Work has returned on the builder's thread: all it built is the caller's.
-  std::atomic<bool> work_done_{false};
+  // Set once the builder has read every instruction it will (it may still order and hash the
+  // last computation, from what it made of them): the parser's thread may move the module.
+  std::atomic<bool> released_{false};
+  // Set once every computation is built (Work then prints the shared lines, if any): Finish
+  // may start.
+  std::atomic<bool> built_{false};
+  bool print_shared_ = false;       // Written by the builder before built_, read after it.
+  const Module* module_ = nullptr;  // The module being parsed; read on the parser's thread only.
 };
 
 }  // namespace
@@ -260,9 +306,12 @@ Result<CanonicalModule> CanonicalizeText(std::string text, std::string filename,
   auto module = ParseModule(std::move(text), std::move(filename), &pipeline);
   if (!module) return Error(module.error());
   // Printing reads what the builder made of the instructions, not the instructions (but for
-  // their source lines, when those are recorded), so they are freed on a second thread while
-  // it runs. Freed after the key, Mixtral's 42,000 took 0.8 ms of the thread that waits for
-  // it; the helper takes longer (the blocks are of another thread's heap), beside a 2 ms print.
+  // their source lines, when those are recorded), so they are freed before the key is done,
+  // while other work goes on: freed after it, Mixtral's 42,000 took 0.8 ms of the thread that
+  // waits for it. This thread frees them while the builder orders the last computation; then,
+  // if the builder's thread prints that computation's lines from the back (Mixtral's 30,000),
+  // this thread frees the rest too and takes fewer of the lines; else a helper frees the rest
+  // (slower: the blocks are of another thread's heap) while this thread prints.
   struct Freed {
     std::vector<Instruction> instructions;
     std::vector<int32_t> parameters;
@@ -274,8 +323,16 @@ Result<CanonicalModule> CanonicalizeText(std::string text, std::string filename,
     for (Computation& comp : module->computations) {
       freed.push_back({std::move(comp.instructions), std::move(comp.parameters)});
     }
-    // Without a thread, they go with the module, after the print.
-    freer.Try([&freed] { std::vector<Freed>().swap(freed); });
+    size_t done = 0;
+    while (done < freed.size() && !pipeline.built()) freed[done++] = Freed();
+    if (done < freed.size()) {  // The builder has built everything.
+      if (pipeline.print_shared()) {
+        std::vector<Freed>().swap(freed);
+      } else {
+        // Without a thread, they go with the module, after the print.
+        freer.Try([&freed] { std::vector<Freed>().swap(freed); });
+      }
+    }
   }
   auto canonical = pipeline.Finish(*module);
   freer.Join();

@@ -581,13 +581,13 @@ Result<Module> ParseModule(std::string text, std::string filename, ParseListener
   std::vector<TopLevelGroup> groups;
   auto tokens = LexFirstModule(module.source(), module.filename(), &groups);
   if (!tokens) {
-    if (listener != nullptr) listener->ParseEnded();
+    if (listener != nullptr) listener->ParseEnded(/*parsed=*/false);
     return Error(tokens.error());
   }
   module.tokens = std::move(*tokens);
   Parser parser(module, groups, listener);
   Status status = parser.Run();
-  if (listener != nullptr) listener->ParseEnded();
+  if (listener != nullptr) listener->ParseEnded(status.ok());
   if (!status.ok()) return Error(std::move(status));
   if (parser.AnyShapeMissing()) InferMissingShapes(module);
   return module;

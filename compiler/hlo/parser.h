@@ -38,7 +38,9 @@ Result<Module> ParseModule(std::string text, std::string filename);
 // the computation, `parsed` when it is whole (and about to move into the module; its
 // instruction array stays where it is), false when an error ended it (its array is freed once
 // this returns); then ParseEnded once, always, before InferMissingShapes and before the
-// module moves. Every reference passed is valid only during the call.
+// module moves, `parsed` when the parse succeeded (the module is then returned: its source and
+// tokens live on with it, wherever it moves). Every reference passed is valid only during the
+// call.
 class ParseListener {
  public:
   virtual ~ParseListener() = default;
@@ -46,7 +48,7 @@ class ParseListener {
   virtual void InstructionAdded(const Computation& comp) = 0;
   virtual void InstructionsWillMove(const Computation& comp) = 0;
   virtual void ComputationLeft(const Computation& comp, bool parsed) = 0;
-  virtual void ParseEnded() = 0;
+  virtual void ParseEnded(bool parsed) = 0;
 };
 
 // ParseModule, telling `listener` (not owned; may be null) what it parses as it goes.

@@ -2,12 +2,13 @@
 // second round trip of the canonical text. Crashes, hangs, sanitizer reports, a canonical text
 // that does not reparse to itself, and a text streamed to a sink (as keys are made) that is not
 // the text held whole or not as long as the sink was told are all findings; the text is streamed
-// twice, the second time with every computation's lines printed ahead, as a builder following
-// the parser prints them. One input in four also goes through the two-thread paths keys are
-// computed with, which must give what one thread gives: the lexer in two halves (the same tokens,
-// groups and error; the first module's too), ParseAndCanonicalize and CanonicalizeText (the same
-// text or error).
-// One in four, since the threads started per input slow the run.
+// three times: the second time with every computation's lines printed ahead, as a builder
+// following the parser prints them, the third with the last computation's lines shared out in
+// runs (canonical_builder.h: PrintSharedFromBack). One input in four also goes through the
+// two-thread paths keys are computed with, which must give what one thread gives: the lexer in two
+// halves (the same tokens, groups and error; the first module's too), ParseAndCanonicalize and
+// CanonicalizeText (the same text or error, and streamed with the last computation's lines printed
+// by both threads). One in four, since the threads started per input slow the run.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -37,6 +38,23 @@ void CheckTwoThreads(const uint8_t* data, size_t size, const std::string& expect
   auto canonical = CanonicalizeText(text, "fuzz.hlo", {.allow_elided_constants = true},
                                     /*two_thread_bytes=*/0);
   if ((canonical ? canonical->text : canonical.error().message()) != expected) std::abort();
+  // Streamed, the last computation's lines (when the builder finishes it after the parse) are
+  // printed by both threads, in runs of one line.
+  struct Kept final : CanonicalTextSink {
+    void Begin(uint64_t bytes) override { told = bytes; }
+    void Append(std::string_view piece) override { text.append(piece); }
+    uint64_t told = 0;
+    std::string text;
+  };
+  Kept kept;
+  auto streamed = CanonicalizeText(text, "fuzz.hlo",
+                                   {.allow_elided_constants = true,
+                                    .text_sink = &kept,
+                                    .shared_print_lines = 1,
+                                    .shared_run_lines = 1},
+                                   /*two_thread_bytes=*/0);
+  if (streamed && (kept.told != kept.text.size() || kept.text != expected)) std::abort();
+  if (!streamed && streamed.error().message() != expected) std::abort();
 }
 
 // What a sink is given (and told first, the length) is the text Canonicalize holds whole, the
@@ -69,6 +87,25 @@ void CheckStreamed(const Module& module, const std::string& expected) {
     builder.FinishComputation(comp.root, comp.execution_thread, /*print_ahead=*/true);
   }
   check(ahead, builder.Finish(module).has_value());
+  // The last computation's lines shared out in runs of one line, the back taking every run
+  // before Finish starts (on one thread: the threaded meeting is CheckTwoThreads').
+  Sink shared;
+  CanonicalBuilder sharing(module, {.allow_elided_constants = true,
+                                    .text_sink = &shared,
+                                    .shared_print_lines = 1,
+                                    .shared_run_lines = 1});
+  for (size_t c = 0; c < module.computations.size(); ++c) {
+    const Computation& comp = module.computations[c];
+    sharing.StartComputation();
+    sharing.AddInstructions(comp.instructions.data(), 0,
+                            static_cast<uint32_t>(comp.instructions.size()));
+    const bool last = c + 1 == module.computations.size();
+    if (sharing.FinishComputation(comp.root, comp.execution_thread, false, last) != last) {
+      std::abort();
+    }
+  }
+  sharing.PrintSharedFromBack();
+  check(shared, sharing.Finish(module).has_value());
 }
 
 // Two lexings give the same tokens, groups and error.

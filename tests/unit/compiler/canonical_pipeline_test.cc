@@ -199,6 +199,42 @@ std::string NestedOperands(int n, const std::string& last_operand = "%v0") {
   return text;
 }
 
+// The lines of the computation the builder finishes last, printed by both threads at once (the
+// builder's from the back, while the parser's thread frees the instructions and then prints
+// from the front): the text, and the errors, one thread gives, on every corpus module, in runs
+// of one line and of a few, through CanonicalizeText and ParseAndCanonicalize.
+TEST(CanonicalPipelineTest, SharedLinesGiveWhatOneThreadGivesOnEveryCorpusModule) {
+  const std::vector<std::string> files = test_support::CorpusFiles({"hlo", "torch_xla", "invalid"});
+  ASSERT_GE(files.size(), 400u) << "corpus not found at " << HLOCACHE_CORPUS_DIR;
+  for (const std::string& file : files) {
+    Watchdog watchdog("shared lines of " + file);  // A thread that waits forever hangs here.
+    auto text = ReadModuleFile(file);
+    ASSERT_THAT(text, IsOk());
+    for (const bool allow_elided : {false, true}) {
+      auto module = ParseModule(*text, "t.hlo");
+      auto canonical = module ? Canonicalize(*module, {.allow_elided_constants = allow_elided})
+                              : Error(module.error());
+      const std::string expected = Described(canonical, *text, nullptr);
+      for (const size_t run_lines : {size_t{1}, size_t{3}}) {
+        KeptText streamed;
+        const CanonicalOptions options{.allow_elided_constants = allow_elided,
+                                       .text_sink = &streamed,
+                                       .shared_print_lines = 1,
+                                       .shared_run_lines = run_lines};
+        EXPECT_EQ(Described(CanonicalizeText(*text, "t.hlo", options, 0), *text, &streamed),
+                  expected)
+            << file << ", runs of " << run_lines;
+        KeptText kept;
+        CanonicalOptions keeping = options;
+        keeping.text_sink = &kept;
+        auto parsed = ParseAndCanonicalize(*text, "t.hlo", keeping, 0);
+        EXPECT_EQ(parsed ? kept.Text() : Described(Error(parsed.error()), *text, nullptr), expected)
+            << file << ", runs of " << run_lines << " (module kept)";
+      }
+    }
+  }
+}
+
 TEST(CanonicalPipelineTest, InstructionArraysThatMoveWhileBeingReadGiveTheSameText) {
   const std::string text = NestedOperands(5000);
   const std::string expected = OneThread(text, {});
@@ -300,7 +336,7 @@ class RecordingListener final : public ParseListener {
     calls += parsed ? "C" : "X";
     last_left_size = comp.instructions.size();
   }
-  void ParseEnded() override { calls += "E"; }
+  void ParseEnded(bool parsed) override { calls += parsed ? "E" : "F"; }
 
   std::string calls;
   size_t header_attributes = 0;
@@ -331,7 +367,7 @@ TEST(ParseListenerTest, HearsAComputationLeftUnparsedAndTheEndOnAnError) {
   auto module = ParseModule(text, "t.hlo", &listener);
   ASSERT_FALSE(module.has_value());
   EXPECT_THAT(module.error().message(), HasSubstr("t.hlo:9:"));
-  EXPECT_EQ(listener.calls, "HCXE");
+  EXPECT_EQ(listener.calls, "HCXF");
   EXPECT_EQ(listener.header_attributes, 1u);
   EXPECT_EQ(listener.last_left_size, 1u);  // %x was appended before %y failed.
 }
@@ -340,7 +376,7 @@ TEST(ParseListenerTest, HearsOnlyTheEndWhenTheTextDoesNotLex) {
   RecordingListener listener;
   auto module = ParseModule("HloModule m\n\"unterminated", "t.hlo", &listener);
   ASSERT_FALSE(module.has_value());
-  EXPECT_EQ(listener.calls, "E");
+  EXPECT_EQ(listener.calls, "F");
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "compiler/hlo/canonical_builder.h"
@@ -514,6 +515,91 @@ TEST(CanonicalTest, LinesPrintedAheadStreamTheTextCanonicalizePrints) {
     EXPECT_EQ(sink.told, whole->text.size()) << "every " << every;
     EXPECT_EQ(sink.text, whole->text) << "every " << every;
     EXPECT_LT(sink.largest_piece, size_t{80} << 10) << "every " << every;
+  }
+}
+
+// The lines of the computation finished last, printed by two threads at once (the builder's
+// PrintSharedFromBack taking runs of them from the back, Finish from the front), stream the text
+// Canonicalize prints wherever the two threads meet: the callee, channel and control numbers of
+// the back's lines put in, its runs in the text's order.
+TEST(CanonicalTest, SharedLinesStreamTheTextCanonicalizePrints) {
+  auto m = ParseModule(ModuleWithEveryReference(), "t.hlo");
+  ASSERT_THAT(m, IsOk());
+  auto whole = Canonicalize(*m);
+  ASSERT_THAT(whole, IsOk());
+  const size_t last = m->computations.size() - 1;
+  ASSERT_EQ(static_cast<int32_t>(last), m->entry);
+  ASSERT_GT(m->computations[last].instructions.size(), 4000u);
+  // Runs of one line, of a few, of the default's, and one run for all of them.
+  for (const size_t run_lines : {size_t{1}, size_t{7}, size_t{512}, size_t{100000}}) {
+    // The back beside Finish on another thread, and the back alone before Finish starts.
+    for (const bool back_first : {false, true}) {
+      const std::string what =
+          "runs of " + std::to_string(run_lines) + (back_first ? ", back first" : ", beside");
+      CollectingSink sink;
+      CanonicalBuilder builder(
+          *m, {.text_sink = &sink, .shared_print_lines = 1, .shared_run_lines = run_lines});
+      for (size_t c = 0; c < m->computations.size(); ++c) {
+        const Computation& comp = m->computations[c];
+        builder.StartComputation();
+        builder.AddInstructions(comp.instructions.data(), 0,
+                                static_cast<uint32_t>(comp.instructions.size()));
+        // Some computations printed ahead, as a builder following a parser prints them.
+        const bool shared = builder.FinishComputation(comp.root, comp.execution_thread,
+                                                      /*print_ahead=*/c == 1, c == last);
+        EXPECT_EQ(shared, c == last) << what;
+      }
+      Result<CanonicalModule> streamed = Error(Internal("not run"));
+      if (back_first) {
+        builder.PrintSharedFromBack();
+        streamed = builder.Finish(*m);
+      } else {
+        std::thread back([&builder] { builder.PrintSharedFromBack(); });
+        streamed = builder.Finish(*m);
+        back.join();
+      }
+      ASSERT_THAT(streamed, IsOk()) << what;
+      EXPECT_EQ(sink.told, whole->text.size()) << what;
+      EXPECT_EQ(sink.text, whole->text) << what;
+      EXPECT_LT(sink.largest_piece, size_t{80} << 10) << what;
+    }
+  }
+}
+
+// Lines are shared only where the text is streamed without source lines, and the computation
+// has as many lines as asked; otherwise Finish prints them alone, as before.
+TEST(CanonicalTest, LinesAreSharedOnlyWhenStreamedWithoutSourceLinesAndMany) {
+  auto m = ParseModule(ModuleWithEveryReference(), "t.hlo");
+  ASSERT_THAT(m, IsOk());
+  const size_t lines = m->computations.back().instructions.size();
+  CollectingSink sink;
+  struct Case {
+    CanonicalOptions options;
+    bool shared;
+  };
+  const Case cases[] = {
+      {{.text_sink = &sink, .shared_print_lines = lines}, true},
+      {{.text_sink = &sink, .shared_print_lines = lines + 1}, false},
+      {{.record_source_lines = true, .text_sink = &sink, .shared_print_lines = 1}, false},
+      {{.shared_print_lines = 1}, false},  // The text held whole.
+  };
+  for (const Case& c : cases) {
+    sink = CollectingSink();
+    CanonicalBuilder builder(*m, c.options);
+    bool shared = false;
+    for (const Computation& comp : m->computations) {
+      builder.StartComputation();
+      builder.AddInstructions(comp.instructions.data(), 0,
+                              static_cast<uint32_t>(comp.instructions.size()));
+      shared = builder.FinishComputation(comp.root, comp.execution_thread, false, true);
+    }
+    EXPECT_EQ(shared, c.shared) << c.options.shared_print_lines;
+    if (shared) builder.PrintSharedFromBack();
+    auto canonical = builder.Finish(*m);
+    ASSERT_THAT(canonical, IsOk());
+    auto whole = Canonicalize(*m, {.record_source_lines = c.options.record_source_lines});
+    ASSERT_THAT(whole, IsOk());
+    EXPECT_EQ(c.options.text_sink != nullptr ? sink.text : canonical->text, whole->text);
   }
 }
 
