@@ -260,6 +260,11 @@ class Parser {
   // one parsed before. Indexes shape_memo_.
   NameTable shape_memo_index_;
   std::vector<Shape> shape_memo_;
+  // The text of the shape last found in or added to the memo, and its index there: most lines
+  // repeat the shape of the line before (two in three of Mixtral's), which a comparison finds
+  // without hashing the text and probing the index.
+  std::string_view last_shape_text_;
+  int32_t last_shape_id_ = -1;
 };
 
 }  // namespace hlocache::hlo::parser_internal

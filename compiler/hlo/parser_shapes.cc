@@ -183,8 +183,12 @@ bool Parser::ParseShape(Shape& shape, int depth, int32_t* text_id) {
   const uint32_t end = PlainArrayShapeEnd();
   if (end == 0) return ParseArrayShape(shape);
   const std::string_view text = m_.SourceText({pos_, end});
-  const int32_t known = shape_memo_index_.Find(text);
+  const bool as_last = last_shape_id_ >= 0 && text.size() == last_shape_text_.size() &&
+                       NameTable::SameBytes(text.data(), last_shape_text_.data(), text.size());
+  const int32_t known = as_last ? last_shape_id_ : shape_memo_index_.Find(text);
   if (known >= 0) {
+    last_shape_text_ = text;
+    last_shape_id_ = known;
     CopyArrayShape(shape_memo_[static_cast<size_t>(known)], shape);
     pos_ = end;
     if (text_id != nullptr) *text_id = known;
@@ -195,6 +199,8 @@ bool Parser::ParseShape(Shape& shape, int depth, int32_t* text_id) {
     const auto id = static_cast<int32_t>(shape_memo_.size());
     shape_memo_index_.Insert(text, id);
     shape_memo_.push_back(shape);
+    last_shape_text_ = text;
+    last_shape_id_ = id;
     if (text_id != nullptr) *text_id = id;
   }
   return true;
