@@ -163,6 +163,7 @@ bool Parser::ParseComputation() {
   const uint32_t open_offset = Peek().offset;
   if (!Expect(TokenKind::kLBrace, "'{' to open the computation body")) return false;
   names_.Clear();
+  last_defined_index_ = -1;
   parameters_.clear();
   const size_t expected = InstructionsInGroup(pos_ - 1);
   names_.Reserve(expected);
@@ -343,6 +344,8 @@ bool Parser::ParseInstruction(Computation& comp, bool& saw_root) {
     Fail(name_offset, "duplicate instruction name '" + std::string(name) + "'");
     return drop_placed();
   }
+  last_defined_ = name;
+  last_defined_index_ = index;
   if (is_root) comp.root = index;
   if (placed) {
     InstructionPlaced(comp);
@@ -432,7 +435,10 @@ bool Parser::ParseOperand(Computation& comp, int32_t& operand, int depth) {
     return true;
   }
   std::string_view name = StripPercent(Text());
-  operand = names_.Find(name);
+  operand = last_defined_index_ >= 0 && name.size() == last_defined_.size() &&
+                    NameTable::SameBytes(name.data(), last_defined_.data(), name.size())
+                ? last_defined_index_
+                : names_.Find(name);
   if (operand < 0) {
     return Fail(Peek().offset, "undefined operand '" + std::string(Text()) +
                                    "' (operands must be defined before use)");

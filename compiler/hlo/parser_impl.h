@@ -252,7 +252,12 @@ class Parser {
   bool parsing_in_place_ = false;
   bool nested_operand_ = false;
   Status error_;
-  NameTable names_;       // Current computation's scope.
+  NameTable names_;  // Current computation's scope.
+  // The name defined last in it, and its index (-1 for none): half of a large module's
+  // operands name the instruction just before theirs (Mixtral's, Gemma's), which a comparison
+  // finds without hashing the name and probing the table.
+  std::string_view last_defined_;
+  int32_t last_defined_index_ = -1;
   NameTable comp_index_;  // Computations defined so far.
   // Plain array shapes parsed so far, by their source text (`bf16[8,128]{1,0}`,
   // Module::SourceText: the same text is the same tokens, so the same shape): a module writes
