@@ -75,6 +75,9 @@ struct CompInfo {
   std::vector<int32_t> order;     // Instruction indices in canonical order.
   std::vector<int32_t> position;  // Instruction index -> canonical position.
   uint64_t hash = 0;
+  // Its execution thread as printed: the written one's text, empty for none and for the
+  // default one ("main").
+  std::string_view printed_thread;
   bool any_control = false;            // Whether any instruction has control predecessors.
   std::vector<int32_t> channel_insts;  // Instructions with a renumbered channel id, ascending.
   // When the text is streamed: the bytes of its instructions' lines but for the numbers of
@@ -317,6 +320,7 @@ class Canonicalizer {
     for (int32_t i : ci.order) AppendHash(ci.insts[i].hash);
     sig_ += execution_thread;
     ci.hash = XXH3_64bits(sig_.data(), sig_.size());
+    ci.printed_thread = execution_thread == "\"main\"" ? std::string_view() : execution_thread;
     // Counted here, where the builder follows the parser on a thread of its own, rather than
     // after the parse, when everything left waits for it.
     if (options_.text_sink != nullptr) {
@@ -350,6 +354,17 @@ class Canonicalizer {
       }
     }
     return false;
+  }
+
+  // See CanonicalBuilder::OrderComputationsAhead.
+  void OrderComputationsAhead(int32_t entry, size_t count) {
+    if (options_.text_sink == nullptr || entry < 0 || static_cast<size_t>(entry) >= count ||
+        count != comps_.size()) {
+      return;
+    }
+    OrderComputations(entry, count);
+    body_bytes_ = BodyBytes();
+    counted_ = true;
   }
 
   // See CanonicalBuilder::PrintSharedFromBack. Reads only what the builder made of the
@@ -406,7 +421,10 @@ class Canonicalizer {
                   "with --allow-elided-constants)")
               .message()));
     }
-    OrderComputations();
+    if (ordered_entry_ < 0) OrderComputations(m_->entry, m_->computations.size());
+    if (ordered_entry_ != m_->entry || comp_id_.size() != m_->computations.size()) {
+      return Error(Internal(m_->filename() + ": computations ordered from another entry"));
+    }
     if (options_.text_sink != nullptr) {
       if (Status s = StreamText(*options_.text_sink); !s.ok()) return Error(std::move(s));
     } else {
@@ -427,9 +445,10 @@ class Canonicalizer {
     shared_.run_lines = std::max<size_t>(options_.shared_run_lines, 1);
     const size_t runs = (ci.order.size() + shared_.run_lines - 1) / shared_.run_lines;
     shared_.unclaimed.store(static_cast<uint64_t>(runs) << 32, std::memory_order_relaxed);
-    // Room for every line but the digits of callees and channels (holes): what the back can
-    // print, plus one line's bound (TextWriter::Reserve asks a line's bound past the last).
-    shared_.text.reserve(ci.line_bytes + 4096);
+    // Room for every line but the digits of channels (holes) and callees (holes too, unless
+    // the computations are ordered by then: 10 digits at most each), plus one line's bound
+    // (TextWriter::Reserve asks a line's bound past the last).
+    shared_.text.reserve(ci.line_bytes + 10 * ci.callees.size() + 4096);
   }
 
   // Takes the first run of shared lines no one took: false when none is left.
@@ -991,16 +1010,17 @@ class Canonicalizer {
     for (int32_t s : sinks) walk(s);
   }
 
-  // Post-order of the call graph from the entry, callees in the order instructions name them.
-  void OrderComputations() {
-    comp_id_.assign(m_->computations.size(), -1);
-    std::vector<uint8_t> seen(m_->computations.size(), 0);
+  // Post-order of the call graph from the entry, callees in the order instructions name them,
+  // of the `count` computations built.
+  void OrderComputations(int32_t entry, size_t count) {
+    comp_id_.assign(count, -1);
+    std::vector<uint8_t> seen(count, 0);
     struct Frame {
       int32_t comp;
       size_t next;  // In the computation's walk_callees.
     };
-    std::vector<Frame> stack{{m_->entry, 0}};
-    seen[m_->entry] = 1;
+    std::vector<Frame> stack{{entry, 0}};
+    seen[entry] = 1;
     while (!stack.empty()) {
       const int32_t c = stack.back().comp;
       const std::vector<int32_t>& callees = comps_[c].walk_callees;
@@ -1021,6 +1041,7 @@ class Canonicalizer {
       print_order_.push_back(c);
       stack.pop_back();
     }
+    ordered_entry_ = entry;
   }
 
   // ---- printing ----
@@ -1126,7 +1147,7 @@ class Canonicalizer {
           for (uint32_t k = 0; k < count; ++k) {
             if (k) w.Put(',');
             const int32_t callee = ci.callees[info.callees_begin + callee_next++];
-            if (holes != nullptr) {
+            if (holes != nullptr && !counted_) {
               holes->push_back({w.written(), callee, false});
             } else {
               w.PutNumbered('c', comp_id_[callee]);
@@ -1150,7 +1171,7 @@ class Canonicalizer {
           break;
         }
         case PieceKind::kChannel: {
-          if (holes != nullptr) {
+          if (holes != nullptr && !counted_) {
             holes->push_back({w.written(), static_cast<int32_t>(piece.a), true});
           } else {
             w.PutDecimal(ChannelNumber(piece.a));
@@ -1267,7 +1288,7 @@ class Canonicalizer {
     std::string buffer;
     buffer.reserve(kChunkBytes + 4096);
     buffer += header_;
-    const uint64_t total = buffer.size() + BodyBytes();
+    const uint64_t total = buffer.size() + (counted_ ? body_bytes_ : BodyBytes());
     sink.Begin(total);
     uint64_t sent = 0;
     TextWriter w(buffer);
@@ -1308,14 +1329,15 @@ class Canonicalizer {
   // FinishComputation counted them, with the numbers of their callees and channels, and the
   // lines around them. Assigns the channel numbers (first appearance in printing order) that
   // printing then reads back.
+  // Reads nothing of the module (see OrderComputationsAhead): the computations' threads as
+  // FinishComputation was told them.
   uint64_t BodyBytes() {
     uint64_t bytes = 1;  // The header's newline.
     for (int32_t c : print_order_) {
-      const Computation& comp = m_->computations[c];
       const CompInfo& ci = comps_[c];
-      const std::string_view thread = PrintedThread(comp);
+      const std::string_view thread = ci.printed_thread;
       // `\n[ENTRY ]cN {\n` ... `}[, execution_thread=T]\n`
-      bytes += 1 + (c == m_->entry ? 6 : 0) + 1 +
+      bytes += 1 + (c == ordered_entry_ ? 6 : 0) + 1 +
                DecimalDigits(static_cast<uint32_t>(comp_id_[c])) + 3 + 2 +
                (thread.empty() ? 0 : 19 + thread.size());
       bytes += ci.line_bytes;
@@ -1422,6 +1444,14 @@ class Canonicalizer {
   std::unordered_map<uint32_t, int64_t> channel_numbers_;
   std::vector<int32_t> comp_id_;
   std::vector<int32_t> print_order_;
+  // The entry they were ordered from, once they are (OrderComputations); -1 before.
+  int32_t ordered_entry_ = -1;
+  // Where the text is streamed: BodyBytes, once counted ahead with the computations ordered
+  // (OrderComputationsAhead), which numbers the channels too. Lines printed after that (shared
+  // lines from the back) print the numbers of callees and channels where they would leave
+  // holes; Finish, which may run meanwhile, writes neither this nor what it stands for.
+  bool counted_ = false;
+  uint64_t body_bytes_ = 0;
   // The lines printed ahead, of every computation printed ahead, and their holes (PrintAhead).
   std::string ahead_;
   std::vector<Hole> holes_;
@@ -1466,6 +1496,10 @@ bool CanonicalBuilder::FinishComputation(int32_t root, TokenRange execution_thre
 bool CanonicalBuilder::FinishComputation(int32_t root, std::string_view execution_thread,
                                          bool print_ahead, bool share_print) {
   return impl_->FinishComputation(root, execution_thread, print_ahead, share_print);
+}
+
+void CanonicalBuilder::OrderComputationsAhead(int32_t entry, size_t computations) {
+  impl_->OrderComputationsAhead(entry, computations);
 }
 
 void CanonicalBuilder::PrintSharedFromBack() { impl_->PrintSharedFromBack(); }

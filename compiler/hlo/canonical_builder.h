@@ -14,6 +14,7 @@
 // may run beside Finish.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string_view>
@@ -56,6 +57,13 @@ class CanonicalBuilder {
   // empty for none): reads nothing of the module, which may then be moving on another thread.
   bool FinishComputation(int32_t root, std::string_view execution_thread, bool print_ahead,
                          bool share_print);
+  // Where the text is streamed: orders the computations (callees before their callers, from
+  // `entry`) and counts the text now, on this thread, rather than in Finish, when
+  // `computations` is the number finished (else does nothing). PrintSharedFromBack then prints
+  // the numbers of the callees and channels its lines name, where it would leave holes for
+  // Finish to fill. Called after the last FinishComputation, before PrintSharedFromBack and
+  // Finish; reads nothing of the module. Finish fails if the module's entry is another.
+  void OrderComputationsAhead(int32_t entry, size_t computations);
   // Prints the shared lines (FinishComputation) from the back until it meets Finish, or all of
   // them when Finish has not started; does nothing when no lines are shared. Called once, after
   // the last FinishComputation. It may run while Finish runs on another thread (Finish waits for

@@ -96,6 +96,10 @@ class Pipeline final : public ParseListener {
       // array again through current_ once it has built it from there.
       current_ = nullptr;
       current_size_ = 0;
+      if (module_ != nullptr) {
+        entry_ = module_->entry;
+        computations_ = module_->computations.size();
+      }
       ended_ = true;
       handovers_.fetch_add(1, std::memory_order_release);
       work_cv_.notify_one();
@@ -232,8 +236,10 @@ class Pipeline final : public ParseListener {
       builder_waiting_ = false;
     }
     lock.unlock();
-    // Every computation is built; what is left (the shared lines) reads nothing of the module.
+    // Every computation is built; what is left reads nothing of the module. Ordered here, the
+    // computations' numbers are printed in the shared lines rather than put in by Finish.
     Set(released_);
+    if (print_shared_) builder_->OrderComputationsAhead(entry_, computations_);
     Set(built_);
     builder_->PrintSharedFromBack();
   }
@@ -273,6 +279,9 @@ class Pipeline final : public ParseListener {
   std::atomic<bool> built_{false};
   bool print_shared_ = false;       // Written by the builder before built_, read after it.
   const Module* module_ = nullptr;  // The module being parsed; read on the parser's thread only.
+  // Its entry and number of computations, as the parse ended (under mu_ with ended_).
+  int32_t entry_ = -1;
+  size_t computations_ = 0;
 };
 
 }  // namespace

@@ -532,10 +532,14 @@ TEST(CanonicalTest, SharedLinesStreamTheTextCanonicalizePrints) {
   ASSERT_GT(m->computations[last].instructions.size(), 4000u);
   // Runs of one line, of a few, of the default's, and one run for all of them.
   for (const size_t run_lines : {size_t{1}, size_t{7}, size_t{512}, size_t{100000}}) {
-    // The back beside Finish on another thread, and the back alone before Finish starts.
-    for (const bool back_first : {false, true}) {
-      const std::string what =
-          "runs of " + std::to_string(run_lines) + (back_first ? ", back first" : ", beside");
+    // The back beside Finish on another thread, and the back alone before Finish starts; the
+    // computations ordered by Finish (the back leaves holes for callee numbers) or before the
+    // back prints (it prints them).
+    for (const auto& [back_first, order_ahead] :
+         {std::pair{false, false}, {true, false}, {false, true}, {true, true}}) {
+      const std::string what = "runs of " + std::to_string(run_lines) +
+                               (back_first ? ", back first" : ", beside") +
+                               (order_ahead ? ", ordered ahead" : "");
       CollectingSink sink;
       CanonicalBuilder builder(
           *m, {.text_sink = &sink, .shared_print_lines = 1, .shared_run_lines = run_lines});
@@ -549,6 +553,7 @@ TEST(CanonicalTest, SharedLinesStreamTheTextCanonicalizePrints) {
                                                       /*print_ahead=*/c == 1, c == last);
         EXPECT_EQ(shared, c == last) << what;
       }
+      if (order_ahead) builder.OrderComputationsAhead(m->entry, m->computations.size());
       Result<CanonicalModule> streamed = Error(Internal("not run"));
       if (back_first) {
         builder.PrintSharedFromBack();
@@ -600,6 +605,38 @@ TEST(CanonicalTest, LinesAreSharedOnlyWhenStreamedWithoutSourceLinesAndMany) {
     auto whole = Canonicalize(*m, {.record_source_lines = c.options.record_source_lines});
     ASSERT_THAT(whole, IsOk());
     EXPECT_EQ(c.options.text_sink != nullptr ? sink.text : canonical->text, whole->text);
+  }
+}
+
+// Computations ordered ahead from the wrong entry fail Finish rather than print another text;
+// a count that is not the number of computations finished orders nothing (Finish orders them).
+TEST(CanonicalTest, ComputationsOrderedAheadMustBeTheModulesAll) {
+  auto m = ParseModule(ModuleWithEveryReference(), "t.hlo");
+  ASSERT_THAT(m, IsOk());
+  auto whole = Canonicalize(*m);
+  ASSERT_THAT(whole, IsOk());
+  const auto build = [&](CanonicalBuilder& builder) {
+    for (const Computation& comp : m->computations) {
+      builder.StartComputation();
+      builder.AddInstructions(comp.instructions.data(), 0,
+                              static_cast<uint32_t>(comp.instructions.size()));
+      builder.FinishComputation(comp.root, comp.execution_thread);
+    }
+  };
+  CollectingSink sink;
+  CanonicalBuilder wrong_entry(*m, {.text_sink = &sink});
+  build(wrong_entry);
+  wrong_entry.OrderComputationsAhead(0, m->computations.size());
+  EXPECT_THAT(wrong_entry.Finish(*m), StatusIs(StatusCode::kInternal, HasSubstr("entry")));
+  // Not ordered ahead: a count that is not the computations', or a text held whole.
+  for (const bool streamed : {true, false}) {
+    sink = CollectingSink();
+    CanonicalBuilder not_ahead(*m, {.text_sink = streamed ? &sink : nullptr});
+    build(not_ahead);
+    not_ahead.OrderComputationsAhead(m->entry, m->computations.size() + (streamed ? 1 : 0));
+    auto text = not_ahead.Finish(*m);
+    ASSERT_THAT(text, IsOk());
+    EXPECT_EQ(streamed ? sink.text : text->text, whole->text);
   }
 }
 
