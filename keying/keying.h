@@ -52,9 +52,8 @@ Result<ParsedAndKeyed> ParseAndKey(std::string text, std::string filename,
                                    const KeySettings& settings);
 
 // ParseAndKey for a caller that wants only the key: the same key and errors, and the module is
-// not kept. On a large text its instructions are freed on a second thread while the first
-// prints the canonical text, rather than after the key on the thread that waits for it
-// (CanonicalizeText).
+// not kept. On a large text its instructions are freed while the second thread finishes the
+// canonical form, rather than after the key (CanonicalizeText).
 Result<KeyedModule> KeyText(std::string text, std::string filename, const KeySettings& settings);
 
 // Reads the file ("-" for stdin), then keys it as KeyText does.

@@ -1,8 +1,11 @@
 // Parsing and canonicalizing a module at once, on two threads: the parser on the calling
 // thread, and the canonical form (canonical_builder.h) built on a second one, a few hundred
 // instructions behind the parser, so that what is left after the parser ends is ordering and
-// printing. Keying a large module is the one place both run back to back on text that just
-// arrived, with nothing to do in between.
+// printing. Where the text is streamed (CanonicalOptions::text_sink), the second thread also
+// orders the computations and prints the last one's lines from the back while the calling
+// thread prints them from the front (CanonicalOptions::shared_print_lines). Keying a large
+// module is the one place both run back to back on text that just arrived, with nothing to do
+// in between.
 //
 // Contract: the same module, canonical text and error as ParseModule then Canonicalize (a parse
 // error when the text does not parse; else Canonicalize's result), whatever the threads do.
@@ -38,7 +41,9 @@ Result<ParsedCanonical> ParseAndCanonicalize(std::string text, std::string filen
 
 // ParseAndCanonicalize for a caller that keeps only the canonical form (a key): the same
 // canonical form and error, and the module is gone when it returns. On two threads, the
-// module's instructions are freed on the second one while the first prints the text.
+// module's instructions are freed while the second thread orders the last computation, and
+// while it prints that computation's lines with the first (or, if it prints none, on a helper
+// while the first prints).
 Result<CanonicalModule> CanonicalizeText(std::string text, std::string filename,
                                          const CanonicalOptions& options,
                                          size_t two_thread_bytes = kDefaultTwoThreadBytes);
