@@ -105,10 +105,11 @@ struct Hole {
 // The lines of one large computation, finished once the parse has ended (the entry, last in the
 // text), printed by two threads at once: everything else waits for them. Finish takes runs of
 // lines from the front and prints them where the text goes; the builder's thread
-// (PrintSharedFromBack) takes runs from the back into a text of its own, holes left for the
-// numbers of callees and channels as in lines printed ahead. They meet where their speeds put
-// them: Finish starts later (it orders the computations, counts the text and puts the lines
-// printed ahead first; CanonicalizeText frees the instructions before it), and how much later
+// (PrintSharedFromBack) takes runs from the back into a text of its own, with the numbers of
+// callees and channels when the computations were ordered and the text counted before
+// (OrderComputationsAhead, as the pipeline does), else holes for them as in lines printed
+// ahead. They meet where their speeds put them: Finish starts later (it puts the lines printed
+// ahead first, and CanonicalizeText frees the instructions before it), and how much later
 // differs by module.
 struct SharedLines {
   int32_t comp = -1;  // Its index; -1 when no computation's lines are shared.
