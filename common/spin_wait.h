@@ -7,6 +7,7 @@
 // Thread safety: any thread.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 
 namespace hlocache {
@@ -31,6 +32,20 @@ bool SpinWhile(KeepWaiting keep_waiting, std::chrono::microseconds budget) {
     }
     if (std::chrono::steady_clock::now() >= deadline) return !keep_waiting();
   }
+}
+
+// Returns once `flag` is set: spun for at most `budget`, then blocked on it (std::atomic::wait).
+// The thread that sets it must do so with SetAndWake, which wakes a blocked waiter.
+inline void WaitUntilSet(const std::atomic<bool>& flag, std::chrono::microseconds budget) {
+  if (!SpinWhile([&flag] { return !flag.load(std::memory_order_acquire); }, budget)) {
+    flag.wait(false, std::memory_order_acquire);
+  }
+}
+
+// Sets `flag` for WaitUntilSet, what was written before it visible to the waiter.
+inline void SetAndWake(std::atomic<bool>& flag) {
+  flag.store(true, std::memory_order_release);
+  flag.notify_all();
 }
 
 }  // namespace hlocache

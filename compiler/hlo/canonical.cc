@@ -375,7 +375,7 @@ class Canonicalizer {
     if (shared_.comp >= 0) {
       const CompInfo& ci = comps_[shared_.comp];
       TextWriter w(shared_.text);
-      for (uint32_t run; ClaimBackRun(run);) {
+      for (uint32_t run; ClaimRun(/*from_back=*/true, run);) {
         SharedLines::Run printed{w.written(), 0, static_cast<uint32_t>(shared_.holes.size()), 0};
         const auto [first, last] = RunLines(run);
         for (size_t k = first; k < last; ++k) {
@@ -387,8 +387,7 @@ class Canonicalizer {
       }
       w.Finish();
     }
-    shared_.back_done.store(true, std::memory_order_release);
-    shared_.back_done.notify_all();
+    SetAndWake(shared_.back_done);
   }
 
   // Prints the lines of a computation just finished, all but the numbers of callees and
@@ -452,30 +451,17 @@ class Canonicalizer {
     shared_.text.reserve(ci.line_bytes + 10 * ci.callees.size() + 4096);
   }
 
-  // Takes the first run of shared lines no one took: false when none is left.
-  bool ClaimFrontRun(uint32_t& run) {
+  // Takes the first (or, `from_back`, the last) run of shared lines no one took: false when
+  // none is left.
+  bool ClaimRun(bool from_back, uint32_t& run) {
     uint64_t ends = shared_.unclaimed.load(std::memory_order_relaxed);
     while (true) {
       const auto front = static_cast<uint32_t>(ends);
       const auto back = static_cast<uint32_t>(ends >> 32);
       if (front >= back) return false;
-      if (shared_.unclaimed.compare_exchange_weak(ends, ends + 1, std::memory_order_relaxed)) {
-        run = front;
-        return true;
-      }
-    }
-  }
-
-  // Takes the last run of shared lines no one took: false when none is left.
-  bool ClaimBackRun(uint32_t& run) {
-    uint64_t ends = shared_.unclaimed.load(std::memory_order_relaxed);
-    while (true) {
-      const auto front = static_cast<uint32_t>(ends);
-      const auto back = static_cast<uint32_t>(ends >> 32);
-      if (front >= back) return false;
-      if (shared_.unclaimed.compare_exchange_weak(ends, ends - (uint64_t{1} << 32),
-                                                  std::memory_order_relaxed)) {
-        run = back - 1;
+      const uint64_t taken = from_back ? ends - (uint64_t{1} << 32) : ends + 1;
+      if (shared_.unclaimed.compare_exchange_weak(ends, taken, std::memory_order_relaxed)) {
+        run = from_back ? back - 1 : front;
         return true;
       }
     }
@@ -491,7 +477,7 @@ class Canonicalizer {
   // then, once PrintSharedFromBack has ended, the runs it printed, in the text's order.
   template <typename AfterLine, typename PutAhead>
   void PrintShared(TextWriter& w, const CompInfo& ci, AfterLine after_line, PutAhead put_ahead) {
-    for (uint32_t run; ClaimFrontRun(run);) {
+    for (uint32_t run; ClaimRun(/*from_back=*/false, run);) {
       const auto [first, last] = RunLines(run);
       for (size_t k = first; k < last; ++k) {
         PrintInstruction(w, shared_.root, ci, ci.order[k], 0, nullptr);
@@ -499,10 +485,7 @@ class Canonicalizer {
       }
     }
     // The back's last run is a few tens of microseconds of printing: spun for, then slept.
-    if (!SpinWhile([this] { return !shared_.back_done.load(std::memory_order_acquire); },
-                   std::chrono::microseconds(2000))) {
-      shared_.back_done.wait(false, std::memory_order_acquire);
-    }
+    WaitUntilSet(shared_.back_done, std::chrono::microseconds(2000));
     // Claimed from the last run down: the text's order is the reverse.
     for (auto run = shared_.back.rbegin(); run != shared_.back.rend(); ++run) {
       PutWithHoles(w, shared_.text, run->begin, run->end, shared_.holes, run->holes_begin,
@@ -1208,13 +1191,6 @@ class Canonicalizer {
     w.Finish();
   }
 
-  // A computation's execution thread as printed: empty for none and for the default one.
-  std::string_view PrintedThread(const Computation& comp) const {
-    if (comp.execution_thread.empty()) return {};
-    std::string_view thread = m_->TokenText(comp.execution_thread.begin);
-    return thread == "\"main\"" ? std::string_view() : thread;
-  }
-
   // Everything after the header, into `w`; `after_line(w)` after each instruction's line and at
   // the end; `put_ahead(w, bytes)` puts bytes of the lines printed ahead (PrintAhead) after what
   // `w` holds.
@@ -1225,7 +1201,7 @@ class Canonicalizer {
     for (int32_t c : print_order_) {
       const Computation& comp = m_->computations[c];
       const CompInfo& ci = comps_[c];
-      const std::string_view thread = PrintedThread(comp);
+      const std::string_view thread = ci.printed_thread;
       // The lines around the body: 21 bytes at most each, and the thread's name.
       w.Reserve(64 + thread.size());
       EndLine(w, 0);

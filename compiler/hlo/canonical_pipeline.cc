@@ -112,7 +112,7 @@ class Pipeline final : public ParseListener {
       // for a large entry), the module may move and its instructions be freed. After one that
       // failed, the module goes, and the builder is waited for whole. The thread itself is
       // joined when the pipeline goes: it may still print shared lines (Work).
-      WaitFor(parsed ? released_ : built_);
+      WaitUntilSet(parsed ? released_ : built_, kEndSpin);
     }
   }
 
@@ -127,7 +127,7 @@ class Pipeline final : public ParseListener {
   // succeeds has told HeaderParsed; were it not so, the module is canonicalized here whole.
   Result<CanonicalModule> Finish(const Module& module) {
     if (!builder_) return Canonicalize(module, options_);
-    if (worker_.running()) WaitFor(built_);
+    if (worker_.running()) WaitUntilSet(built_, kEndSpin);
     return builder_->Finish(module);
   }
 
@@ -138,19 +138,6 @@ class Pipeline final : public ParseListener {
     int32_t root;
     std::string_view execution_thread;  // The token's text, in the source; empty for none.
   };
-
-  // Spun for a while before it blocks (spin_wait.h): what the parser's thread waits for here
-  // ends a millisecond or less after the parse on a large module.
-  static void WaitFor(const std::atomic<bool>& flag) {
-    if (!SpinWhile([&flag] { return !flag.load(std::memory_order_acquire); }, kEndSpin)) {
-      flag.wait(false, std::memory_order_acquire);
-    }
-  }
-
-  static void Set(std::atomic<bool>& flag) {
-    flag.store(true, std::memory_order_release);
-    flag.notify_all();
-  }
 
   void PublishLocked() {
     whole_.insert(whole_.end(), left_.begin(), left_.end());
@@ -192,7 +179,7 @@ class Pipeline final : public ParseListener {
         lock.unlock();
         if (!started) builder_->StartComputation();
         builder_->AddInstructions(whole.instructions, next, whole.size);
-        if (last) Set(released_);  // No instruction is read from here on.
+        if (last) SetAndWake(released_);  // No instruction is read from here on.
         if (builder_->FinishComputation(whole.root, whole.execution_thread, print_ahead,
                                         /*share_print=*/last && !builds_at_end_)) {
           print_shared_ = true;
@@ -238,9 +225,9 @@ class Pipeline final : public ParseListener {
     lock.unlock();
     // Every computation is built; what is left reads nothing of the module. Ordered here, the
     // computations' numbers are printed in the shared lines rather than put in by Finish.
-    Set(released_);
+    SetAndWake(released_);
     if (print_shared_) builder_->OrderComputationsAhead(entry_, computations_);
-    Set(built_);
+    SetAndWake(built_);
     builder_->PrintSharedFromBack();
   }
 

@@ -697,8 +697,7 @@ std::optional<Result<std::vector<Token>>> LexInTwo(std::string_view source,
   if (first_module) second_lexer.StopAtSeparator();
   if (!second_thread.Try([&] {
         second = second_lexer.Run(split, /*reserve_bytes=*/0);
-        second_lexed.store(true, std::memory_order_release);
-        second_lexed.notify_one();
+        SetAndWake(second_lexed);
         copy.CopyTheirHalf();
       })) {
     return std::nullopt;  // No thread to be had: one lexer, on this one.
@@ -714,9 +713,7 @@ std::optional<Result<std::vector<Token>>> LexInTwo(std::string_view source,
   if (first_module) first_lexer.StopAtSeparator();
   Result<std::vector<Token>> first = first_lexer.Run(0, /*reserve_bytes=*/source.size());
   // Spun for a while before it is slept on: the halves take about as long (spin_wait.h).
-  if (!SpinWhile([&] { return !second_lexed.load(std::memory_order_acquire); }, kLexerSpin)) {
-    second_lexed.wait(false, std::memory_order_acquire);
-  }
+  WaitUntilSet(second_lexed, kLexerSpin);
   if (!first || first_lexer.stopped_at_separator() || !second) {
     copy.Cancel();
     second_thread.Join();
