@@ -54,23 +54,24 @@ class Parser {
  private:
   // ---- token helpers ----
   // The token stream ends with one kEnd, which Advance never moves past: looking beyond it gives
-  // it again.
-  const Token& Peek(uint32_t ahead = 0) const {
+  // it again. pos_ is always a token's index (every position the parser jumps to is one it
+  // has seen), so the current token needs no bounds check: the check in every Peek was a
+  // twentieth of a large module's parse.
+  const Token& Peek() const { return toks_[pos_]; }
+  const Token& Peek(uint32_t ahead) const {
     const uint32_t i = pos_ + ahead;
     return toks_[i < token_count_ ? i : token_count_ - 1];
   }
-  TokenKind Kind(uint32_t ahead = 0) const { return Peek(ahead).kind; }
+  TokenKind Kind() const { return Peek().kind; }
+  TokenKind Kind(uint32_t ahead) const { return Peek(ahead).kind; }
   // Every token lies inside the source (the lexer made it from there): no bounds check.
-  std::string_view Text(uint32_t ahead = 0) const {
-    const Token& t = Peek(ahead);
-    return {source_ + t.offset, t.length};
-  }
+  std::string_view Text() const { return TextOf(Peek()); }
+  std::string_view Text(uint32_t ahead) const { return TextOf(Peek(ahead)); }
+  std::string_view TextOf(const Token& t) const { return {source_ + t.offset, t.length}; }
   bool AtIdent(std::string_view word) const {
     return Kind() == TokenKind::kIdent && Text() == word;
   }
-  void Advance() {
-    if (pos_ + 1 < token_count_) ++pos_;
-  }
+  void Advance() { pos_ += Peek().kind != TokenKind::kEnd ? 1 : 0; }
 
   // The error paths are cold and out of line: in line, their string building kept the small
   // checks that call them (Expect, a call per punctuation token) from being inlined themselves.
