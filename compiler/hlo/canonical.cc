@@ -9,6 +9,7 @@
 #include <cctype>
 #include <charconv>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <unordered_map>
 
@@ -251,12 +252,18 @@ class Canonicalizer {
     // parse, where everything left waits for it.
     if (comps_.empty()) PrintHeader(header_);
     comps_.emplace_back();
+    child_offsets_.assign(1, 0);
+    callee_offsets_.assign(1, 0);
+    inst_hashes_.clear();
   }
 
   // Instructions [begin, end) of the computation last started, `insts` being its array.
   void AddInstructions(const Instruction* insts, uint32_t begin, uint32_t end) {
     CompInfo& ci = comps_.back();
     ci.insts.resize(end);
+    child_offsets_.resize(end + 1);
+    callee_offsets_.resize(end + 1);
+    inst_hashes_.resize(end);
     for (uint32_t i = begin; i < end; ++i) {
       const Instruction& inst = insts[i];
       if (inst.literal_elided && !options_.allow_elided_constants && !first_elided_) {
@@ -269,9 +276,12 @@ class Canonicalizer {
       ci.children.insert(ci.children.end(), inst.control_predecessors.begin(),
                          inst.control_predecessors.end());
       info.children_end = static_cast<uint32_t>(ci.children.size());
+      child_offsets_[i + 1] = info.children_end;
       ci.any_control |= !inst.control_predecessors.empty();
       BuildInstruction(inst, info, ci);
       info.hash = HashInstruction(inst, info, ci);
+      inst_hashes_[i] = info.hash;
+      callee_offsets_[i + 1] = info.callees_end;
       if (options_.text_sink != nullptr) ci.line_bytes += FixedLineBytes(info);
     }
   }
@@ -307,18 +317,23 @@ class Canonicalizer {
     }
     ci.position.assign(n, -1);
     for (size_t k = 0; k < n; ++k) ci.position[ci.order[k]] = static_cast<int32_t>(k);
+    // In canonical order, from the compact arrays AddInstructions keeps beside InstInfo (as
+    // the walk does): a large entry's every instruction read from InstInfo, in an order far
+    // from the text's, was a cache miss each.
     if (!ci.callees.empty()) {
       ci.walk_callees.reserve(ci.callees.size());
       for (int32_t i : ci.order) {
-        const InstInfo& info = ci.insts[i];
-        ci.walk_callees.insert(ci.walk_callees.end(), ci.callees.begin() + info.callees_begin,
-                               ci.callees.begin() + info.callees_end);
+        ci.walk_callees.insert(ci.walk_callees.end(), ci.callees.begin() + callee_offsets_[i],
+                               ci.callees.begin() + callee_offsets_[i + 1]);
       }
     }
     // The computation's hash covers its printed body: root, then the rest in canonical order.
-    sig_.clear();
-    AppendHash(ci.insts[root].hash);
-    for (int32_t i : ci.order) AppendHash(ci.insts[i].hash);
+    sig_.resize((n + 1) * sizeof(uint64_t));
+    std::memcpy(sig_.data(), &inst_hashes_[root], sizeof(uint64_t));
+    for (size_t k = 0; k < n; ++k) {
+      std::memcpy(sig_.data() + (k + 1) * sizeof(uint64_t), &inst_hashes_[ci.order[k]],
+                  sizeof(uint64_t));
+    }
     sig_ += execution_thread;
     ci.hash = XXH3_64bits(sig_.data(), sig_.size());
     ci.printed_thread = execution_thread == "\"main\"" ? std::string_view() : execution_thread;
@@ -964,24 +979,33 @@ class Canonicalizer {
     for (int32_t child : ci.children) has_user[child] = 1;
     std::vector<uint8_t>& visited = visited_;
     visited.assign(n, 0);
-    ci.order.clear();
-    ci.order.reserve(n);
-    std::vector<WalkFrame>& stack = walk_stack_;  // WalkFrame::next indexes ci.children.
+    // The walk's stack is at most one frame an instruction deep: kept as an array with a top
+    // index, it takes no capacity check per step. A large entry's walk (Mixtral's 30,000
+    // instructions) comes after the parse, when everything waits for it.
+    if (walk_stack_.size() < n) walk_stack_.resize(n);
+    WalkFrame* const stack = walk_stack_.data();
+    const int32_t* const children = ci.children.data();
+    const uint32_t* const offsets = child_offsets_.data();
+    ci.order.resize(n);
+    int32_t* const order = ci.order.data();
+    size_t ordered = 0;
     auto walk = [&](int32_t start) {
       if (visited[start]) return;
       visited[start] = 1;
-      stack.push_back({start, ci.insts[start].children_begin});
-      while (!stack.empty()) {
-        WalkFrame& f = stack.back();
-        if (f.next == ci.insts[f.inst].children_end) {
-          ci.order.push_back(f.inst);
-          stack.pop_back();
+      size_t top = 0;
+      stack[0] = {start, offsets[start], offsets[start + 1]};
+      while (true) {
+        WalkFrame& f = stack[top];
+        if (f.next == f.end) {
+          order[ordered++] = f.inst;
+          if (top == 0) return;
+          --top;
           continue;
         }
-        const int32_t next = ci.children[f.next++];
+        const int32_t next = children[f.next++];
         if (!visited[next]) {
           visited[next] = 1;
-          stack.push_back({next, ci.insts[next].children_begin});
+          stack[++top] = {next, offsets[next], offsets[next + 1]};
         }
       }
     };
@@ -992,6 +1016,9 @@ class Canonicalizer {
     }
     std::sort(sinks.begin(), sinks.end(), by_hash);
     for (int32_t s : sinks) walk(s);
+    // Every instruction is reached: from a user-less one, up its users (operands and control
+    // predecessors are written before their users, so no cycle).
+    ci.order.resize(ordered);
   }
 
   // Post-order of the call graph from the entry, callees in the order instructions name them,
@@ -1438,9 +1465,18 @@ class Canonicalizer {
   std::vector<uint8_t> visited_;
   struct WalkFrame {
     int32_t inst;
-    uint32_t next;
+    uint32_t next;  // In CompInfo::children, up to end.
+    uint32_t end;
   };
   std::vector<WalkFrame> walk_stack_;
+  // The computation being built's children's bounds in CompInfo::children, one array: the
+  // children of instruction i are [child_offsets_[i], child_offsets_[i + 1]). The walk steps
+  // from instruction to instruction through these 4 bytes each, where it read them from
+  // InstInfo, 40 bytes each, and waited on a cache miss for most steps of a large entry.
+  std::vector<uint32_t> child_offsets_;
+  // Its callees' bounds in CompInfo::callees, the same way, and its instructions' hashes.
+  std::vector<uint32_t> callee_offsets_;
+  std::vector<uint64_t> inst_hashes_;
   TokenKind last_kind_ = TokenKind::kEnd;
   TokenKind kind_before_last_ = TokenKind::kEnd;  // The kind of the token before last_kind_'s.
   size_t current_piece_begin_ = 0;  // Pieces of the instruction being built start here.
