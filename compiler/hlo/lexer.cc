@@ -49,7 +49,7 @@ constexpr std::array<uint8_t, 256> MakeClasses() {
 }
 constexpr std::array<uint8_t, 256> kClasses = MakeClasses();
 
-inline bool Is(unsigned char ch, uint8_t cls) { return (kClasses[ch] & cls) != 0; }
+constexpr bool Is(unsigned char ch, uint8_t cls) { return (kClasses[ch] & cls) != 0; }
 
 // The kind of a token that a character makes alone whatever follows it, for the punctuation
 // that starts no longer token ('-', '<', '.' and '/' do: numbers, `->`, `<=`, `...`, comments);
@@ -81,6 +81,36 @@ constexpr std::array<int8_t, 256> MakeDepthChanges() {
   return d;
 }
 constexpr std::array<int8_t, 256> kDepthChanges = MakeDepthChanges();
+
+// What LexFast does with a token's first character: one lookup and one switch, where a test
+// for white space, then for a single character, then for its depth change came one after the
+// other for every token. kOther: a token LexFast leaves to LexOne.
+enum class FastClass : uint8_t {
+  kOther,
+  kSpace,
+  kSingle,  // A single-character token that is not a bracket or '='.
+  kOpen,    // { [ (
+  kClose,   // } ] )
+  kEqual,
+  kIdentStart,
+  kPercent,
+  kDigit,
+};
+constexpr std::array<FastClass, 256> MakeFastClasses() {
+  std::array<FastClass, 256> c{};  // kOther.
+  for (int ch = 0; ch < 256; ++ch) {
+    if (kSingleCharKinds[ch] != TokenKind::kEnd) c[ch] = FastClass::kSingle;
+    if (Is(static_cast<unsigned char>(ch), kSpace)) c[ch] = FastClass::kSpace;
+    if (Is(static_cast<unsigned char>(ch), kIdentStart)) c[ch] = FastClass::kIdentStart;
+    if (Is(static_cast<unsigned char>(ch), kDigit)) c[ch] = FastClass::kDigit;
+  }
+  for (int ch : {'{', '[', '('}) c[ch] = FastClass::kOpen;
+  for (int ch : {'}', ']', ')'}) c[ch] = FastClass::kClose;
+  c['='] = FastClass::kEqual;
+  c['%'] = FastClass::kPercent;
+  return c;
+}
+constexpr std::array<FastClass, 256> kFastClasses = MakeFastClasses();
 
 // A line that starts with it separates modules in one file (FirstModuleText).
 constexpr std::string_view kSeparatorLine = "\n// -----";
@@ -189,44 +219,72 @@ class Lexer {
         stop = Stop::kFull;
         break;
       }
-      while (i < n && Is(s[i], kSpace)) ++i;
       if (i >= n) {
         stop = Stop::kEnd;
         break;
       }
-      const unsigned char ch = s[i];
-      if (const TokenKind single = kSingleCharKinds[ch]; single != TokenKind::kEnd) {
-        if (const int8_t change = kDepthChanges[ch]; change != 0) {
-          if (ch == '{' && depth == 0) break;  // A group opens.
-          depth += change;
-        } else if (ch == '=' && depth == 1 && counting) {
-          const auto k = static_cast<size_t>(w - tokens);
-          if (k < 2) break;  // Perhaps undecided.
-          definitions += CompletesDefinition(tokens, k) ? 1 : 0;
+      unsigned char ch = s[i];
+      FastClass fast = kFastClasses[ch];
+      if (fast == FastClass::kSpace) {  // Before a quarter of the tokens: not checked twice.
+        do {
+          ++i;
+        } while (i < n && Is(s[i], kSpace));
+        if (i >= n) {
+          stop = Stop::kEnd;
+          break;
         }
-        *w++ = Token{single, 1, static_cast<uint32_t>(i)};
-        ++i;
-        continue;
+        ch = s[i];
+        fast = kFastClasses[ch];
       }
       size_t end;
-      TokenKind kind = TokenKind::kIdent;
-      if (Is(ch, kIdentStart)) {
-        end = ScanIdentTail(i + 1);
-      } else if (ch == '%' && i + 1 < n && Is(s[i + 1], kIdentStart)) {
-        end = ScanIdentTail(i + 2);
-      } else if (Is(ch, kDigit)) {
-        end = i + 1;
-        while (end < n && Is(s[end], kDigit)) ++end;
-        // Hexadecimal, a float or a digit-led word: ScanNumber's.
-        if (end < n && (Is(s[end], kWordChar) || s[end] == '.')) break;
-        kind = TokenKind::kInt;
-      } else {
-        break;
+      TokenKind kind;
+      switch (fast) {
+        case FastClass::kOpen:
+          if (ch == '{' && depth == 0) goto done;  // A group opens.
+          ++depth;
+          *w++ = Token{kSingleCharKinds[ch], 1, static_cast<uint32_t>(i)};
+          ++i;
+          continue;
+        case FastClass::kClose:
+          --depth;
+          *w++ = Token{kSingleCharKinds[ch], 1, static_cast<uint32_t>(i)};
+          ++i;
+          continue;
+        case FastClass::kEqual:
+          if (depth == 1 && counting) {
+            const auto k = static_cast<size_t>(w - tokens);
+            if (k < 2) goto done;  // Perhaps undecided.
+            definitions += CompletesDefinition(tokens, k) ? 1 : 0;
+          }
+          [[fallthrough]];
+        case FastClass::kSingle:
+          *w++ = Token{kSingleCharKinds[ch], 1, static_cast<uint32_t>(i)};
+          ++i;
+          continue;
+        case FastClass::kIdentStart:
+          end = ScanIdentTail(i + 1);
+          kind = TokenKind::kIdent;
+          break;
+        case FastClass::kPercent:
+          if (i + 1 >= n || !Is(s[i + 1], kIdentStart)) goto done;
+          end = ScanIdentTail(i + 2);
+          kind = TokenKind::kIdent;
+          break;
+        case FastClass::kDigit:
+          end = i + 1;
+          while (end < n && Is(s[end], kDigit)) ++end;
+          // Hexadecimal, a float or a digit-led word: ScanNumber's.
+          if (end < n && (Is(s[end], kWordChar) || s[end] == '.')) goto done;
+          kind = TokenKind::kInt;
+          break;
+        default:
+          goto done;
       }
       if (end - i > kMaxTokenBytes) break;
       *w++ = Token{kind, static_cast<uint32_t>(end - i), static_cast<uint32_t>(i)};
       i = end;
     }
+  done:
     at.i = i;
     at.made = static_cast<size_t>(w - tokens);
     depth_ = depth;
