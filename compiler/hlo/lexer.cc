@@ -84,7 +84,8 @@ constexpr std::array<int8_t, 256> kDepthChanges = MakeDepthChanges();
 
 // What LexFast does with a token's first character: one lookup and one switch, where a test
 // for white space, then for a single character, then for its depth change came one after the
-// other for every token. kOther: a token LexFast leaves to LexOne.
+// other for every token. kOther: a token LexFast leaves to LexOne. Derived from the tables
+// above, so that the two ways of lexing cannot disagree on a character.
 enum class FastClass : uint8_t {
   kOther,
   kSpace,
@@ -99,14 +100,16 @@ enum class FastClass : uint8_t {
 constexpr std::array<FastClass, 256> MakeFastClasses() {
   std::array<FastClass, 256> c{};  // kOther.
   for (int ch = 0; ch < 256; ++ch) {
-    if (kSingleCharKinds[ch] != TokenKind::kEnd) c[ch] = FastClass::kSingle;
+    if (kSingleCharKinds[ch] != TokenKind::kEnd) {
+      c[ch] = kDepthChanges[ch] > 0   ? FastClass::kOpen
+              : kDepthChanges[ch] < 0 ? FastClass::kClose
+              : ch == '='             ? FastClass::kEqual
+                                      : FastClass::kSingle;
+    }
     if (Is(static_cast<unsigned char>(ch), kSpace)) c[ch] = FastClass::kSpace;
     if (Is(static_cast<unsigned char>(ch), kIdentStart)) c[ch] = FastClass::kIdentStart;
     if (Is(static_cast<unsigned char>(ch), kDigit)) c[ch] = FastClass::kDigit;
   }
-  for (int ch : {'{', '[', '('}) c[ch] = FastClass::kOpen;
-  for (int ch : {'}', ']', ')'}) c[ch] = FastClass::kClose;
-  c['='] = FastClass::kEqual;
   c['%'] = FastClass::kPercent;
   return c;
 }
