@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -134,10 +135,29 @@ void Reap(pid_t pid) {
 
 int FreePort(int base) { return base + static_cast<int>(::getpid() % 1000); }
 
+// Whether `program` is an executable file in one of PATH's directories.
+bool OnPath(const std::string& program) {
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path != nullptr ? path : "");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    if (!dir.empty() && ::access((fs::path(dir) / program).c_str(), X_OK) == 0) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const int seconds = argc > 1 ? std::atoi(argv[1]) : 5;
+  // Without its peers the run would print a table of zeros: say which one is missing instead.
+  for (const char* peer : {"wrk", "nginx", "redis-server", "redis-benchmark"}) {
+    if (!OnPath(peer)) {
+      std::fprintf(stderr, "server_bench: %s is not installed (`make bench` installs the peers)\n",
+                   peer);
+      return 1;
+    }
+  }
   const fs::path root =
       fs::temp_directory_path() / ("hlocache-server-bench-" + std::to_string(::getpid()));
   fs::create_directories(root / "static");
