@@ -64,31 +64,35 @@ Result<std::unique_ptr<ArtifactReader>> StoreImpl::OpenReader(std::string_view k
 
 Result<std::unique_ptr<ReaderImpl>> StoreImpl::OpenReaderImpl(std::string_view key) {
   HLOCACHE_RETURN_IF_ERROR(CheckKey(key));
-  const leveldb::Snapshot* snapshot = db_->GetSnapshot();
-  leveldb::ReadOptions ro;
-  ro.snapshot = snapshot;
+  const std::string entry_key = blob::EntryKey(key);
+  // Only a chunked entry is read from a snapshot: its chunks, and its record again. An inline
+  // record is all there is, and an open blob file is its own snapshot (an erase unlinks the
+  // name; the bytes stay readable through the descriptor). Taking and releasing one each lock
+  // the database's one mutex, which every thread serving a hit contends for: a hit takes none.
   std::string record;
-  leveldb::Status ls = db_->Get(ro, blob::EntryKey(key), &record);
-  if (!ls.ok()) {
-    db_->ReleaseSnapshot(snapshot);
-    if (ls.IsNotFound()) {
-      misses_.fetch_add(1, std::memory_order_relaxed);
-      return std::unique_ptr<ReaderImpl>();
-    }
-    return Error(FromLevelDb(ls, "cannot read " + std::string(key)));
-  }
+  HLOCACHE_ASSIGN_OR_RETURN(bool found, ReadEntryRecord(entry_key, nullptr, record));
+  if (!found) return std::unique_ptr<ReaderImpl>();
   auto parsed = blob::ParseEntryRecord(record);
+  const leveldb::Snapshot* snapshot = nullptr;
+  if (parsed && !parsed->layout.is_inline() && !parsed->layout.in_blob_file) {
+    snapshot = db_->GetSnapshot();
+    auto again = ReadEntryRecord(entry_key, snapshot, record);
+    if (!again || !*again) {
+      db_->ReleaseSnapshot(snapshot);
+      if (!again) return Error(again.error());
+      return std::unique_ptr<ReaderImpl>();  // Erased since the first read.
+    }
+    parsed = blob::ParseEntryRecord(record);
+    if (!parsed || parsed->layout.is_inline() || parsed->layout.in_blob_file) {
+      // Replaced since by an entry of another layout, or unreadable.
+      db_->ReleaseSnapshot(snapshot);
+      snapshot = nullptr;
+    }
+  }
   if (!parsed) {
-    db_->ReleaseSnapshot(snapshot);
     Quarantine(std::string(key), 0, parsed.error().message());
     misses_.fetch_add(1, std::memory_order_relaxed);
     return std::unique_ptr<ReaderImpl>();
-  }
-  if (parsed->layout.is_inline() || parsed->layout.in_blob_file) {
-    // The record is all there is, or the open file is the snapshot: an erase unlinks the name,
-    // and the bytes stay readable through the descriptor.
-    db_->ReleaseSnapshot(snapshot);
-    snapshot = nullptr;
   }
   const bool in_blob_file = parsed->layout.in_blob_file;
   std::unique_ptr<ReaderImpl> reader(
@@ -101,6 +105,19 @@ Result<std::unique_ptr<ReaderImpl>> StoreImpl::OpenReaderImpl(std::string_view k
     }
   }
   return reader;
+}
+
+Result<bool> StoreImpl::ReadEntryRecord(const std::string& entry_key,
+                                        const leveldb::Snapshot* snapshot, std::string& record) {
+  leveldb::ReadOptions ro;
+  ro.snapshot = snapshot;
+  const leveldb::Status ls = db_->Get(ro, entry_key, &record);
+  if (ls.ok()) return true;
+  if (!ls.IsNotFound()) {
+    return Error(FromLevelDb(ls, "cannot read " + entry_key.substr(1)));
+  }
+  misses_.fetch_add(1, std::memory_order_relaxed);
+  return false;
 }
 
 Result<bool> StoreImpl::OpenBlobFile(ReaderImpl& reader) {

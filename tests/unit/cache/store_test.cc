@@ -2,9 +2,12 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <leveldb/db.h>
+#include <leveldb/write_batch.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -12,6 +15,7 @@
 #include <random>
 #include <thread>
 
+#include "cache/blob_format.h"
 #include "cache/dir_lock.h"
 #include "tests/unit/status_matchers.h"
 
@@ -595,6 +599,63 @@ TEST_F(StoreTest, AChunkedArtifactIsOneBlobFileThatItsEraseRemoves) {
   auto got = store->Get(KeyOf(1));
   ASSERT_THAT(got, IsOk());
   EXPECT_FALSE(got->has_value());
+}
+
+// Stores written before blob files keep a chunked artifact's chunks in LevelDB records (entry
+// format 1), the one layout whose reader reads from a snapshot: whole, streamed, and by a
+// reader opened before an erase.
+TEST_F(StoreTest, AFormatOneChunkedEntryIsReadWholeEvenByAReaderOpenedBeforeItsErase) {
+  const uint32_t chunk_bytes = Options().chunk_bytes;
+  const std::string bytes = Bytes(chunk_bytes * 2 + 123, 4);
+  {
+    auto store = OpenStore();
+    ASSERT_THAT(store->Put(KeyOf(1), Bytes(100, 1), Info()), IsOk());
+  }
+  {
+    // Written as such a store wrote it: chunks, the entry record naming them, the index record.
+    leveldb::DB* raw = nullptr;
+    ASSERT_TRUE(leveldb::DB::Open(leveldb::Options(), (dir_ / "blobs").string(), &raw).ok());
+    std::unique_ptr<leveldb::DB> db(raw);
+    const XXH128_hash_t sum = XXH3_128bits(bytes.data(), bytes.size());
+    blob::EntryLayout layout;
+    layout.size = bytes.size();
+    layout.generation = 77;
+    layout.checksum = Hash128{sum.high64, sum.low64};
+    layout.chunk_bytes = chunk_bytes;
+    layout.chunk_count = 3;
+    leveldb::WriteBatch batch;
+    std::vector<uint64_t> hashes;
+    for (uint32_t i = 0; i < layout.chunk_count; ++i) {
+      const std::string chunk = bytes.substr(size_t{i} * chunk_bytes, chunk_bytes);
+      hashes.push_back(XXH3_64bits(chunk.data(), chunk.size()));
+      batch.Put(blob::ChunkKey(KeyOf(2), layout.generation, i), chunk);
+    }
+    std::string record;
+    blob::AppendEntryTrailer(layout, hashes, record);
+    batch.Put(blob::EntryKey(KeyOf(2)), record);
+    batch.Put(blob::IndexKey(KeyOf(2)), blob::EncodeIndexRecord({.size = layout.size,
+                                                                 .generation = layout.generation,
+                                                                 .checksum = layout.checksum,
+                                                                 .created_ms = 1,
+                                                                 .artifact = Info()}));
+    ASSERT_TRUE(db->Write(leveldb::WriteOptions(), &batch).ok());
+  }
+  auto store = OpenStore();
+  auto whole = store->Get(KeyOf(2));
+  ASSERT_THAT(whole, IsOk());
+  ASSERT_TRUE(whole->has_value()) << "the format-1 entry was not read";
+  EXPECT_EQ(**whole, bytes);
+  auto reader = store->OpenReader(KeyOf(2));
+  ASSERT_THAT(reader, IsOk());
+  ASSERT_NE(*reader, nullptr);
+  ASSERT_THAT(store->Erase(KeyOf(2)), IsOk());
+  EXPECT_EQ(ReadAll(**reader), bytes) << "the erase took chunks from a reader opened before it";
+  auto gone = store->Get(KeyOf(2));
+  ASSERT_THAT(gone, IsOk());
+  EXPECT_FALSE(gone->has_value());
+  auto after = store->OpenReader(KeyOf(2));
+  ASSERT_THAT(after, IsOk());
+  EXPECT_EQ(*after, nullptr);
 }
 
 TEST_F(StoreTest, BlobFilesNoRecordNamesAreRemovedAtOpenAndOthersLeftAlone) {
