@@ -16,7 +16,11 @@
 // would be under 1 ms, the least delay() takes), and gives both servers' latencies at that same
 // offered load: the tail a client sees from a server that is not saturated.
 //
-// Usage: server_bench [seconds per run, default 5]
+// On a shared machine one run of a few seconds moves by a third from the next (nginx's rate
+// most), so hlocache, nginx and the store-only server are each run `rounds` times, in turn, and
+// the table gives the median of each figure; a second table gives each round's ratios.
+//
+// Usage: server_bench [seconds per run, default 5] [rounds, default 3]
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -135,6 +139,26 @@ void Reap(pid_t pid) {
 
 int FreePort(int base) { return base + static_cast<int>(::getpid() % 1000); }
 
+// Each figure's median over `runs` (taken one figure at a time: the median rate and the median
+// p99 may come from different runs); ok when every run was.
+Load Median(const std::vector<Load>& runs) {
+  auto median = [&](double Load::*field) {
+    std::vector<double> v;
+    for (const Load& l : runs) v.push_back(l.*field);
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n == 0 ? 0.0 : n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  };
+  Load m;
+  m.requests_per_second = median(&Load::requests_per_second);
+  m.megabytes_per_second = median(&Load::megabytes_per_second);
+  m.p50_ms = median(&Load::p50_ms);
+  m.p99_ms = median(&Load::p99_ms);
+  m.p999_ms = median(&Load::p999_ms);
+  m.ok = !runs.empty() && std::all_of(runs.begin(), runs.end(), [](const Load& l) { return l.ok; });
+  return m;
+}
+
 // Whether `program` is an executable file in one of PATH's directories.
 bool OnPath(const std::string& program) {
   const char* path = std::getenv("PATH");
@@ -150,6 +174,12 @@ bool OnPath(const std::string& program) {
 
 int main(int argc, char** argv) {
   const int seconds = argc > 1 ? std::atoi(argv[1]) : 5;
+  const int rounds = argc > 2 ? std::atoi(argv[2]) : 3;
+  if (seconds < 1 || rounds < 1) {
+    std::fprintf(stderr,
+                 "usage: server_bench [seconds per run, at least 1] [rounds, at least 1]\n");
+    return 1;
+  }
   // Without its peers the run would print a table of zeros: say which one is missing instead.
   for (const char* peer : {"wrk", "nginx", "redis-server", "redis-benchmark"}) {
     if (!OnPath(peer)) {
@@ -233,8 +263,9 @@ int main(int argc, char** argv) {
   std::ofstream(script) << kPercentileScript;
 
   std::printf(
-      "server_bench: hits over loopback, %d s per run, wrk -t2 (redis-benchmark), keep-alive\n\n",
-      seconds);
+      "server_bench: hits over loopback, %d s per run, wrk -t2 (redis-benchmark), keep-alive; "
+      "hlocache, nginx and the store-only server %d rounds each, in turn: medians\n\n",
+      seconds, rounds);
   std::printf(
       "| size | connections | server | requests/s | MB/s | p50 ms | p99 ms | p99.9 ms | "
       "requests/s vs nginx | p99 vs nginx |\n");
@@ -247,18 +278,32 @@ int main(int argc, char** argv) {
     Load ours, theirs;
   };
   std::vector<Paced> paced;
+  struct Round {
+    const char* size;
+    int connections;
+    Load ours, theirs;
+  };
+  std::vector<Round> each_round;
   for (const Size& s : sizes) {
     for (const int connections : {8, 64}) {
       const std::string n = std::to_string(connections);
-      const Load ours = Wrk(hlocache.url() + "/v1/artifacts/" + s.key, seconds, s.bytes.size(),
-                            connections, script);
-      const Load theirs = Wrk("http://127.0.0.1:" + std::to_string(nginx_port) + "/" + s.key,
-                              seconds, s.bytes.size(), connections, script);
       // The memory tier keeps only bodies of 64 KiB and more: a small hit is a store read anyway.
       const bool tiered = s.bytes.size() >= (64 << 10);
-      const Load from_store = tiered ? Wrk(store_only.url() + "/v1/artifacts/" + s.key, seconds,
-                                           s.bytes.size(), connections, script)
-                                     : Load{};
+      std::vector<Load> our_runs, their_runs, store_runs;
+      for (int r = 0; r < rounds; ++r) {
+        our_runs.push_back(Wrk(hlocache.url() + "/v1/artifacts/" + s.key, seconds, s.bytes.size(),
+                               connections, script));
+        their_runs.push_back(Wrk("http://127.0.0.1:" + std::to_string(nginx_port) + "/" + s.key,
+                                 seconds, s.bytes.size(), connections, script));
+        if (tiered) {
+          store_runs.push_back(Wrk(store_only.url() + "/v1/artifacts/" + s.key, seconds,
+                                   s.bytes.size(), connections, script));
+        }
+        each_round.push_back({s.name, connections, our_runs.back(), their_runs.back()});
+      }
+      const Load ours = Median(our_runs);
+      const Load theirs = Median(their_runs);
+      const Load from_store = tiered ? Median(store_runs) : Load{};
       // Redis: SET then GET of one value of the same size; the GET row.
       const std::string csv =
           CommandOutput("redis-benchmark -p " + std::to_string(redis_port) + " -t set,get -c " + n +
@@ -322,6 +367,20 @@ int main(int argc, char** argv) {
       row("bare cpp-httplib (static buffer)", library, true);
       if (redis_load.ok) row("Redis GET", redis_load, false);
     }
+  }
+  std::printf(
+      "\nEach round (hlocache then nginx, one after the other):\n\n"
+      "| size | connections | round | hlocache requests/s | nginx requests/s | requests/s vs nginx "
+      "| p99 vs nginx |\n|---|---:|---:|---:|---:|---:|---:|\n");
+  for (size_t i = 0; i < each_round.size(); ++i) {
+    const Round& r = each_round[i];
+    const double rate = r.theirs.requests_per_second > 0
+                            ? r.ours.requests_per_second / r.theirs.requests_per_second
+                            : 0;
+    const double p99 = r.theirs.p99_ms > 0 ? r.ours.p99_ms / r.theirs.p99_ms : 0;
+    std::printf("| %s | %d | %zu | %.0f | %.0f | %.2fx | %.2fx |\n", r.size, r.connections,
+                i % static_cast<size_t>(rounds) + 1, r.ours.requests_per_second,
+                r.theirs.requests_per_second, rate, p99);
   }
   std::printf(
       "\nAt the same paced load (each connection waits the given time before each request, so "
