@@ -317,12 +317,12 @@ class StoreImpl final : public Store {
   // Removes blob files that no entry record names (a put cut short by a crash, an erase whose
   // unlink failed), except those being written. Returns how many.
   Result<uint64_t> SweepOrphanBlobFiles();
-  // Opens the blob file of a chunked entry for `reader`; false (after quarantining the entry,
-  // unless it was replaced or erased meanwhile) when the file is missing or has the wrong size.
   // The entry record at `entry_key` as of `snapshot` (null: the latest) into `record`; false,
   // and a miss counted, when there is none.
   Result<bool> ReadEntryRecord(const std::string& entry_key, const leveldb::Snapshot* snapshot,
                                std::string& record);
+  // Opens the blob file of a chunked entry for `reader`; false (after quarantining the entry,
+  // unless it was replaced or erased meanwhile) when the file is missing or has the wrong size.
   Result<bool> OpenBlobFile(ReaderImpl& reader);
   Status Reconcile(bool full);
   Status RemovePendingPuts(uint64_t& removed);
