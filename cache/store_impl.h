@@ -319,7 +319,7 @@ class StoreImpl final : public Store {
   Result<uint64_t> SweepOrphanBlobFiles();
   // The entry record at `entry_key` as of `snapshot` (null: the latest) into `record`; false,
   // and a miss counted, when there is none.
-  Result<bool> ReadEntryRecord(const std::string& entry_key, const leveldb::Snapshot* snapshot,
+  Result<bool> ReadEntryRecord(std::string_view entry_key, const leveldb::Snapshot* snapshot,
                                std::string& record);
   // Opens the blob file of a chunked entry for `reader`; false (after quarantining the entry,
   // unless it was replaced or erased meanwhile) when the file is missing or has the wrong size.

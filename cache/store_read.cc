@@ -13,13 +13,10 @@ Result<std::optional<std::string>> StoreImpl::Get(std::string_view key) {
   char entry_key[64];  // The tag and the key, without a heap allocation.
   entry_key[0] = blob::kEntryTag;
   key.copy(entry_key + 1, key.size());
-  leveldb::Status ls =
-      db_->Get(leveldb::ReadOptions(), leveldb::Slice(entry_key, key.size() + 1), &record);
-  if (ls.IsNotFound()) {
-    misses_.fetch_add(1, std::memory_order_relaxed);
-    return std::optional<std::string>();
-  }
-  if (!ls.ok()) return Error(FromLevelDb(ls, "cannot read " + std::string(key)));
+  HLOCACHE_ASSIGN_OR_RETURN(
+      const bool found,
+      ReadEntryRecord(std::string_view(entry_key, key.size() + 1), nullptr, record));
+  if (!found) return std::optional<std::string>();
   auto parsed = blob::ParseEntryRecord(record);
   if (!parsed) {
     Quarantine(std::string(key), 0, parsed.error().message());
@@ -107,14 +104,15 @@ Result<std::unique_ptr<ReaderImpl>> StoreImpl::OpenReaderImpl(std::string_view k
   return reader;
 }
 
-Result<bool> StoreImpl::ReadEntryRecord(const std::string& entry_key,
+Result<bool> StoreImpl::ReadEntryRecord(std::string_view entry_key,
                                         const leveldb::Snapshot* snapshot, std::string& record) {
   leveldb::ReadOptions ro;
   ro.snapshot = snapshot;
-  const leveldb::Status ls = db_->Get(ro, entry_key, &record);
+  const leveldb::Status ls =
+      db_->Get(ro, leveldb::Slice(entry_key.data(), entry_key.size()), &record);
   if (ls.ok()) return true;
   if (!ls.IsNotFound()) {
-    return Error(FromLevelDb(ls, "cannot read " + entry_key.substr(1)));
+    return Error(FromLevelDb(ls, "cannot read " + std::string(entry_key.substr(1))));
   }
   misses_.fetch_add(1, std::memory_order_relaxed);
   return false;
