@@ -87,6 +87,17 @@ int64_t FileBackedBytes::OffsetOf(const char* data, size_t size, int& fd) {
 // Named, not anonymous: PlainServer::Connection, declared in the header, holds one.
 namespace connection_internal {
 
+// What a stream calls before it may hold its thread a while (waiting for its client to take a
+// reply, sending a large one): the connections its thread claimed with this one and has not
+// begun go back to the epoll set (PlainServer::Batch). Calling it again does nothing.
+class BeforeHolding {
+ public:
+  virtual void HandBackTheRest() = 0;
+
+ protected:
+  ~BeforeHolding() = default;
+};
+
 class ConnectionStream final : public httplib::Stream {
  public:
   ConnectionStream(int sock, milliseconds read_timeout, milliseconds write_timeout,
@@ -181,8 +192,10 @@ class ConnectionStream final : public httplib::Stream {
   // buffered), and sends the reply it makes. kNo leaves the request, and every byte of it, to
   // the library; kAnsweredAndClose: the request asked to close the connection after it, or is
   // the `last` it may carry;
-  // kFailed: the reply did not all go out (the connection must close).
-  Quick TryQuick(QuickAnswerer& answerer, std::string_view keep_alive, bool last) {
+  // kFailed: the reply did not all go out (the connection must close). `others` is told before
+  // a large reply goes out, or before a small one waits for the client to make room.
+  Quick TryQuick(QuickAnswerer& answerer, std::string_view keep_alive, bool last,
+                 BeforeHolding& others) {
     if (in_pos_ == in_len_) {
       const ssize_t got = Recv(in_, kReadBufferBytes, MSG_DONTWAIT);
       if (got <= 0) {
@@ -213,15 +226,18 @@ class ConnectionStream final : public httplib::Stream {
     in_pos_ += head->length;
     TraceIo("answered on the quick path");
     bool sent = false;
+    const size_t body_size = request.head_only ? 0 : reply.body.size();
+    if (body_size > kWriteBufferBytes) others.HandBackTheRest();
     if (request.head_only) {
-      sent = SendAll(reply.head.data(), reply.head.size());
-    } else if (reply.body_fd >= 0 && reply.body.size() > kWriteBufferBytes) {
+      sent = SendAll(reply.head.data(), reply.head.size(), nullptr, 0, 0, &others);
+    } else if (reply.body_fd >= 0 && body_size > kWriteBufferBytes) {
       out_ = reply.head;
-      sent = SendFromFile(reply.body_fd, reply.body_offset, reply.body.size());
+      sent = SendFromFile(reply.body_fd, reply.body_offset, body_size);
       out_.clear();
     } else {
       // Small: head and body in one sendmsg, where sendfile would take a call of its own.
-      sent = SendAll(reply.head.data(), reply.head.size(), reply.body.data(), reply.body.size());
+      sent =
+          SendAll(reply.head.data(), reply.head.size(), reply.body.data(), body_size, 0, &others);
     }
     answerer.Done(request, reply, sent);
     if (!sent) return Quick::kFailed;
@@ -476,18 +492,25 @@ class ConnectionStream final : public httplib::Stream {
     return true;
   }
 
-  // Sends `first` then `second` (either may be empty), in one sendmsg while both fit.
+  // Sends `first` then `second` (either may be empty), in one sendmsg while both fit. With
+  // `before_wait`, it is told before the first send that would wait for the client.
   bool SendAll(const char* first, size_t first_size, const char* second, size_t second_size,
-               int flags = 0) {
+               int flags = 0, BeforeHolding* before_wait = nullptr) {
     iovec iov[2] = {{const_cast<char*>(first), first_size},
                     {const_cast<char*>(second), second_size}};
     size_t left = first_size + second_size;
+    int dont_wait = before_wait != nullptr ? MSG_DONTWAIT : 0;
     while (left > 0) {
       msghdr msg{};
       msg.msg_iov = iov[0].iov_len > 0 ? iov : iov + 1;
       msg.msg_iovlen = iov[0].iov_len > 0 ? 2 : 1;
-      const ssize_t n = ::sendmsg(sock_, &msg, MSG_NOSIGNAL | flags);
+      const ssize_t n = ::sendmsg(sock_, &msg, MSG_NOSIGNAL | flags | dont_wait);
       if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && dont_wait != 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        before_wait->HandBackTheRest();
+        dont_wait = 0;  // From here on a send waits, up to the write timeout.
+        continue;
+      }
       if (!Sent("send", n, left)) return false;
       if (n == 0) {  // Gone.
         Fail(std::string("send: ") + std::strerror(errno));
@@ -578,6 +601,42 @@ struct PlainServer::Connection {
   std::atomic<uint8_t> state{kClaimed};
   // When a parked connection has been idle too long (steady clock, nanoseconds); read by Reap.
   std::atomic<int64_t> idle_until_ns{0};
+};
+
+// The connections one epoll_wait found ready, claimed by the thread that waited, which serves
+// them in turn: at 8 busy connections a listener then wakes for several hits instead of one.
+// What may hold the thread hands the ones not yet begun back (HandBackTheRest): their requests
+// still wait unread in their sockets, so re-arming them wakes another listener at once.
+// Belongs to its thread.
+class PlainServer::Batch final : public connection_internal::BeforeHolding {
+ public:
+  static constexpr int kLimit = 8;  // Connections claimed from one wait at most.
+
+  explicit Batch(PlainServer& server) : server_(server) {}
+  ~Batch() { HandBackTheRest(); }
+  Batch(const Batch&) = delete;
+  Batch& operator=(const Batch&) = delete;
+
+  void Add(Connection& c) { members_[size_++] = &c; }
+  bool empty() const { return next_ == size_; }
+  // The next member not yet begun, or nullptr; the batch is then empty and takes new members.
+  Connection* Next() {
+    if (next_ == size_) {
+      next_ = size_ = 0;
+      return nullptr;
+    }
+    return members_[next_++];
+  }
+  void HandBackTheRest() override {
+    while (next_ < size_) {
+      server_.ParkOrClose(*members_[next_++], "the kernel refused to watch the connection");
+    }
+  }
+
+ private:
+  PlainServer& server_;
+  Connection* members_[kLimit] = {};
+  int next_ = 0, size_ = 0;
 };
 
 // The library's accept loop hands each socket to enqueue() and calls shutdown() once it stops
@@ -687,6 +746,7 @@ bool PlainServer::StartPolling() {
 }
 
 void PlainServer::Work() {
+  Batch batch(*this);
   while (true) {
     if (!StartPolling()) {
       // Spare: wait until fewer threads than max_pollers_ listen (Reap wakes one when every
@@ -695,34 +755,43 @@ void PlainServer::Work() {
       spare_cv_.wait(lock, [this] { return stopping_ || StartPolling(); });
       if (stopping_) return;
     }
-    Connection* c = nullptr;
-    while (c == nullptr) {
-      epoll_event ev{};
+    while (batch.empty()) {
+      epoll_event events[Batch::kLimit];
       // The timeout only bounds how long a stop goes unnoticed by a listening thread.
-      const int n = ::epoll_wait(epoll_, &ev, 1, static_cast<int>(kReapEvery.count()));
+      const int n =
+          ::epoll_wait(epoll_, events, Batch::kLimit, static_cast<int>(kReapEvery.count()));
       if (stopping_.load(std::memory_order_acquire)) {
-        // Connections left parked are closed by StopThreads once every thread has stopped.
+        // Connections left parked, those whose events this wait took among them, are closed
+        // by StopThreads once every thread has stopped.
         pollers_.fetch_sub(1, std::memory_order_relaxed);
         return;
       }
-      if (n != 1) continue;
-      // The event is this connection's one event since it was armed: no other thread has it.
-      c = static_cast<Connection*>(ev.data.ptr);
-      if (!c->TakeParked(Connection::kClaimed)) {
-        std::lock_guard<std::mutex> lock(mu_);
-        CloseLocked(*c, "idle past the keep-alive timeout: closing");
-        c = nullptr;
+      for (int i = 0; i < n; ++i) {
+        // The event is this connection's one event since it was armed: no other thread has it.
+        auto* c = static_cast<Connection*>(events[i].data.ptr);
+        if (c->TakeParked(Connection::kClaimed)) {
+          batch.Add(*c);
+        } else {
+          std::lock_guard<std::mutex> lock(mu_);
+          CloseLocked(*c, "idle past the keep-alive timeout: closing");
+        }
       }
     }
     // The last listener: if it stays on this request, Reap wakes a spare.
     if (pollers_.fetch_sub(1, std::memory_order_relaxed) == 1) {
       all_busy_since_ns_.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed);
     }
-    Serve(*c);
+    while (Connection* c = batch.Next()) Serve(*c, batch);
   }
 }
 
-void PlainServer::Serve(Connection& c) {
+void PlainServer::ParkOrClose(Connection& c, const char* why) {
+  if (Park(c, EPOLL_CTL_MOD)) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  CloseLocked(c, why);
+}
+
+void PlainServer::Serve(Connection& c, Batch& rest) {
   bool keep = true;
   do {
     if (c.requests_left == 0) {
@@ -730,7 +799,7 @@ void PlainServer::Serve(Connection& c) {
       break;
     }
     --c.requests_left;
-    keep = ServeOne(c, c.requests_left == 0);
+    keep = ServeOne(c, c.requests_left == 0, rest);
   } while (keep && c.stream.HasBuffered() && !stopping_.load(std::memory_order_relaxed));
   // Re-armed without mu_: the threads on other connections never wait for this one.
   if (keep && !stopping_.load(std::memory_order_relaxed) && Park(c, EPOLL_CTL_MOD)) return;
@@ -738,12 +807,12 @@ void PlainServer::Serve(Connection& c) {
   CloseLocked(c, "closing after the request");
 }
 
-bool PlainServer::ServeOne(Connection& c, bool last) {
+bool PlainServer::ServeOne(Connection& c, bool last, Batch& rest) {
   ConnectionStream& stream = c.stream;
   t_stream = &stream;
   stream.StartRequest();
   if (quick_ != nullptr) {
-    const ConnectionStream::Quick quick = stream.TryQuick(*quick_, keep_alive_value_, last);
+    const ConnectionStream::Quick quick = stream.TryQuick(*quick_, keep_alive_value_, last, rest);
     if (quick != ConnectionStream::Quick::kNo) {
       const bool sent = quick != ConnectionStream::Quick::kFailed;
       const bool closed = quick == ConnectionStream::Quick::kAnsweredAndClose;
@@ -753,6 +822,8 @@ bool PlainServer::ServeOne(Connection& c, bool last) {
       return sent && !closed;
     }
   }
+  // The library's requests may wait for their client, or take long (an upload, a compile).
+  rest.HandBackTheRest();
   bool closed = false;
   bool ok =
       process_request(stream, /*close_connection=*/last, closed, [&stream](httplib::Request& req) {

@@ -10,23 +10,28 @@
 //     client trickling a byte at a time cannot hold a thread; the per-read timeout still bounds
 //     each wait on a body.
 //
-// Connections and threads: a connection holds a thread only while a request on it is being
-// read and answered. Between requests it is parked in one epoll set, and a few threads of the
-// pool (two per core, at least 4) listen on it, each taking one ready connection at a time
-// (EPOLLONESHOT); the others are spares. Idle keep-alive connections cost no thread, and under
-// many busy connections a few threads run requests back to back, finding the next ready
-// connection without sleeping, instead of a thread per connection sleeping and waking for each
-// of its requests. When every listener has been on a request for 2 ms (it may be blocked: an
-// upload, a compile, a read through to an origin), a spare starts listening (noticed within
-// 20 ms: the reaper looks that often under load), so a request waits long only when every
-// thread of the pool is busy; hits end sooner and never wake one (a
-// spare woken each time the listeners were all busy cost a context switch per request at 8
-// connections). Measured at 64 busy connections on 2 cores: 1.1 context switches a request
-// with a thread per connection, 0.1 with 4 listeners. A connection passes from thread to
-// thread through its one-shot epoll event, without a lock: the thread the event wakes claims
-// it, serves it and re-arms it (a table lock around the claim and the re-arm was three futex
-// calls a request at 8 connections). A connection idle past the keep-alive timeout, or idle
-// when the server stops, is shut down at once (the client sees the close), and closed by the
+// Connections and threads: a connection holds a thread only while a request on it is being read and
+// answered. Between requests it is parked in one epoll set, and a few threads of the pool (two per
+// core, at least 4) listen on it, each claiming the connections one wait finds ready (up to 8;
+// EPOLLONESHOT gives each to one thread) and serving them in turn; the others are spares. A batch
+// is for hits: before anything that may hold its thread (a request the quick path declines, a reply
+// over 64 KiB, a send that would wait for the client) the thread hands the members it has not begun
+// back to the epoll set, where their requests still wait unread and so wake another listener at
+// once. Taken one a wake, 8 busy connections on 2 cores woke a listener for nearly every hit, and
+// those wake-ups made the tail: with batches, the p99 of 4 KiB hits at 8 connections fell from
+// 1.6-1.9 ms to 1.2-1.3 (bench/README). Idle keep-alive connections cost no thread, and under many
+// busy connections a few threads run requests back to back, finding the next ready connection
+// without sleeping, instead of a thread per connection sleeping and waking for each of its
+// requests. When every listener has been on a request for 2 ms (it may be blocked: an upload, a
+// compile, a read through to an origin), a spare starts listening (noticed within 20 ms: the reaper
+// looks that often under load), so a request waits long only when every thread of the pool is busy;
+// hits end sooner and never wake one (a spare woken each time the listeners were all busy cost a
+// context switch per request at 8 connections). Measured at 64 busy connections on 2 cores: 1.1
+// context switches a request with a thread per connection, 0.1 with 4 listeners. A connection
+// passes from thread to thread through its one-shot epoll event, without a lock: the thread the
+// event wakes claims it, serves it and re-arms it (a table lock around the claim and the re-arm was
+// three futex calls a request at 8 connections). A connection idle past the keep-alive timeout, or
+// idle when the server stops, is shut down at once (the client sees the close), and closed by the
 // thread its last event wakes.
 // A hit, the request the server answers most, need not go through the library at all: when the
 // head of the next request is all buffered and is a QuickRequest (below), the connection offers
@@ -181,6 +186,7 @@ class PlainServer final : public WideBacklog<httplib::Server> {
  private:
   struct Connection;  // A socket, its stream and where it stands (connection.cc).
   class Queue;        // What the library hands accepted sockets to: parks them here.
+  class Batch;        // The connections one wait found ready, claimed by one thread.
 
   // Parks a newly accepted socket (the library calls it, through Queue, on its accept thread).
   bool process_and_close_socket(socket_t sock) override;
@@ -188,15 +194,20 @@ class PlainServer final : public WideBacklog<httplib::Server> {
   void StartThreads();
   // Closes idle connections, lets the requests in flight finish, joins the threads.
   void StopThreads();
-  void Work();  // A pool thread: ready connections, one at a time.
+  void Work();  // A pool thread: the ready connections of each wait, in turn.
   // Shuts down connections idle past the keep-alive timeout (all idle ones on stop), for the
   // threads their events wake to close, and wakes a spare when every listener has been on a
   // request for 2 ms.
   void Reap();
   // Serves requests on `c` (claimed by this thread) while it has them; then parks or closes it.
-  void Serve(Connection& c);
+  // `rest`: the members of its batch not yet begun, handed back before anything that may take
+  // long.
+  void Serve(Connection& c, Batch& rest);
   // Serves one request; false when the connection must close after it.
-  bool ServeOne(Connection& c, bool last);
+  bool ServeOne(Connection& c, bool last, Batch& rest);
+  // Parks a connection this thread holds, served (EPOLL_CTL_MOD), or closes it when the kernel
+  // refuses.
+  void ParkOrClose(Connection& c, const char* why);
   // Tells cut_short_ about the request that just ended on `stream`, if it failed.
   void ReportCutShort(const connection_internal::ConnectionStream& stream) const;
   // Parks `c`, which this thread holds, in the epoll set (new: EPOLL_CTL_ADD; served:

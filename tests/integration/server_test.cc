@@ -1034,6 +1034,130 @@ TEST_F(ServerTest, RequestsThatBlockLeaveTheRestOfThePoolListening) {
   EXPECT_EQ(server->Stop(), 0) << server->output();
 }
 
+// What holds a thread in BatchTest: a request the library reads (an upload that stops
+// halfway), a large reply the client does not read, small replies it does not read.
+enum class Holdup { kStalledUpload, kLargeReplyUnread, kSmallRepliesUnread };
+
+class BatchTest : public ServerTest, public ::testing::WithParamInterface<Holdup> {};
+
+void PrintTo(Holdup holdup, std::ostream* out) {
+  *out << (holdup == Holdup::kStalledUpload      ? "a stalled upload"
+           : holdup == Holdup::kLargeReplyUnread ? "a large reply unread"
+                                                 : "small replies unread");
+}
+
+// The head of a PUT of `artifact` under `key`.
+std::string PutHead(const std::string& key, const std::string& artifact) {
+  return "PUT /v1/artifacts/" + key +
+         " HTTP/1.1\r\nHost: batch\r\nContent-Type: application/octet-stream\r\n"
+         "Content-Length: " +
+         std::to_string(artifact.size()) + "\r\n\r\n";
+}
+
+std::string GetRequest(const std::string& key) {
+  return "GET /v1/artifacts/" + key + " HTTP/1.1\r\nHost: batch\r\n\r\n";
+}
+
+TEST_P(BatchTest, AHitClaimedWithARequestThatHoldsItsThreadIsAnsweredByAnother) {
+  // A thread claims every connection one wait finds ready and serves them in turn, but must hand
+  // back those it has not begun before anything holds it. Two threads, both listening: two
+  // uploads that stop halfway take both. Then one connection sends what holds a thread, and a
+  // second asks for a small hit. When the first upload ends, its thread finds the two ready and
+  // claims them together, the holding one first (it was ready first). The hit must be answered
+  // once the second upload frees the other thread, while the first connection still holds its
+  // own; kept in the batch, it would wait for the io-timeout.
+  auto server = Start({"--threads", "2", "--io-timeout", "60"});
+  auto client = server->TierClient(64 << 20);
+  const std::string small_key = TestKey(1), medium_key = TestKey(2), large_key = TestKey(3);
+  const std::string small = MakeArtifact(small_key, 4096, 1);
+  const std::string medium = MakeArtifact(medium_key, 60000, 2);  // Read from the store.
+  const std::string large = MakeArtifact(large_key, size_t{32} << 20, 3);
+  for (const auto& [key, artifact] :
+       {std::pair(small_key, small), std::pair(medium_key, medium), std::pair(large_key, large)}) {
+    auto put = client->Put(("/v1/artifacts/" + key).c_str(), artifact, "application/octet-stream");
+    ASSERT_TRUE(put && put->status == 201) << key;
+  }
+  auto fill = client->Get(("/v1/artifacts/" + large_key).c_str());  // Into the memory tier.
+  ASSERT_TRUE(fill && fill->status == 200);
+  client.reset();
+
+  std::vector<std::string> uploads;
+  std::vector<int> uploaders;
+  for (int i = 0; i < 3; ++i) {
+    uploads.push_back(MakeArtifact(TestKey(10 + static_cast<uint64_t>(i)), 1000, 10 + i));
+    uploaders.push_back(ConnectLoopback(server->port()));
+    ASSERT_GE(uploaders.back(), 0);
+  }
+  // Half of each of the first two: both threads wait for the rest.
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(SendFully(
+        uploaders[i],
+        PutHead(TestKey(10 + static_cast<uint64_t>(i)), uploads[i]) + uploads[i].substr(0, 500)));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+
+  const int holding = ConnectLoopback(server->port());
+  const int hit = ConnectLoopback(server->port());
+  ASSERT_GE(holding, 0);
+  ASSERT_GE(hit, 0);
+  switch (GetParam()) {
+    case Holdup::kStalledUpload:
+      ASSERT_TRUE(SendFully(holding, PutHead(TestKey(12), uploads[2]) + uploads[2].substr(0, 500)));
+      break;
+    case Holdup::kLargeReplyUnread:  // 32 MiB: more than the two sockets' buffers hold.
+      ASSERT_TRUE(SendFully(holding, GetRequest(large_key)));
+      break;
+    case Holdup::kSmallRepliesUnread: {  // Pipelined: 12 MiB of replies to the first 16 KiB.
+      std::string requests;
+      for (int i = 0; i < 400; ++i) requests += GetRequest(medium_key);
+      ASSERT_TRUE(SendFully(holding, requests));
+      break;
+    }
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(SendFully(hit, GetRequest(small_key)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+
+  // The first upload ends: its thread claims the holding connection and the hit together.
+  ASSERT_TRUE(SendFully(uploaders[0], uploads[0].substr(500)));
+  EXPECT_THAT(ReadReply(uploaders[0]), StartsWith("HTTP/1.1 201"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // The second ends: its thread is the one free to answer the hit.
+  ASSERT_TRUE(SendFully(uploaders[1], uploads[1].substr(500)));
+  EXPECT_THAT(ReadReply(uploaders[1]), StartsWith("HTTP/1.1 201"));
+  const std::string reply = ReadReply(hit);
+  EXPECT_THAT(reply, StartsWith("HTTP/1.1 200"))
+      << "the hit waited behind the connection claimed with it";
+  EXPECT_TRUE(reply.size() > small.size() &&
+              reply.compare(reply.size() - small.size(), small.size(), small) == 0);
+  // The holding connection was still held: no reply at all to the stalled upload.
+  if (GetParam() == Holdup::kStalledUpload) {
+    char byte;
+    errno = 0;
+    EXPECT_TRUE(::recv(holding, &byte, 1, MSG_DONTWAIT) < 0 && errno == EAGAIN)
+        << "the stalled upload was answered: it held nothing";
+  }
+  for (int fd : uploaders) ::close(fd);
+  ::close(holding);  // Its thread's wait ends with the connection.
+  ::close(hit);
+  EXPECT_EQ(server->Stop(), 0) << server->output();
+}
+
+INSTANTIATE_TEST_SUITE_P(Holdups, BatchTest,
+                         ::testing::Values(Holdup::kStalledUpload, Holdup::kLargeReplyUnread,
+                                           Holdup::kSmallRepliesUnread),
+                         [](const ::testing::TestParamInfo<Holdup>& holdup) {
+                           switch (holdup.param) {
+                             case Holdup::kStalledUpload:
+                               return "StalledUpload";
+                             case Holdup::kLargeReplyUnread:
+                               return "LargeReplyUnread";
+                             case Holdup::kSmallRepliesUnread:
+                               return "SmallRepliesUnread";
+                           }
+                           return "";
+                         });
+
 // A real full disk: the store on a small tmpfs. A put that does not fit is 507; what was
 // stored stays readable.
 // Sends `prefix` at once, then `request` one byte every `gap`; how many bytes of `request` went
