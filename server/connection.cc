@@ -1,6 +1,7 @@
 #include "server/connection.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/epoll.h>
@@ -60,6 +61,53 @@ std::string AddressText(const sockaddr_storage& addr, int& port) {
 std::atomic<uint64_t> g_connections{0};
 
 thread_local FileBackedBytes* t_file_backed = nullptr;  // The innermost alive on this thread.
+
+// A pipe of this thread's through which a file's pages go to a socket with splice(), as
+// sendfile() sends them, but in pieces of up to 1 MiB: sendfile goes through a pipe of its own of
+// 64 KiB, and each piece is a send of its own that wakes the client. Measured with 1 MiB hits over
+// loopback (wrk, 8 connections, 2 cores): 3.5k to 3.8k requests/s through this pipe, 2.4k to 2.5k
+// with sendfile (nginx, which sends with sendfile, 2.3k to 2.5k in the same rounds); at 64
+// connections the two were level.
+class SplicePipe {
+ public:
+  static constexpr int kBytes = 1 << 20;
+  // The least worth having: with less, sendfile's own pipe does as well.
+  static constexpr int kLeastBytes = 256 << 10;
+
+  SplicePipe() = default;
+  ~SplicePipe() { Close(); }
+  SplicePipe(const SplicePipe&) = delete;
+  SplicePipe& operator=(const SplicePipe&) = delete;
+
+  // Opens it if it is not open; false when the system gives no pipe of kLeastBytes (out of
+  // descriptors, or past an unprivileged user's pipe budget, fs.pipe-user-pages-soft).
+  bool Open() {
+    if (read_end_ >= 0) return true;
+    int ends[2];
+    if (::pipe2(ends, O_CLOEXEC) != 0) return false;
+    read_end_ = ends[0];
+    write_end_ = ends[1];
+    if (::fcntl(write_end_, F_SETPIPE_SZ, kBytes) < kLeastBytes) {
+      Close();
+      return false;
+    }
+    return true;
+  }
+  // After a send failed with bytes still in it: they must not go to the next socket.
+  void Close() {
+    if (read_end_ < 0) return;
+    ::close(read_end_);
+    ::close(write_end_);
+    read_end_ = write_end_ = -1;
+  }
+  int read_end() const { return read_end_; }
+  int write_end() const { return write_end_; }
+
+ private:
+  int read_end_ = -1, write_end_ = -1;
+};
+
+thread_local SplicePipe t_splice_pipe;
 
 }  // namespace
 
@@ -477,6 +525,7 @@ class ConnectionStream final : public httplib::Stream {
   bool SendFromFile(int fd, int64_t offset, size_t size) {
     // The head is held back (MSG_MORE) to leave in one segment with the file's first bytes.
     if (!out_.empty() && !SendAll(out_.data(), out_.size(), nullptr, 0, MSG_MORE)) return false;
+    if (t_splice_pipe.Open()) return SpliceFromFile(t_splice_pipe, fd, offset, size);
     auto at = static_cast<off_t>(offset);
     size_t left = size;
     while (left > 0) {
@@ -488,6 +537,37 @@ class ConnectionStream final : public httplib::Stream {
         return false;
       }
       left -= static_cast<size_t>(n);
+    }
+    return true;
+  }
+
+  // SendFromFile through `pipe`: the file's pages into it, then from it into the socket.
+  bool SpliceFromFile(SplicePipe& pipe, int fd, int64_t offset, size_t size) {
+    loff_t at = offset;
+    size_t left = size;
+    while (left > 0) {
+      const ssize_t in =
+          ::splice(fd, &at, pipe.write_end(), nullptr, left, SPLICE_F_MOVE | SPLICE_F_MORE);
+      if (in < 0 && errno == EINTR) continue;
+      if (in <= 0) {  // The pipe is empty: what went in went out.
+        Fail(in < 0 ? std::string("splice from the file: ") + std::strerror(errno)
+                    : "splice: the file ended " + std::to_string(left) + " bytes early");
+        return false;
+      }
+      left -= static_cast<size_t>(in);
+      size_t pending = static_cast<size_t>(in);
+      while (pending > 0) {
+        // More follows (SPLICE_F_MORE, as MSG_MORE) until the last piece.
+        const ssize_t out = ::splice(pipe.read_end(), nullptr, sock_, nullptr, pending,
+                                     SPLICE_F_MOVE | (left > 0 ? SPLICE_F_MORE : 0));
+        if (out < 0 && errno == EINTR) continue;
+        if (!Sent("splice", out, pending + left) || out == 0) {
+          if (out == 0) Fail("splice: the client is gone");
+          pipe.Close();
+          return false;
+        }
+        pending -= static_cast<size_t>(out);
+      }
     }
     return true;
   }

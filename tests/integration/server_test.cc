@@ -221,6 +221,45 @@ TEST_F(ServerTest, ManyClientsAtOnceOnOneLargeArtifactEachGetItWhole) {
   EXPECT_EQ(server->Stop(), 0) << server->output();
 }
 
+TEST_F(ServerTest, AHitFromMemoryCutShortLeavesNothingForTheNextReply) {
+  // A hit from the memory tier goes to the socket through a pipe of the thread's, a megabyte at
+  // a time. A client that goes away mid-reply leaves bytes in that pipe, which must not become
+  // the start of the thread's next reply: with one thread, each cut-short hit is followed by a
+  // whole one on that same thread.
+  auto server = Start({"--threads", "1"});
+  const std::string key = TestKey(410);
+  const std::string artifact = MakeArtifact(key, size_t{24} << 20, 410);
+  auto client = server->TierClient(artifact.size());
+  auto put = client->Put(("/v1/artifacts/" + key).c_str(), artifact, "application/octet-stream");
+  ASSERT_TRUE(put && put->status == 201);
+  auto fill = client->Get(("/v1/artifacts/" + key).c_str());
+  ASSERT_TRUE(fill && fill->status == 200 && fill->body == artifact);
+  const uint64_t memory_hits_before = MemoryTierHits(*client);
+  for (int round = 0; round < 3; ++round) {
+    const int fd = ConnectLoopback(server->port());
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(SendFully(fd, "GET /v1/artifacts/" + key + " HTTP/1.1\r\nHost: cut\r\n\r\n"));
+    std::string got;
+    while (got.size() < (1 << 20)) {  // A megabyte, then gone with the rest unread (a reset).
+      char buf[65536];
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      ASSERT_GT(n, 0) << "round " << round;
+      got.append(buf, static_cast<size_t>(n));
+    }
+    linger reset{1, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+    ::close(fd);
+    auto whole = client->Get(("/v1/artifacts/" + key).c_str());
+    ASSERT_TRUE(whole) << "round " << round << ": " << httplib::to_string(whole.error());
+    EXPECT_EQ(whole->status, 200);
+    EXPECT_TRUE(whole->body == artifact)
+        << "round " << round << ": the reply after a cut-short one is not the artifact ("
+        << whole->body.size() << " bytes)";
+  }
+  EXPECT_EQ(MemoryTierHits(*client), memory_hits_before + 6) << "not served from memory";
+  EXPECT_EQ(server->Stop(), 0) << server->output();
+}
+
 // Without the tier every hit streams from the store, chunk by chunk, ranges included: a range
 // starts in whichever chunk holds its first byte.
 TEST_F(ServerTest, MemoryTierOffServesEveryHitAndRangeFromTheStore) {
