@@ -5,11 +5,9 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
-#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -112,47 +110,8 @@ class SplicePipe {
 
 thread_local SplicePipe t_splice_pipe;
 
-// The scheduler slice a pool thread asks for, where the default here is 1.4 ms (0.7 ms times one
-// more than log2 of the cores). Linux's EEVDF scheduler (6.12 and later) gives a thread that
-// asks for a shorter slice an earlier deadline, so a listener woken by a request runs before the
-// threads already running on a busy core instead of after their slice: the tail of a hit on
-// cores it shares with clients. Measured with 4 KiB hits at 8 connections on 2 cores shared with
-// wrk (3 s rounds, alternating): p99 0.49 to 0.55 ms against 0.99 to 1.05, at 79k to 80k
-// requests/s against 84k to 87k (a shorter slice preempts more). Older kernels ignore it.
-constexpr uint64_t kSliceNanoseconds = 500'000;
-
-// Asks for kSliceNanoseconds slices for the calling thread, keeping its policy and nice value;
-// a scheduler that refuses leaves it as it was.
-void AskForShortSlices() {
-  // The kernel's struct sched_attr (its first version), which glibc does not declare and whose
-  // header, linux/sched/types.h, clashes with <sched.h>.
-  struct SchedAttr {
-    uint32_t size;
-    uint32_t policy;
-    uint64_t flags;
-    int32_t nice;
-    uint32_t priority;
-    uint64_t runtime;  // For SCHED_OTHER and SCHED_BATCH: the slice.
-    uint64_t deadline;
-    uint64_t period;
-    uint32_t util_min;
-    uint32_t util_max;
-  } attr{};
-  static_assert(sizeof(SchedAttr) == 56);
-  if (::syscall(SYS_sched_getattr, 0, &attr, sizeof attr, 0) != 0) return;
-  if (attr.policy != SCHED_OTHER && attr.policy != SCHED_BATCH) return;
-  attr.size = sizeof attr;
-  attr.runtime = kSliceNanoseconds;
-  (void)::syscall(SYS_sched_setattr, 0, &attr, 0);
-}
-
-// Names the calling thread as a pool thread (what `top -H` and /proc show) and asks for
-// kSliceNanoseconds slices.
-void BecomePoolThread() {
-  AskForShortSlices();
-  // Named last: a thread with the name has its slices (as tests read them).
-  ::pthread_setname_np(::pthread_self(), "hlocache-pool");
-}
+// Names the calling thread as a pool thread: what `top -H`, perf and /proc show.
+void BecomePoolThread() { ::pthread_setname_np(::pthread_self(), "hlocache-pool"); }
 
 }  // namespace
 
@@ -779,8 +738,7 @@ class PlainServer::Queue final : public httplib::TaskQueue {
 PlainServer::PlainServer(milliseconds header_timeout, size_t threads)
     : header_timeout_(header_timeout),
       threads_(std::max<size_t>(threads, 1)),
-      max_pollers_(
-          std::min(threads_, std::max<size_t>(4, 2 * std::thread::hardware_concurrency()))) {
+      max_pollers_(std::min(threads_, std::max<size_t>(2, std::thread::hardware_concurrency()))) {
   epoll_ = ::epoll_create1(EPOLL_CLOEXEC);
   new_task_queue = [this] { return new Queue(*this); };
 }

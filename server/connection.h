@@ -11,30 +11,29 @@
 //     each wait on a body.
 //
 // Connections and threads: a connection holds a thread only while a request on it is being read and
-// answered. Between requests it is parked in one epoll set, and a few threads of the pool (two per
-// core, at least 4) listen on it, each claiming the connections one wait finds ready (up to 8;
-// EPOLLONESHOT gives each to one thread) and serving them in turn; the others are spares. A batch
-// is for hits: before anything that may hold its thread (a request the quick path declines, a reply
-// over 64 KiB, a send that would wait for the client) the thread hands the members it has not begun
-// back to the epoll set, where their requests still wait unread and so wake another listener at
-// once. Taken one a wake, 8 busy connections on 2 cores woke a listener for nearly every hit, and
-// those wake-ups made the tail: with batches, the p99 of 4 KiB hits at 8 connections fell from
-// 1.6-1.9 ms to 1.2-1.3 (bench/README). Idle keep-alive connections cost no thread, and under many
-// busy connections a few threads run requests back to back, finding the next ready connection
-// without sleeping, instead of a thread per connection sleeping and waking for each of its
-// requests. When every listener has been on a request for 2 ms (it may be blocked: an upload, a
-// compile, a read through to an origin), a spare starts listening (noticed within 20 ms: the reaper
-// looks that often under load), so a request waits long only when every thread of the pool is busy;
-// hits end sooner and never wake one (a spare woken each time the listeners were all busy cost a
-// context switch per request at 8 connections). Measured at 64 busy connections on 2 cores: 1.1
-// context switches a request with a thread per connection, 0.1 with 4 listeners. A connection
-// passes from thread to thread through its one-shot epoll event, without a lock: the thread the
-// event wakes claims it, serves it and re-arms it (a table lock around the claim and the re-arm was
-// three futex calls a request at 8 connections). A connection idle past the keep-alive timeout, or
-// idle when the server stops, is shut down at once (the client sees the close), and closed by the
-// thread its last event wakes. Pool threads are named hlocache-pool and ask the scheduler for
-// 0.5 ms slices, so that on busy cores a woken listener runs sooner (kSliceNanoseconds in
-// connection.cc).
+// answered. Between requests it is parked in one epoll set, and a few threads of the pool (one per
+// core, at least 2; named hlocache-pool) listen on it, each claiming the connections one wait finds
+// ready (up to 8; EPOLLONESHOT gives each to one thread) and serving them in turn; the others are
+// spares. A batch is for hits: before anything that may hold its thread (a request the quick path
+// declines, a reply over 64 KiB, a send that would wait for the client) the thread hands the
+// members it has not begun back to the epoll set, where their requests still wait unread and so
+// wake another listener at once. Idle keep-alive connections cost no thread, and under many busy
+// connections a few threads run requests back to back, finding the next ready connection without
+// sleeping, instead of a thread per connection sleeping and waking for each of its requests.
+// Measured on 2 cores shared with wrk: 1.1 context switches a request at 64 connections with a
+// thread per connection, 0.1 with 4 listeners; with 4 listeners taking one connection a wake, 8
+// busy connections woke a listener for nearly every hit, and the wake-ups made the tail of a 4 KiB
+// hit (p99 1.6 to 1.9 ms); batches brought it to 1.0 to 1.3 ms, and 2 listeners, one a core as
+// nginx runs a worker a core, to 0.4 to 0.6 ms (bench/README). When every listener has been on a
+// request for 2 ms (it may be blocked: an upload, a compile, a read through to an origin), a spare
+// starts listening (noticed within 20 ms: the reaper looks that often under load), so a request
+// waits long only when every thread of the pool is busy; hits end sooner and never wake one (a
+// spare woken each time the listeners were all busy cost a context switch per request at 8
+// connections). A connection passes from thread to thread through its one-shot epoll event, without
+// a lock: the thread the event wakes claims it, serves it and re-arms it (a table lock around the
+// claim and the re-arm was three futex calls a request at 8 connections). A connection idle past
+// the keep-alive timeout, or idle when the server stops, is shut down at once (the client sees the
+// close), and closed by the thread its last event wakes.
 // A hit, the request the server answers most, need not go through the library at all: when the
 // head of the next request is all buffered and is a QuickRequest (below), the connection offers
 // it to a QuickAnswerer first, which answers it with the reply the library would have made

@@ -1197,34 +1197,23 @@ INSTANTIATE_TEST_SUITE_P(Holdups, BatchTest,
                            return "";
                          });
 
-TEST_F(ServerTest, PoolThreadsAreNamedAndAskForHalfMillisecondSlices) {
-  // Each thread of the pool is named for `top -H`, and asks the scheduler for 0.5 ms slices
-  // (server/connection.h), which kernels with EEVDF's custom slices (6.12 on) show in
-  // /proc/PID/task/TID/sched as se.slice.
+TEST_F(ServerTest, PoolThreadsAreNamedForWhoLooksAtTheProcess) {
+  // Each thread of the pool is named hlocache-pool (server/connection.h), as `top -H`, perf and
+  // /proc/PID/task show it; no other thread is.
   auto server = Start({"--threads", "3"});
   const fs::path tasks = "/proc/" + std::to_string(server->pid()) + "/task";
   // The pool starts as the server starts listening, maybe just after it says where.
-  std::vector<fs::path> pool;
-  for (int i = 0; i < 100 && pool.size() < 3; ++i) {
+  size_t pool = 0;
+  for (int i = 0; i < 100 && pool != 3; ++i) {
     if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    pool.clear();
+    pool = 0;
     for (const auto& task : fs::directory_iterator(tasks)) {
       std::ifstream comm(task.path() / "comm");
       std::string name;
-      if (std::getline(comm, name) && name == "hlocache-pool") pool.push_back(task.path());
+      if (std::getline(comm, name) && name == "hlocache-pool") ++pool;
     }
   }
-  EXPECT_EQ(pool.size(), 3u);
-  size_t sliced = 0;
-  for (const fs::path& task : pool) {
-    std::ifstream sched(task / "sched");
-    for (std::string line; std::getline(sched, line);) {
-      if (!line.starts_with("se.slice")) continue;
-      ++sliced;
-      EXPECT_EQ(line.substr(line.rfind(' ') + 1), "500000") << task << ": " << line;
-    }
-  }
-  if (sliced == 0) std::cerr << "this kernel shows no se.slice: the slices were not checked\n";
+  EXPECT_EQ(pool, 3u);
   EXPECT_EQ(server->Stop(), 0) << server->output();
 }
 
