@@ -525,7 +525,8 @@ class ConnectionStream final : public httplib::Stream {
 
   bool SendAll(const char* data, size_t size) { return SendAll(data, size, nullptr, 0); }
 
-  // Sends what was gathered, then `size` bytes of `fd` from `offset` with sendfile.
+  // Sends what was gathered, then `size` bytes of `fd` from `offset`: through the thread's
+  // splice pipe, or with sendfile when the system gives none.
   bool SendFromFile(int fd, int64_t offset, size_t size) {
     // The head is held back (MSG_MORE) to leave in one segment with the file's first bytes.
     if (!out_.empty() && !SendAll(out_.data(), out_.size(), nullptr, 0, MSG_MORE)) return false;

@@ -3,7 +3,8 @@
 //   - sends a reply's status line, headers and body in one send() when they fit in 64 KiB (the
 //     library writes headers and body separately, which with TCP_NODELAY on is two segments
 //     and two wake-ups of the client for every small hit);
-//   - sends bytes that are also a sealed file's (FileBackedBytes, below) with sendfile();
+//   - sends bytes that are also a sealed file's (FileBackedBytes, below) from the file, with
+//     splice() through a pipe of the thread's (sendfile() where the system gives no pipe);
 //   - reads without a poll() before each recv() while bytes are buffered, and polls only when
 //     it has to wait;
 //   - bounds the time a request's line and headers may take as a whole (--io-timeout), so a
@@ -75,7 +76,7 @@ bool RequestBodyLeftUnread();
 
 // Bytes in memory that are also the contents of a file, from offset 0. While one is alive on a
 // thread, a plain connection's stream that is asked to send bytes lying within it sends them
-// from the file with sendfile(): the kernel hands the file's pages to the socket, without
+// from the file (splice): the kernel hands the file's pages to the socket, without
 // copying them through this process (as nginx sends static files). The file's contents must not
 // change while they may be in flight: a sealed memory file (server/memory_tier.h). A TLS
 // connection sends the bytes from memory. Scoped to the enclosing block; not copyable.
@@ -121,7 +122,7 @@ struct QuickRequest {
 // A reply to a QuickRequest: `head` (the status line and the headers, through the empty line
 // that ends them), then `body` (not sent for a HEAD, whose reply may still hold the body the
 // library would have counted: the error text of a 404). When `body_fd` is not -1 the body is also
-// that file's contents from `body_offset`, and a large one is sent from it (sendfile). `owner`
+// that file's contents from `body_offset`, and a large one is sent from it (splice). `owner`
 // keeps the body's memory alive until it is sent.
 struct QuickReply {
   int status = 200;  // As in `head`.

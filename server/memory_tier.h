@@ -3,7 +3,7 @@
 //
 // Why: a hit read from the store costs a LevelDB read that copies the bytes, their checksum,
 // and a copy into the socket; for a 1 MiB executable that is three passes over it per request.
-// A body in a memory file is sent by the kernel (sendfile; server/connection.h), which hands the
+// A body in a memory file is sent by the kernel (splice; server/connection.h), which hands the
 // file's pages to the socket without copying them through this process. A fleet restarting
 // asks for the same few executables many times, which is when this counts.
 //
@@ -97,7 +97,7 @@ struct MemoryTierStats {
 class MemoryTier {
  public:
   // Bodies smaller than this are not kept: a small hit goes out in one send with its headers,
-  // which costs less than a sendfile of its own.
+  // which costs less than a splice of its own.
   static constexpr uint64_t kSmallestBody = 64 << 10;
 
   // Each body holds a file descriptor: no more than this many bodies are kept, so a budget

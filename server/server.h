@@ -38,7 +38,7 @@ struct ServerOptions {
   std::chrono::seconds compile_timeout{600};
   uint64_t max_body = uint64_t{4} << 30;  // Largest upload or HLO text accepted (413 beyond).
   // The memory tier's budget (server/memory_tier.h): bodies of recent hits from 64 KiB to a
-  // quarter of it, sent with sendfile. 0 turns it off.
+  // quarter of it, sent from the file's pages (splice). 0 turns it off.
   uint64_t memory_tier_bytes = uint64_t{256} << 20;
   size_t threads = 64;                  // Requests served at once (idle connections need none).
   std::chrono::seconds io_timeout{10};  // Longest wait for a client to send or receive.
@@ -68,7 +68,8 @@ class Server {
   // store's (kUnavailable when another process owns DIR), kInvalidArgument for bad options
   // (a non-loopback address without tokens, unreadable TLS files), kUnavailable when the
   // address cannot be bound. Sets SIGPIPE to be ignored in this process: replies go out with
-  // sendfile(), which cannot ask for MSG_NOSIGNAL, and a client gone mid-reply must not end it.
+  // splice() or sendfile(), which cannot ask for MSG_NOSIGNAL, and a client gone mid-reply must
+  // not end it.
   static Result<std::unique_ptr<Server>> Start(ServerOptions options);
   virtual ~Server() = default;
 

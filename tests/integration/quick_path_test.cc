@@ -127,7 +127,7 @@ class QuickPathTest : public TestDirectory {
 TEST_F(QuickPathTest, RepliesAreTheLibrarysByteForByte) {
   auto server = Start();
   // Small: read from the store and copied into the reply. Large: from the memory tier, once the
-  // first read has put it there, with sendfile.
+  // first read has put it there, from the file's pages (splice).
   const std::string small_key = TestKey(1), large_key = TestKey(2);
   const std::string small = Put(*server, small_key, 4000, 1);
   const std::string large = Put(*server, large_key, 1 << 20, 2);

@@ -626,7 +626,7 @@ TEST_F(ServerTest, ServesHttpsWithACertificate) {
   ASSERT_TRUE(put) << httplib::to_string(put.error());
   EXPECT_EQ(put->status, 201);
   // The first read fills the memory tier, the second is sent from it: over TLS both go
-  // through the library's stream, from memory, not with sendfile.
+  // through the library's stream, from memory, not from the file.
   for (int read = 0; read < 2; ++read) {
     auto get = client.Get(("/v1/artifacts/" + artifact_key).c_str());
     ASSERT_TRUE(get) << httplib::to_string(get.error());

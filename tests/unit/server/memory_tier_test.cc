@@ -1,6 +1,6 @@
 // The memory tier: sealed bodies, what it admits, least-recently-used eviction within the
 // budget, and bodies that outlive their place in it; and the file-backed bytes a connection
-// sends with sendfile.
+// sends from the file's pages (splice).
 #include "server/memory_tier.h"
 
 #include <fcntl.h>
