@@ -66,9 +66,9 @@ thread_local FileBackedBytes* t_file_backed = nullptr;  // The innermost alive o
 // A pipe of this thread's through which a file's pages go to a socket with splice(), as
 // sendfile() sends them, but in pieces of up to 1 MiB: sendfile goes through a pipe of its own of
 // 64 KiB, and each piece is a send of its own that wakes the client. Measured with 1 MiB hits over
-// loopback (wrk, 8 connections, 2 cores): 3.5k to 3.8k requests/s through this pipe, 2.4k to 2.5k
-// with sendfile (nginx, which sends with sendfile, 2.3k to 2.5k in the same rounds); at 64
-// connections the two were level.
+// loopback (wrk, 8 connections, 2 cores): 3.3k to 4.1k requests/s through this pipe against 2.4k
+// to 2.9k with sendfile (nginx, which sends with sendfile, 2.3k to 2.6k in the same rounds); at 64
+// connections level in one run, 6.3k to 7.0k against 4.6k to 4.7k in another (bench/README).
 class SplicePipe {
  public:
   static constexpr int kBytes = 1 << 20;
