@@ -1146,7 +1146,7 @@ TEST_P(BatchTest, AHitClaimedWithARequestThatHoldsItsThreadIsAnsweredByAnother) 
     case Holdup::kLargeReplyUnread:  // 32 MiB: more than the two sockets' buffers hold.
       ASSERT_TRUE(SendFully(holding, GetRequest(large_key)));
       break;
-    case Holdup::kSmallRepliesUnread: {  // Pipelined: 12 MiB of replies to the first 16 KiB.
+    case Holdup::kSmallRepliesUnread: {  // Pipelined: over 10 MB of replies to the first 16 KiB.
       std::string requests;
       for (int i = 0; i < 400; ++i) requests += GetRequest(medium_key);
       ASSERT_TRUE(SendFully(holding, requests));
