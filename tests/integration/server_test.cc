@@ -221,6 +221,18 @@ TEST_F(ServerTest, ManyClientsAtOnceOnOneLargeArtifactEachGetItWhole) {
   EXPECT_EQ(server->Stop(), 0) << server->output();
 }
 
+// The head of a PUT of `artifact` under `key`.
+std::string PutHead(const std::string& key, const std::string& artifact) {
+  return "PUT /v1/artifacts/" + key +
+         " HTTP/1.1\r\nHost: test\r\nContent-Type: application/octet-stream\r\n"
+         "Content-Length: " +
+         std::to_string(artifact.size()) + "\r\n\r\n";
+}
+
+std::string GetRequest(const std::string& key) {
+  return "GET /v1/artifacts/" + key + " HTTP/1.1\r\nHost: test\r\n\r\n";
+}
+
 TEST_F(ServerTest, AHitFromMemoryCutShortLeavesNothingForTheNextReply) {
   // A hit from the memory tier goes to the socket through a pipe of the thread's, a megabyte at
   // a time. A client that goes away mid-reply leaves bytes in that pipe, which must not become
@@ -238,7 +250,7 @@ TEST_F(ServerTest, AHitFromMemoryCutShortLeavesNothingForTheNextReply) {
   for (int round = 0; round < 3; ++round) {
     const int fd = ConnectLoopback(server->port());
     ASSERT_GE(fd, 0);
-    ASSERT_TRUE(SendFully(fd, "GET /v1/artifacts/" + key + " HTTP/1.1\r\nHost: cut\r\n\r\n"));
+    ASSERT_TRUE(SendFully(fd, GetRequest(key)));
     std::string got;
     while (got.size() < (1 << 20)) {  // A megabyte, then gone with the rest unread (a reset).
       char buf[65536];
@@ -1079,23 +1091,19 @@ enum class Holdup { kStalledUpload, kLargeReplyUnread, kSmallRepliesUnread };
 
 class BatchTest : public ServerTest, public ::testing::WithParamInterface<Holdup> {};
 
-void PrintTo(Holdup holdup, std::ostream* out) {
-  *out << (holdup == Holdup::kStalledUpload      ? "a stalled upload"
-           : holdup == Holdup::kLargeReplyUnread ? "a large reply unread"
-                                                 : "small replies unread");
+const char* NameOf(Holdup holdup) {
+  switch (holdup) {
+    case Holdup::kStalledUpload:
+      return "StalledUpload";
+    case Holdup::kLargeReplyUnread:
+      return "LargeReplyUnread";
+    case Holdup::kSmallRepliesUnread:
+      return "SmallRepliesUnread";
+  }
+  return "";
 }
 
-// The head of a PUT of `artifact` under `key`.
-std::string PutHead(const std::string& key, const std::string& artifact) {
-  return "PUT /v1/artifacts/" + key +
-         " HTTP/1.1\r\nHost: batch\r\nContent-Type: application/octet-stream\r\n"
-         "Content-Length: " +
-         std::to_string(artifact.size()) + "\r\n\r\n";
-}
-
-std::string GetRequest(const std::string& key) {
-  return "GET /v1/artifacts/" + key + " HTTP/1.1\r\nHost: batch\r\n\r\n";
-}
+void PrintTo(Holdup holdup, std::ostream* out) { *out << NameOf(holdup); }
 
 TEST_P(BatchTest, AHitClaimedWithARequestThatHoldsItsThreadIsAnsweredByAnother) {
   // A thread claims every connection one wait finds ready and serves them in turn, but must hand
@@ -1186,15 +1194,7 @@ INSTANTIATE_TEST_SUITE_P(Holdups, BatchTest,
                          ::testing::Values(Holdup::kStalledUpload, Holdup::kLargeReplyUnread,
                                            Holdup::kSmallRepliesUnread),
                          [](const ::testing::TestParamInfo<Holdup>& holdup) {
-                           switch (holdup.param) {
-                             case Holdup::kStalledUpload:
-                               return "StalledUpload";
-                             case Holdup::kLargeReplyUnread:
-                               return "LargeReplyUnread";
-                             case Holdup::kSmallRepliesUnread:
-                               return "SmallRepliesUnread";
-                           }
-                           return "";
+                           return std::string(NameOf(holdup.param));
                          });
 
 TEST_F(ServerTest, PoolThreadsAreNamedForWhoLooksAtTheProcess) {
