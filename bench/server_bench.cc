@@ -5,9 +5,10 @@
 // with redis-benchmark (its own protocol, which wrk cannot speak) at the same counts. Prints
 // requests/s, MB/s and the p50, p99 and p99.9 latencies for 4 KiB and 1 MiB hits, with the
 // hlocache/nginx ratios of throughput and of p99. hlocache serves with its defaults, its memory
-// tier on (server/memory_tier.h: hits of 64 KiB and more sent from memory with sendfile); a
-// second hlocache server with `--memory-tier 0` gives the 1 MiB rows of a hit read from the
-// store each time.
+// tier on (server/memory_tier.h: hits of 64 KiB and more copied from memory into the socket).
+// Two more hlocache servers give the 1 MiB rows of a hit sent from the tier's file pages
+// (`--zero-copy`: splice, as nginx's sendfile) and of a hit read from the store each time
+// (`--memory-tier 0`).
 //
 // Those runs load both servers as fast as wrk can, and on a machine of few cores wrk and the
 // server then share them: the p99 is then mostly time spent waiting for a core. A second table
@@ -17,7 +18,7 @@
 // offered load: the tail a client sees from a server that is not saturated.
 //
 // On a shared machine one run of a few seconds moves by a third from the next (nginx's rate
-// most), so hlocache, nginx and the store-only server are each run `rounds` times, in turn, and
+// most), so hlocache, nginx and the two variants are each run `rounds` times, in turn, and
 // the table gives the median of each figure; a second table gives each round's ratios.
 //
 // Usage: server_bench [seconds per run, default 5] [rounds, default 3]
@@ -210,13 +211,18 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "hlocache did not start:\n%s\n", hlocache.output().c_str());
     return 1;
   }
+  // Two variants, on large hits only: the tier's bodies sent from its file's pages
+  // (--zero-copy), and no tier (each hit read from the store).
+  ServerProcess zero_copy(HLOCACHE_BINARY, root / "zero-copy", {"--access-log", "", "--zero-copy"});
   ServerProcess store_only(HLOCACHE_BINARY, root / "store-only",
                            {"--access-log", "", "--memory-tier", "0"});
-  if (!store_only.started()) {
-    std::fprintf(stderr, "hlocache did not start:\n%s\n", store_only.output().c_str());
-    return 1;
+  for (ServerProcess* server : {&zero_copy, &store_only}) {
+    if (!server->started()) {
+      std::fprintf(stderr, "hlocache did not start:\n%s\n", server->output().c_str());
+      return 1;
+    }
   }
-  for (ServerProcess* server : {&hlocache, &store_only}) {
+  for (ServerProcess* server : {&hlocache, &zero_copy, &store_only}) {
     for (const Size& s : sizes) {
       auto r = server->Client()->Put(("/v1/artifacts/" + s.key).c_str(), s.bytes,
                                      "application/octet-stream");
@@ -264,7 +270,8 @@ int main(int argc, char** argv) {
 
   std::printf(
       "server_bench: hits over loopback, %d s per run, wrk -t2 (redis-benchmark), keep-alive; "
-      "hlocache, nginx and the store-only server %d rounds each, in turn: medians\n\n",
+      "hlocache, nginx and (1 MiB) the zero-copy and store-only servers %d rounds each, in turn: "
+      "medians\n\n",
       seconds, rounds);
   std::printf(
       "| size | connections | server | requests/s | MB/s | p50 ms | p99 ms | p99.9 ms | "
@@ -289,13 +296,15 @@ int main(int argc, char** argv) {
       const std::string n = std::to_string(connections);
       // The memory tier keeps only bodies of 64 KiB and more: a small hit is a store read anyway.
       const bool tiered = s.bytes.size() >= (64 << 10);
-      std::vector<Load> our_runs, their_runs, store_runs;
+      std::vector<Load> our_runs, their_runs, zero_copy_runs, store_runs;
       for (int r = 0; r < rounds; ++r) {
         our_runs.push_back(Wrk(hlocache.url() + "/v1/artifacts/" + s.key, seconds, s.bytes.size(),
                                connections, script));
         their_runs.push_back(Wrk("http://127.0.0.1:" + std::to_string(nginx_port) + "/" + s.key,
                                  seconds, s.bytes.size(), connections, script));
         if (tiered) {
+          zero_copy_runs.push_back(Wrk(zero_copy.url() + "/v1/artifacts/" + s.key, seconds,
+                                       s.bytes.size(), connections, script));
           store_runs.push_back(Wrk(store_only.url() + "/v1/artifacts/" + s.key, seconds,
                                    s.bytes.size(), connections, script));
         }
@@ -303,6 +312,7 @@ int main(int argc, char** argv) {
       }
       const Load ours = Median(our_runs);
       const Load theirs = Median(their_runs);
+      const Load from_pages = tiered ? Median(zero_copy_runs) : Load{};
       const Load from_store = tiered ? Median(store_runs) : Load{};
       // Redis: SET then GET of one value of the same size; the GET row.
       const std::string csv =
@@ -333,7 +343,7 @@ int main(int argc, char** argv) {
       }
       const Load library = Wrk("http://127.0.0.1:" + std::to_string(bare_port) + "/" + s.key,
                                seconds, s.bytes.size(), connections, script);
-      all_ok = all_ok && ours.ok && theirs.ok && (!tiered || from_store.ok);
+      all_ok = all_ok && ours.ok && theirs.ok && (!tiered || (from_pages.ok && from_store.ok));
       auto row = [&](const char* server, const Load& l, bool ratio) {
         std::printf("| %s | %d | %s | %.0f | %.0f | %.2f | %.2f | ", s.name, connections, server,
                     l.requests_per_second, l.megabytes_per_second, l.p50_ms, l.p99_ms);
@@ -362,7 +372,10 @@ int main(int argc, char** argv) {
         paced.push_back(p);
       }
       row("hlocache", ours, true);
-      if (tiered) row("hlocache, --memory-tier 0", from_store, true);
+      if (tiered) {
+        row("hlocache, --zero-copy", from_pages, true);
+        row("hlocache, --memory-tier 0", from_store, true);
+      }
       row("nginx (static file)", theirs, false);
       row("bare cpp-httplib (static buffer)", library, true);
       if (redis_load.ok) row("Redis GET", redis_load, false);
@@ -407,6 +420,7 @@ int main(int argc, char** argv) {
   Reap(nginx);
   Reap(redis);
   hlocache.Stop();
+  zero_copy.Stop();
   store_only.Stop();
   std::error_code ec;
   fs::remove_all(root, ec);

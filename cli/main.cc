@@ -179,8 +179,9 @@ int Main(int argc, char** argv) {
   serve->add_option("--max-body", serve_settings.max_body,
                     "largest upload or HLO text accepted (default 4G)");
   serve->add_option("--memory-tier", serve_settings.memory_tier,
-                    "memory for recently served bodies of 64 KiB and more, sent with sendfile "
-                    "(default 256M; 0: off)");
+                    "memory for recently served bodies of 64 KiB and more (default 256M; 0: off)");
+  serve->add_flag("--zero-copy", so.zero_copy,
+                  "send the memory tier's bodies from its pages (splice) rather than copying them");
   serve
       ->add_option("--threads", so.threads,
                    "requests served at once (idle keep-alive connections hold none)")

@@ -2,6 +2,7 @@
 #include <charconv>
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 #include "cache/key.h"
 #include "compiler/artifact/container.h"
@@ -82,22 +83,25 @@ void CountHit(ServerContext& ctx, std::string_view key, std::span<const char> he
                                              std::memory_order_relaxed);
 }
 
-// Sends a body from the memory tier: the connection sends it from its memory file.
+// Sends a body from the memory tier: copied from its memory, or with --zero-copy from its file
+// (FileBackedBytes tells the connection which file holds them).
 void SendMemoryBody(ServerContext& ctx, std::shared_ptr<const MemoryBody> body,
                     httplib::Response& res) {
   res.set_header("X-Hlocache-Checksum", body->checksum().Hex());
   Metrics* metrics = &ctx.metrics;
   const size_t size = body->bytes().size();
-  res.set_content_provider(
-      size, kOctetStream,
-      [body = std::move(body), metrics](size_t offset, size_t length, httplib::DataSink& sink) {
-        const std::span<const char> bytes = body->bytes();
-        if (offset > bytes.size() || length > bytes.size() - offset) return false;
-        FileBackedBytes file_backed(bytes, body->fd());
-        if (!sink.write(bytes.data() + offset, length)) return false;
-        metrics->bytes_out.fetch_add(length, std::memory_order_relaxed);
-        return true;
-      });
+  const int file = ctx.options.zero_copy ? body->fd() : -1;
+  auto provide = [body = std::move(body), metrics, file](size_t offset, size_t length,
+                                                         httplib::DataSink& sink) {
+    const std::span<const char> bytes = body->bytes();
+    if (offset > bytes.size() || length > bytes.size() - offset) return false;
+    std::optional<FileBackedBytes> file_backed;
+    if (file >= 0) file_backed.emplace(bytes, file);
+    if (!sink.write(bytes.data() + offset, length)) return false;
+    metrics->bytes_out.fetch_add(length, std::memory_order_relaxed);
+    return true;
+  };
+  res.set_content_provider(size, kOctetStream, std::move(provide));
 }
 
 // The memory body of `key` when it is still the store's entry (the check records the access, as
@@ -387,7 +391,7 @@ bool AnswerQuickHit(ServerContext& ctx, std::string_view key, const QuickRequest
     ctx.metrics.memory_hits.fetch_add(1, std::memory_order_relaxed);
     checksum = body->checksum().Hex();
     reply.body = body->bytes();
-    reply.body_fd = body->fd();
+    reply.body_fd = ctx.options.zero_copy ? body->fd() : -1;
     reply.body_offset = 0;
     reply.owner = std::move(body);
   } else {

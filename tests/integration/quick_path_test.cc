@@ -13,6 +13,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <string_view>
+#include <thread>
 #include <vector>
 
 #include "tests/integration/server_harness.h"
@@ -103,14 +105,23 @@ class QuickPathTest : public TestDirectory {
     return server;
   }
 
-  // Requests the server has answered on the quick path so far.
-  size_t QuickAnswers() const {
+  // Lines of the server's trace so far that hold `text`.
+  size_t TraceLines(std::string_view text) const {
     std::ifstream in(trace_);
     std::string line;
     size_t n = 0;
-    while (std::getline(in, line))
-      n += line.find("answered on the quick path") != std::string::npos;
+    while (std::getline(in, line)) n += line.find(text) != std::string::npos;
     return n;
+  }
+  // Requests the server has answered on the quick path so far.
+  size_t QuickAnswers() const { return TraceLines("answered on the quick path"); }
+  // Waits (up to 10 s) for `count` requests to have ended: a request's last send is traced
+  // after it returns, maybe after its client has read the reply.
+  void AwaitRequestsEnded(size_t count) const {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (TraceLines("request ends: ") < count && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
   }
 
   std::string Put(ServerProcess& server, const std::string& key, size_t payload, uint64_t seed) {
@@ -194,6 +205,53 @@ TEST_F(QuickPathTest, RepliesAreTheLibrarysByteForByte) {
   EXPECT_THAT(metrics->body, HasSubstr("hlocache_file_requests_total{namespace=\"torch-xla\","
                                        "outcome=\"miss\"} 4\n"));
   EXPECT_EQ(server->Stop(), 0) << server->output();
+}
+
+// A large hit from the memory tier is copied into the socket from the tier's memory, unless
+// --zero-copy asks for the pages of its file (splice). Either way, on the quick path and on the
+// library's (a range), the bytes are the artifact's; the trace names the call that sent them.
+TEST_F(QuickPathTest, MemoryHitsAreCopiedUnlessZeroCopyIsAsked) {
+  for (const bool zero_copy : {false, true}) {
+    SCOPED_TRACE(zero_copy ? "--zero-copy" : "the default");
+    auto server =
+        Start(zero_copy ? std::vector<std::string>{"--zero-copy"} : std::vector<std::string>{});
+    const std::string key = TestKey(zero_copy ? 21 : 20);
+    const std::string artifact = Put(*server, key, 1 << 20, 20);
+    const std::string path = "/v1/artifacts/" + key;
+    // The first read puts it in the tier.
+    size_t ended = TraceLines("request ends: ");
+    ASSERT_EQ(Send(server->port(), Get(path, "Host: x\r\n"), 1).replies.size(), 1u);
+    AwaitRequestsEnded(++ended);
+    const size_t splices_before = TraceLines("splice: ");
+
+    const size_t quick_answers = QuickAnswers();
+    const Exchange quick = Send(server->port(), Get(path, "Host: x\r\n"), 1);
+    ASSERT_EQ(quick.replies.size(), 1u);
+    EXPECT_EQ(QuickAnswers(), quick_answers + 1) << "not on the quick path";
+    EXPECT_TRUE(BodyOf(quick.replies[0]) == artifact);
+    AwaitRequestsEnded(++ended);
+    const size_t quick_splices = TraceLines("splice: ") - splices_before;
+
+    const Exchange range =
+        Send(server->port(), Get(path, "Host: x\r\nRange: bytes=100000-999999\r\n"), 1);
+    ASSERT_EQ(range.replies.size(), 1u);
+    EXPECT_THAT(range.replies[0], StartsWith("HTTP/1.1 206 "));
+    EXPECT_TRUE(BodyOf(range.replies[0]) == artifact.substr(100000, 900000));
+    AwaitRequestsEnded(++ended);
+    const size_t range_splices = TraceLines("splice: ") - splices_before - quick_splices;
+
+    if (zero_copy) {
+      EXPECT_GT(quick_splices, 0u);
+      EXPECT_GT(range_splices, 0u);
+    } else {
+      EXPECT_EQ(quick_splices, 0u);
+      EXPECT_EQ(range_splices, 0u);
+    }
+    auto stats = server->Client()->Get("/v1/stats");
+    ASSERT_TRUE(stats && stats->status == 200);
+    EXPECT_THAT(stats->body, HasSubstr("\"memory_tier_hits\": 2,")) << "not sent from memory";
+    EXPECT_EQ(server->Stop(), 0) << server->output();
+  }
 }
 
 TEST_F(QuickPathTest, PipelinedRequestsOfBothPathsAreAnsweredInOrder) {

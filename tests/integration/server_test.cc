@@ -233,12 +233,22 @@ std::string GetRequest(const std::string& key) {
   return "GET /v1/artifacts/" + key + " HTTP/1.1\r\nHost: test\r\n\r\n";
 }
 
-TEST_F(ServerTest, AHitFromMemoryCutShortLeavesNothingForTheNextReply) {
-  // A hit from the memory tier goes to the socket through a pipe of the thread's, a megabyte at
-  // a time. A client that goes away mid-reply leaves bytes in that pipe, which must not become
-  // the start of the thread's next reply: with one thread, each cut-short hit is followed by a
-  // whole one on that same thread.
-  auto server = Start({"--threads", "1"});
+// Whether the server runs with --zero-copy.
+class SendModeTest : public ServerTest, public ::testing::WithParamInterface<bool> {
+ protected:
+  std::vector<std::string> Args(std::vector<std::string> args) const {
+    if (GetParam()) args.push_back("--zero-copy");
+    return args;
+  }
+};
+
+TEST_P(SendModeTest, AHitFromMemoryCutShortLeavesNothingForTheNextReply) {
+  // With --zero-copy a hit from the memory tier goes to the socket through a pipe of the
+  // thread's, a megabyte at a time. A client that goes away mid-reply leaves bytes in that pipe,
+  // which must not become the start of the thread's next reply: with one thread, each cut-short
+  // hit is followed by a whole one on that same thread. Without, it is copied from memory, and
+  // the same holds.
+  auto server = Start(Args({"--threads", "1"}));
   const std::string key = TestKey(410);
   const std::string artifact = MakeArtifact(key, size_t{24} << 20, 410);
   auto client = server->TierClient(artifact.size());
@@ -271,6 +281,11 @@ TEST_F(ServerTest, AHitFromMemoryCutShortLeavesNothingForTheNextReply) {
   EXPECT_EQ(MemoryTierHits(*client), memory_hits_before + 6) << "not served from memory";
   EXPECT_EQ(server->Stop(), 0) << server->output();
 }
+
+INSTANTIATE_TEST_SUITE_P(Sends, SendModeTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& zero_copy) {
+                           return std::string(zero_copy.param ? "ZeroCopy" : "Copied");
+                         });
 
 // Without the tier every hit streams from the store, chunk by chunk, ranges included: a range
 // starts in whichever chunk holds its first byte.
