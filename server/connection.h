@@ -3,8 +3,9 @@
 //   - sends a reply's status line, headers and body in one send() when they fit in 64 KiB (the
 //     library writes headers and body separately, which with TCP_NODELAY on is two segments
 //     and two wake-ups of the client for every small hit);
-//   - sends bytes that are also a sealed file's (FileBackedBytes, below) from the file, with
-//     splice() through a pipe of the thread's (sendfile() where the system gives no pipe);
+//   - sends bytes that are also a sealed file's (FileBackedBytes, below; --zero-copy) from the
+//     file, with splice() through a pipe of the thread's (sendfile() where the system gives
+//     no pipe);
 //   - reads without a poll() before each recv() while bytes are buffered, and polls only when
 //     it has to wait;
 //   - bounds the time a request's line and headers may take as a whole (--io-timeout), so a

@@ -3,9 +3,9 @@
 //
 // Why: a hit read from the store costs a LevelDB read that copies the bytes, their checksum,
 // and a copy into the socket; for a 1 MiB executable that is three passes over it per request.
-// A body in a memory file is sent by the kernel (splice; server/connection.h), which hands the
-// file's pages to the socket without copying them through this process. A fleet restarting
-// asks for the same few executables many times, which is when this counts.
+// A body in memory is only copied into the socket; with --zero-copy the kernel hands the memory
+// file's pages to the socket instead (splice; server/connection.h). A fleet restarting asks for
+// the same few executables many times, which is when this counts.
 //
 // Why it never serves what the store would not: a body enters only after every byte of it passed
 // the store's verification, and the file is sealed (F_SEAL_WRITE, SHRINK, GROW) before anyone
@@ -96,8 +96,8 @@ struct MemoryTierStats {
 
 class MemoryTier {
  public:
-  // Bodies smaller than this are not kept: a small hit goes out in one send with its headers,
-  // which costs less than a splice of its own.
+  // Bodies smaller than this are not kept: a small hit read from the store goes out in one send
+  // with its headers too, and the store's read of it costs little beside that.
   static constexpr uint64_t kSmallestBody = 64 << 10;
 
   // Each body holds a file descriptor: no more than this many bodies are kept, so a budget

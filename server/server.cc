@@ -335,8 +335,8 @@ Status ServerImpl::Init(ServerOptions options) {
   ctx_.pool = std::make_unique<compiler::WorkerPool>(std::move(pool_options));
   if (o.memory_tier_bytes != 0)
     ctx_.memory_tier = std::make_unique<MemoryTier>(o.memory_tier_bytes);
-  // A reply may go out with splice() or sendfile(), which have no MSG_NOSIGNAL: a client gone
-  // mid-reply must fail that send, not end the process.
+  // With --zero-copy a reply may go out with splice() or sendfile(), which have no MSG_NOSIGNAL:
+  // a client gone mid-reply must fail that send, not end the process.
   ::signal(SIGPIPE, SIG_IGN);
 
   const bool tls = !o.tls_cert.empty();
