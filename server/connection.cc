@@ -287,7 +287,9 @@ class ConnectionStream final : public httplib::Stream {
       sent = SendFromFile(reply.body_fd, reply.body_offset, body_size);
       out_.clear();
     } else {
-      // Small: head and body in one sendmsg, where sendfile would take a call of its own.
+      // Head and body copied from memory, in one sendmsg while the socket takes them: a small
+      // body, which from a file would take a call of its own, or a large one without a file
+      // (ServerOptions::zero_copy says why that is the default).
       sent =
           SendAll(reply.head.data(), reply.head.size(), reply.body.data(), body_size, 0, &others);
     }

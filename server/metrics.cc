@@ -120,8 +120,7 @@ std::string Metrics::RenderPrometheus(const Sources& sources) const {
     return static_cast<double>(a.load(std::memory_order_relaxed));
   };
   counter("hlocache_hits_total", "Artifacts served from the store.", load(hits));
-  counter("hlocache_memory_tier_hits_total",
-          "Of the hits, those sent from the memory tier.",
+  counter("hlocache_memory_tier_hits_total", "Of the hits, those sent from the memory tier.",
           load(memory_hits));
   counter("hlocache_misses_total", "Lookups that found nothing stored.", load(misses));
   counter("hlocache_uploads_total", "Uploads that stored a new artifact.", load(uploads));
