@@ -115,13 +115,15 @@ class QuickPathTest : public TestDirectory {
   }
   // Requests the server has answered on the quick path so far.
   size_t QuickAnswers() const { return TraceLines("answered on the quick path"); }
-  // Waits (up to 10 s) for `count` requests to have ended: a request's last send is traced
-  // after it returns, maybe after its client has read the reply.
-  void AwaitRequestsEnded(size_t count) const {
+  // Waits (up to 10 s) for the trace to say `count` requests have ended; false if it did not.
+  // A request's last send is traced after it returns, maybe after its client has the reply.
+  bool AwaitRequestsEnded(size_t count) const {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (TraceLines("request ends: ") < count && std::chrono::steady_clock::now() < deadline) {
+    while (TraceLines("request ends: ") < count) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
+    return true;
   }
 
   std::string Put(ServerProcess& server, const std::string& key, size_t payload, uint64_t seed) {
@@ -213,15 +215,18 @@ TEST_F(QuickPathTest, RepliesAreTheLibrarysByteForByte) {
 TEST_F(QuickPathTest, MemoryHitsAreCopiedUnlessZeroCopyIsAsked) {
   for (const bool zero_copy : {false, true}) {
     SCOPED_TRACE(zero_copy ? "--zero-copy" : "the default");
+    // Each request's sends are traced before its end: the count of ends tells when they are all
+    // there. Those of an earlier server all are, since it stopped.
+    size_t ended = TraceLines("request ends: ");
     auto server =
         Start(zero_copy ? std::vector<std::string>{"--zero-copy"} : std::vector<std::string>{});
     const std::string key = TestKey(zero_copy ? 21 : 20);
     const std::string artifact = Put(*server, key, 1 << 20, 20);
+    ASSERT_TRUE(AwaitRequestsEnded(++ended));
     const std::string path = "/v1/artifacts/" + key;
     // The first read puts it in the tier.
-    size_t ended = TraceLines("request ends: ");
     ASSERT_EQ(Send(server->port(), Get(path, "Host: x\r\n"), 1).replies.size(), 1u);
-    AwaitRequestsEnded(++ended);
+    ASSERT_TRUE(AwaitRequestsEnded(++ended));
     const size_t splices_before = TraceLines("splice: ");
 
     const size_t quick_answers = QuickAnswers();
@@ -229,7 +234,7 @@ TEST_F(QuickPathTest, MemoryHitsAreCopiedUnlessZeroCopyIsAsked) {
     ASSERT_EQ(quick.replies.size(), 1u);
     EXPECT_EQ(QuickAnswers(), quick_answers + 1) << "not on the quick path";
     EXPECT_TRUE(BodyOf(quick.replies[0]) == artifact);
-    AwaitRequestsEnded(++ended);
+    ASSERT_TRUE(AwaitRequestsEnded(++ended));
     const size_t quick_splices = TraceLines("splice: ") - splices_before;
 
     const Exchange range =
@@ -237,7 +242,7 @@ TEST_F(QuickPathTest, MemoryHitsAreCopiedUnlessZeroCopyIsAsked) {
     ASSERT_EQ(range.replies.size(), 1u);
     EXPECT_THAT(range.replies[0], StartsWith("HTTP/1.1 206 "));
     EXPECT_TRUE(BodyOf(range.replies[0]) == artifact.substr(100000, 900000));
-    AwaitRequestsEnded(++ended);
+    ASSERT_TRUE(AwaitRequestsEnded(++ended));
     const size_t range_splices = TraceLines("splice: ") - splices_before - quick_splices;
 
     if (zero_copy) {
