@@ -42,8 +42,9 @@ struct ServerOptions {
   uint64_t memory_tier_bytes = uint64_t{256} << 20;
   // Send the memory tier's bodies from its files' pages (splice, as nginx's `sendfile on`)
   // rather than copying them into the socket. Off by default: over loopback the copy served
-  // 1.6x to 1.8x the 1 MiB and 16 MiB hits a second at 8 and at 64 connections, the receiver's
-  // copy included (bench/README); the pages save the copy where a NIC reads them itself.
+  // 1.4x to 1.8x the hits a second at 8 connections (1 MiB and 16 MiB) and at 64 (16 MiB);
+  // at 64 connections and 1 MiB the splice was level to 22% ahead (bench/README). The pages
+  // save the copy where a network card reads them itself.
   bool zero_copy = false;
   size_t threads = 64;                  // Requests served at once (idle connections need none).
   std::chrono::seconds io_timeout{10};  // Longest wait for a client to send or receive.
