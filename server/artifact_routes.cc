@@ -83,14 +83,20 @@ void CountHit(ServerContext& ctx, std::string_view key, std::span<const char> he
                                              std::memory_order_relaxed);
 }
 
-// Sends a body from the memory tier: copied from its memory, or with --zero-copy from its file
-// (FileBackedBytes tells the connection which file holds them).
+// The file a memory-tier body is sent from: its memory file with --zero-copy; -1 without, for a
+// copy from its memory (ServerOptions::zero_copy says why that is the default).
+int FileToSendFrom(const ServerContext& ctx, const MemoryBody& body) {
+  return ctx.options.zero_copy ? body.fd() : -1;
+}
+
+// Sends a body from the memory tier: from FileToSendFrom's file when there is one
+// (FileBackedBytes tells the connection which file holds the bytes), else from its memory.
 void SendMemoryBody(ServerContext& ctx, std::shared_ptr<const MemoryBody> body,
                     httplib::Response& res) {
   res.set_header("X-Hlocache-Checksum", body->checksum().Hex());
   Metrics* metrics = &ctx.metrics;
   const size_t size = body->bytes().size();
-  const int file = ctx.options.zero_copy ? body->fd() : -1;
+  const int file = FileToSendFrom(ctx, *body);
   auto provide = [body = std::move(body), metrics, file](size_t offset, size_t length,
                                                          httplib::DataSink& sink) {
     const std::span<const char> bytes = body->bytes();
@@ -391,7 +397,7 @@ bool AnswerQuickHit(ServerContext& ctx, std::string_view key, const QuickRequest
     ctx.metrics.memory_hits.fetch_add(1, std::memory_order_relaxed);
     checksum = body->checksum().Hex();
     reply.body = body->bytes();
-    reply.body_fd = ctx.options.zero_copy ? body->fd() : -1;
+    reply.body_fd = FileToSendFrom(ctx, *body);
     reply.body_offset = 0;
     reply.owner = std::move(body);
   } else {
